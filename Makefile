@@ -1,0 +1,48 @@
+# kafka-chaos: every target does its own set-up (venv, Docker engine, images), so each works on a fresh machine.
+SHELL := /bin/bash
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+KAFKA ?=
+SUPPORTED := 4.3.1,3.9.2
+export TESTCONTAINERS_RYUK_DISABLED := true
+
+.PHONY: setup chaos nightly test unit integration lint bench detect compare clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+setup: $(VENV)/.installed
+	$(BIN)/kchaos setup --kafka $(SUPPORTED)
+
+chaos: setup  ## the smoke suite on the default Kafka version
+	$(BIN)/kchaos suite smoke $(if $(KAFKA),--kafka $(KAFKA))
+
+nightly: setup  ## the whole catalog x 3 seeds x the supported versions, longer runs
+	$(BIN)/kchaos compare --kafka $(SUPPORTED) --suite nightly --seeds 3 --duration 120s
+
+compare: setup
+	$(BIN)/kchaos compare --kafka $(SUPPORTED) --suite smoke
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+
+unit: $(VENV)/.installed
+	$(BIN)/pytest -q tests/unit
+
+integration: setup
+	$(BIN)/pytest -q tests/integration
+
+test: lint setup
+	$(BIN)/pytest -q tests
+
+bench: setup
+	$(BIN)/python -m bench.run
+
+detect: setup
+	$(BIN)/python -m bench.detect
+
+clean:
+	-$(BIN)/kchaos clean

@@ -1,0 +1,25 @@
+"""Entry points the analysis benchmark runs in subprocesses: `python -m bench.engines spark|pandas DIR`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def main() -> None:
+    engine, history = sys.argv[1], Path(sys.argv[2])
+    if engine == "spark":
+        from reports.analysis import analyze
+        from reports.spark import session
+
+        counts = analyze(session(driver_memory="12g"), history).counts()
+    else:
+        from bench.pandas_checks import check
+
+        counts = check(history)
+    print(json.dumps(counts))
+
+
+if __name__ == "__main__":
+    main()

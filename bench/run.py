@@ -1,0 +1,136 @@
+"""`make bench`: each figure beside the baseline it names, measured in the same run; writes BENCHMARKS.md.
+
+Sections can be chosen with BENCH=bringup,throughput,analysis and sizes with BENCH_SIZES=1e6,1e7,5e7.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from bench import measure, synthetic
+from harness.cluster import Cluster, ClusterSpec
+from harness.history import HistoryWriter
+from harness.images import DEFAULT_VERSION
+from harness.scenario import ProducerSpec
+from workloads.producer import ProducerClient
+
+OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
+REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
+
+
+def bringup() -> list[str]:
+    """Start-to-ready of a 3-broker cluster vs a single broker (cached images), medians."""
+    times: dict[int, list[float]] = {1: [], 3: []}
+    for _ in range(REPEAT):
+        for n in (1, 3):
+            t0 = time.monotonic()
+            with Cluster(ClusterSpec(brokers=n)):
+                times[n].append(time.monotonic() - t0)
+    m1, m3 = statistics.median(times[1]), statistics.median(times[3])
+    return ["## Cluster bring-up (cached images)", "", f"Measured {time.strftime('%Y-%m-%d')}.", "",
+            f"Command: `BENCH=bringup make bench` ({REPEAT} runs each, Kafka {DEFAULT_VERSION}, KRaft).", "",
+            "| cluster | median start-to-ready | runs |", "|---|---|---|",
+            f"| 1 broker (baseline) | {m1:.1f} s | {', '.join(f'{t:.1f}' for t in times[1])} |",
+            f"| 3 brokers | {m3:.1f} s | {', '.join(f'{t:.1f}' for t in times[3])} |", "",
+            f"Target under 15 s for 3 brokers: {'met' if m3 < 15 else 'NOT met'}.", ""]
+
+
+PERF = re.compile(r"([\d.]+) records/sec")
+
+
+def throughput(seconds: float = 15.0, payload: int = 64) -> list[str]:
+    """Our producer with full history recording vs Kafka's ProducerPerformance, same cluster/acks/payload."""
+    ours, theirs = [], []
+    with Cluster(ClusterSpec()) as c, tempfile.TemporaryDirectory() as tmp:
+        c.create_topic("bench", 3, 3, {"min.insync.replicas": "2"})
+        for i in range(REPEAT):
+            h = HistoryWriter(Path(tmp) / f"h{i}")
+            p = ProducerClient(0, ProducerSpec(rate=0, payload_bytes=payload, linger_ms=5), "bench",
+                               c.bootstrap_servers(), h).start()
+            time.sleep(seconds)
+            p.stop()
+            p.join(120)
+            h.close(compact=False)
+            ours.append(p.acked / seconds)
+            records = max(int(ours[-1] * seconds), 100_000)
+            code, out = c.node(1).sh(
+                "java -Xmx512m -cp '/opt/kafka/libs/*' -Dlog4j2.configurationFile=/etc/kafka/log4j2.properties "
+                f"org.apache.kafka.tools.ProducerPerformance --topic bench --num-records {records} "
+                f"--record-size {payload} --throughput -1 --producer-props bootstrap.servers=kafka-1:9092 "
+                "acks=all linger.ms=5 enable.idempotence=true")
+            found = PERF.findall(out)
+            theirs.append(float(found[-1]) if code == 0 and found else float("nan"))
+    mo, mt = statistics.median(ours), statistics.median(theirs)
+    return ["## Workload throughput with full history vs ProducerPerformance", "",
+            f"Measured {time.strftime('%Y-%m-%d')}.", "",
+            f"Command: `BENCH=throughput make bench`. 3 brokers, topic of 3 partitions, RF 3, acks=all, "
+            f"idempotence on, {payload}-byte values, linger.ms=5; our single producer records every send to the "
+            f"history; ProducerPerformance runs in broker 1's container on the same cluster. {REPEAT} runs each.", "",
+            "| producer | median records/s | runs |", "|---|---|---|",
+            f"| Kafka ProducerPerformance (baseline) | {mt:,.0f} | {', '.join(f'{x:,.0f}' for x in theirs)} |",
+            f"| kafka-chaos ProducerClient + history | {mo:,.0f} | {', '.join(f'{x:,.0f}' for x in ours)} |", "",
+            f"Ratio: {mo / mt:.2f}x (target >= 0.8x: {'met' if mo / mt >= 0.8 else 'NOT met'}).", ""]
+
+
+def analysis(sizes: list[int]) -> list[str]:
+    """PySpark analysis vs the same checks in pandas, on synthetic histories with injected anomalies."""
+    rows = []
+    for n in sizes:
+        with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+            expected = synthetic.generate(n, Path(tmp))
+            for engine in ("pandas", "spark"):
+                secs, gib, out = measure.run(["bench.engines", engine, tmp])
+                try:
+                    counts = json.loads(out.strip().splitlines()[-1])
+                    right = all(counts.get(k) == v for k, v in expected.items())
+                    status = "correct" if right else f"WRONG {counts}"
+                except (ValueError, IndexError):
+                    status = out.strip()[-80:] or "failed"
+                rows.append(f"| {n:,} | {engine} | {secs:.1f} s | {gib:.1f} GiB | {status} |")
+    return ["## Analysis: PySpark vs pandas", "", f"Measured {time.strftime('%Y-%m-%d')}.", "",
+            "Command: `BENCH=analysis BENCH_SIZES=" + ",".join(f"{n:.0e}" for n in sizes) + " make bench`. "
+            "Synthetic histories: N sends, their final reads and one replica record each, with "
+            f"{synthetic.LOST} lost writes and {synthetic.DUPLICATED} duplicates injected; both engines must "
+            "find exactly those. Peak memory is the whole process tree (Spark's JVM included), sampled every "
+            "200 ms. PySpark runs local[*] on this machine's 2 cores.", "",
+            "| sends | engine | wall time | peak memory | result |", "|---|---|---|---|---|", *rows, ""]
+
+
+def merge(existing: str, fresh: dict[str, list[str]]) -> list[str]:
+    """Replace the sections that were re-measured; keep the figures of the others as they were."""
+    kept: dict[str, list[str]] = {}
+    title = None
+    for line in existing.splitlines():
+        if line.startswith("## "):
+            title = line
+            kept[title] = []
+        if title:
+            kept[title].append(line)
+    for section in fresh.values():
+        kept[section[0]] = section
+    return [ln for section in kept.values() for ln in section]
+
+
+def main() -> None:
+    chosen = os.environ.get("BENCH", "bringup,throughput,analysis").split(",")
+    sizes = [int(float(s)) for s in os.environ.get("BENCH_SIZES", "1e6,1e7,5e7").split(",")]
+    sections = {"bringup": bringup, "throughput": throughput, "analysis": lambda: analysis(sizes)}
+    fresh = {}
+    for name in chosen:
+        fresh[name] = sections[name]()
+        print("\n".join(fresh[name]), flush=True)
+    head = ["# Benchmarks", "", "Measured on this project's machine kind (2 cores, 24 GiB); each figure beside its "
+            "baseline from the same run. A section's date is when `make bench` last re-measured it.", ""]
+    body = merge(OUT.read_text() if OUT.exists() else "", fresh)
+    OUT.write_text("\n".join(head + body) + "\n")
+    print(f"wrote {OUT}")
+
+
+if __name__ == "__main__":
+    main()

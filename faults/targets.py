@@ -1,0 +1,45 @@
+"""Resolve a fault's target (data in the scenario) to node ids, from live metadata at the moment it fires."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+
+def resolve(target: Any, cluster, topic: str, rng: random.Random) -> tuple[list[int], int]:
+    """(node ids, the partition consulted) for `one`, `minority`, `majority`, `all`, `leader`, `followers`,
+    `controller`, `isr`, `non-isr`, a node id or a list of them. Empty when nothing matches (e.g. no leader)."""
+    nodes = cluster.node_ids()
+    partition = rng.randrange(cluster_partitions(cluster, topic))
+    if isinstance(target, int):
+        return [target], partition
+    if isinstance(target, list):
+        return list(target), partition
+    if target == "one":
+        return [rng.choice(nodes)], partition
+    if target == "all":
+        return list(nodes), partition
+    if target in ("minority", "majority"):
+        size = (len(nodes) - 1) // 2 if target == "minority" else len(nodes) // 2 + 1
+        return sorted(rng.sample(nodes, max(size, 1))), partition
+    if target == "controller":
+        c = cluster.controller()
+        return ([c] if c >= 0 else []), partition
+    meta = cluster.partition_metadata(topic)[partition]
+    if target == "leader":
+        return ([meta.leader] if meta.leader >= 0 else []), partition
+    if target == "followers":
+        return [r for r in meta.replicas if r != meta.leader], partition
+    if target == "isr":
+        return sorted(meta.isrs), partition
+    if target == "non-isr":
+        return [r for r in meta.replicas if r not in meta.isrs], partition
+    raise ValueError(f"unknown target {target!r}")
+
+
+def cluster_partitions(cluster, topic: str) -> int:
+    """How many partitions the topic has (1 if the cluster cannot say right now)."""
+    try:
+        return max(1, len(cluster.partition_metadata(topic)))
+    except Exception:  # noqa: BLE001 - a fault must still fire on a struggling cluster
+        return 1

@@ -1,0 +1,38 @@
+# Container entry of every kafka-chaos node; the harness passes it as `sh -c`, so any image
+# with Kafka's jars in /opt/kafka/libs (ours, or the official apache/kafka) can run it.
+set -e
+mkdir -p /etc/kafka /var/lib/kafka/data /var/lib/zookeeper
+printf '%s\n' "$KCHAOS_PROPERTIES" > /etc/kafka/node.properties
+cat > /etc/kafka/log4j2.properties <<'LOG'
+status = warn
+appender.out.type = Console
+appender.out.name = STDOUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = STDOUT
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.state.name = state.change.logger
+logger.state.level = INFO
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+LOG
+cat > /etc/kafka/log4j.properties <<'LOG'
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+LOG
+CP='/opt/kafka/libs/*'
+LOGOPTS="-Dlog4j2.configurationFile=/etc/kafka/log4j2.properties -Dlog4j.configuration=file:/etc/kafka/log4j.properties"
+JVM="${KCHAOS_JVM_OPTS:--Xms256m -Xmx768m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError}"
+if [ "$KCHAOS_ROLE" = zookeeper ]; then
+  exec java $JVM $LOGOPTS -cp "$CP" org.apache.zookeeper.server.quorum.QuorumPeerMain /etc/kafka/node.properties
+fi
+if [ "$KCHAOS_ROLE" = kraft ] && [ ! -f /var/lib/kafka/data/meta.properties ]; then
+  java -Xmx256m -XX:TieredStopAtLevel=1 $LOGOPTS -cp "$CP" kafka.tools.StorageTool format \
+    -t "$KCHAOS_CLUSTER_ID" -c /etc/kafka/node.properties
+fi
+exec java $JVM $LOGOPTS -cp "$CP" kafka.Kafka /etc/kafka/node.properties

@@ -1,0 +1,49 @@
+"""Make sure a Docker engine answers, starting Debian's dockerd when we are allowed to."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from harness.errors import EngineError
+
+DOCKERD_LOG = Path("/var/log/kchaos-dockerd.log")
+
+
+def engine_answers() -> bool:
+    """True when `docker info` succeeds."""
+    if shutil.which("docker") is None:
+        return False
+    done = subprocess.run(["docker", "info"], capture_output=True, timeout=30)
+    return done.returncode == 0
+
+
+def ensure_engine(wait_s: float = 60.0, say=print) -> None:
+    """Return when a Docker engine answers; install and start dockerd as root on Debian if needed."""
+    if engine_answers():
+        return
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        raise EngineError(
+            "No Docker engine answers `docker info`. Start one (e.g. `sudo systemctl start docker`) "
+            "or run as root on Debian/Ubuntu so kchaos can install docker.io and start dockerd itself."
+        )
+    if shutil.which("dockerd") is None:
+        say("Installing Debian's docker.io (no Docker engine on this machine)...")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "docker.io", "iptables"]):
+            done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if done.returncode != 0:
+                raise EngineError(f"`{' '.join(cmd)}` failed: {done.stderr.strip()[-400:]}")
+    say(f"Starting dockerd in the background (log: {DOCKERD_LOG})...")
+    with DOCKERD_LOG.open("ab") as log:
+        subprocess.Popen(["dockerd"], stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if engine_answers():
+            return
+        time.sleep(0.5)
+    tail = DOCKERD_LOG.read_text(errors="replace").splitlines()[-10:]
+    raise EngineError(f"dockerd did not answer within {wait_s:.0f}s. Last lines of {DOCKERD_LOG}:\n" + "\n".join(tail))

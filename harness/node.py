@@ -1,0 +1,161 @@
+"""One Kafka or ZooKeeper node in a container: a small fluent builder on testcontainers' DockerContainer."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Self
+
+import docker.errors
+from testcontainers.core.container import DockerContainer
+from testcontainers.core.network import Network
+
+from harness.errors import ClusterError
+
+START_SCRIPT = (Path(__file__).parent / "docker" / "start.sh").read_text()
+STARTED = {
+    "kraft": re.compile(r"Kafka Server started|KafkaRaftServer.*started"),
+    "zk-broker": re.compile(r"\[KafkaServer id=\d+\] started"),
+    "zookeeper": re.compile(r"binding to port|Started AdminServer|ZooKeeper audit is"),
+}
+LOG_TAIL = 25
+
+
+class KafkaNode(DockerContainer):
+    """A broker (KRaft or ZooKeeper mode) or a ZooKeeper server, with lifecycle operations that wait for effect."""
+
+    def __init__(self, image: str, node_id: int, role: str = "kraft") -> None:
+        super().__init__(image)
+        self.node_id = node_id
+        self.role = role
+        self.alias = "zookeeper" if role == "zookeeper" else f"kafka-{node_id}"
+        self.external_port: int | None = None
+        self.properties: dict[str, str] = {}
+        self._starts = 0
+        self.with_command(["sh", "-c", START_SCRIPT]).with_env("KCHAOS_ROLE", role)
+
+    # -- builder -----------------------------------------------------------------------------------------
+    def with_properties(self, properties: dict[str, str]) -> Self:
+        """Set the node's server.properties (or zookeeper.properties)."""
+        self.properties = dict(properties)
+        body = "\n".join(f"{k}={v}" for k, v in sorted(self.properties.items()))
+        return self.with_env("KCHAOS_PROPERTIES", body)
+
+    def with_external_port(self, port: int) -> Self:
+        """Publish the client listener on 127.0.0.1:port (same number inside, so the advertised address holds)."""
+        self.external_port = port
+        self.ports[f"{port}/tcp"] = ("127.0.0.1", port)
+        return self
+
+    def on(self, network: Network, labels: dict[str, str], cluster_id: str) -> Self:
+        """Join the cluster's private network under the node's alias; label it; allow iptables and tc."""
+        self.with_network(network).with_network_aliases(self.alias).with_name(f"{network.name}-{self.alias}")
+        self.with_env("KCHAOS_CLUSTER_ID", cluster_id)
+        return self.with_kwargs(labels=labels, cap_add=["NET_ADMIN"], hostname=self.alias)
+
+    # -- state --------------------------------------------------------------------------------------------
+    @property
+    def container(self):
+        """The docker-py container object."""
+        return self.get_wrapped_container()
+
+    def state(self) -> str:
+        """Docker's status: running, paused, exited, ..."""
+        self.container.reload()
+        return self.container.status
+
+    def ip(self) -> str:
+        """The node's address on the cluster network."""
+        self.container.reload()
+        nets = self.container.attrs["NetworkSettings"]["Networks"]
+        return next(iter(nets.values()))["IPAddress"]
+
+    def log_text(self) -> str:
+        """Everything the node printed, across restarts."""
+        return self.container.logs().decode(errors="replace")
+
+    def log_tail(self, lines: int = LOG_TAIL) -> str:
+        """The last lines the node printed."""
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def started_count(self) -> int:
+        """How many times the node's log says it finished starting."""
+        return len(STARTED[self.role].findall(self.log_text()))
+
+    def sh(self, script: str) -> tuple[int, str]:
+        """Run a shell script as root inside the node; return (exit code, output)."""
+        code, out = self.container.exec_run(["sh", "-c", script], user="root")
+        return code, out.decode(errors="replace")
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    def launch(self) -> Self:
+        """Create and start the container (readiness is waited for separately, so nodes start in parallel)."""
+        super().start()
+        self._starts = 1
+        return self
+
+    def wait_started(self, timeout_s: float = 90.0) -> None:
+        """Wait until the node's log shows its latest start completed; on timeout show the log tail."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.started_count() >= self._starts:
+                return
+            if self.state() == "exited":
+                raise ClusterError(f"{self.alias} exited while starting. Last log lines:\n{self.log_tail()}")
+            time.sleep(0.25)
+        raise ClusterError(
+            f"{self.alias} did not start within {timeout_s:.0f}s. Last log lines:\n{self.log_tail()}\n"
+            "Hint: a 2-core machine running several clusters or other JVMs starts slowly; run one cluster at a time."
+        )
+
+    def kill(self) -> None:
+        """SIGKILL the node's process; return once the container has exited."""
+        self._stop_with(lambda: self.container.kill(signal="SIGKILL"))
+
+    def terminate(self, timeout_s: int = 60) -> None:
+        """SIGTERM (a clean, controlled shutdown); return once the container has exited."""
+        self._stop_with(lambda: self.container.stop(timeout=timeout_s))
+
+    def _stop_with(self, action) -> None:
+        if self.state() == "paused":
+            self.container.unpause()
+        if self.state() != "running":
+            return
+        action()
+        self.container.wait(timeout=120)
+        if self.state() == "running":
+            raise ClusterError(f"{self.alias} is still running after it was stopped")
+
+    def pause(self) -> None:
+        """Freeze every process of the node (SIGSTOP via the cgroup freezer)."""
+        if self.state() == "running":
+            self.container.pause()
+
+    def resume(self) -> None:
+        """Thaw a paused node."""
+        if self.state() == "paused":
+            self.container.unpause()
+
+    def start(self, timeout_s: float = 90.0) -> Self:  # type: ignore[override]
+        """Restart a stopped node with its data intact and wait until it has started again."""
+        self.begin_start()
+        self.wait_started(timeout_s)
+        return self
+
+    def begin_start(self) -> None:
+        """Start a stopped (or thaw a paused) node without waiting: KRaft voters must come back together."""
+        if self.state() in ("running", "paused"):
+            self.resume()
+            return
+        self._starts = self.started_count() + 1
+        self.container.start()
+
+    def remove(self) -> None:
+        """Remove the container and its anonymous volumes, whatever its state."""
+        try:
+            if self._container is not None:
+                self.resume()
+                self._container.remove(force=True, v=True)
+        except docker.errors.NotFound:
+            pass

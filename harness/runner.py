@@ -1,0 +1,147 @@
+"""One chaos run: image, cluster, topic, workloads, nemesis, heal, final drain, replica dump; all into a run dir."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from faults import schedule
+from harness import images
+from harness.cluster import Cluster, ClusterSpec
+from harness.history import HistoryWriter, now_ns
+from harness.scenario import Scenario
+from workloads.consumer import ConsumerClient
+from workloads.drain import final_drain
+from workloads.producer import ProducerClient
+from workloads.sampler import MetadataSampler
+
+
+@dataclass
+class Tick:
+    """What the progress display shows."""
+
+    phase: str
+    elapsed: float = 0.0
+    remaining: float = 0.0
+    acked: int = 0
+    errors: int = 0
+    faults: str = ""
+
+
+@dataclass
+class RunInfo:
+    """Written to run.json: how far the run got and what it could not establish."""
+
+    scenario: str
+    seed: int
+    kafka: str
+    status: str = "running"
+    phase: str = "start"
+    started_utc: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    t0_ns: int = field(default_factory=now_ns)
+    timings: dict[str, float] = field(default_factory=dict)
+    recovered: bool | None = None
+    drain_reached: dict[str, bool] = field(default_factory=dict)
+    nemesis_errors: list[str] = field(default_factory=list)
+    error: str = ""
+
+    def save(self, run_dir: Path) -> None:
+        tmp = run_dir / ".run.json.tmp"
+        tmp.write_text(json.dumps(self.__dict__, indent=1))
+        tmp.replace(run_dir / "run.json")
+
+
+def run_dir_for(root: Path, scenario: Scenario) -> Path:
+    """runs/<scenario>/<utc-timestamp>-<seed>/"""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return root / scenario.name / f"{stamp}-{scenario.seed}"
+
+
+def execute(scenario: Scenario, run_dir: Path, on_tick: Callable[[Tick], None] = lambda t: None,
+            ops: list[schedule.PlannedOp] | None = None) -> RunInfo:
+    """Run a scenario end to end; the history stays readable whatever happens, and every container is removed."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "scenario.json").write_text(scenario.model_dump_json(indent=1, by_alias=True))
+    ops = ops if ops is not None else schedule.plan(scenario.faults, scenario.duration, scenario.seed)
+    schedule.save(ops, run_dir / "schedule.json")
+    info = RunInfo(scenario.name, scenario.seed, scenario.kafka.version)
+    info.save(run_dir)
+    history = HistoryWriter(run_dir / "history")
+    mark = time.monotonic()
+
+    def phase(name: str) -> None:
+        nonlocal mark
+        info.timings[info.phase] = round(time.monotonic() - mark, 2)
+        info.phase, mark = name, time.monotonic()
+        info.save(run_dir)
+        on_tick(Tick(name))
+
+    try:
+        phase("images")
+        images.ensure_kafka_image(scenario.kafka.version, say=lambda m: on_tick(Tick("images", faults=m)))
+        phase("cluster")
+        spec = ClusterSpec(scenario.kafka.version, scenario.kafka.brokers, scenario.kafka.metadata,
+                           {k: str(v).lower() if isinstance(v, bool) else str(v)
+                            for k, v in scenario.kafka.config.items()})
+        with Cluster(spec) as cluster:
+            _workload(scenario, cluster, history, ops, info, phase, on_tick, run_dir)
+        info.status = "complete"
+    except BaseException as exc:
+        info.status = "error" if isinstance(exc, Exception) else "interrupted"
+        info.error = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        phase("done")
+        history.close()
+        info.save(run_dir)
+    return info
+
+
+def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops, info: RunInfo,
+              phase: Callable[[str], None], on_tick: Callable[[Tick], None], run_dir: Path) -> None:
+    topic, parts = scenario.topic.name, scenario.topic.partitions
+    phase("topic")
+    cluster.create_topic(topic, parts, scenario.topic.replication_factor, scenario.topic_config(),
+                         replicas=scenario.topic.replicas)
+    sampler = MetadataSampler(topic, lambda: cluster.partition_metadata(topic), cluster.controller, history).start()
+    boot = cluster.bootstrap_servers()
+    consumers = [ConsumerClient(i, scenario.consumer, topic, parts, boot, history).start()
+                 for i in range(scenario.consumer.count)]
+    producers = [ProducerClient(i, scenario.producer, topic, boot, history).start()
+                 for i in range(scenario.producer.count)]
+    nemesis = schedule.Nemesis(cluster, topic, scenario.faults, ops, scenario.seed, history).start()
+    try:
+        phase("faults")
+        end = time.monotonic() + scenario.duration
+        while (left := end - time.monotonic()) > 0:
+            time.sleep(min(1.0, left))
+            on_tick(Tick("faults", scenario.duration - left, max(left, 0), sum(p.acked for p in producers),
+                         sum(p.errors for p in producers), nemesis.active))
+    finally:
+        for p in producers:
+            p.stop()
+        nemesis.stop()
+        phase("heal")
+        info.recovered = schedule.heal_all(cluster, topic, history, scenario.recovery_timeout)
+        for p in producers:
+            p.join(scenario.producer.message_timeout_ms / 1000 + 30)
+        info.nemesis_errors = nemesis.errors
+        time.sleep(2.0)  # let live consumers catch up to the healed log before they stop
+        for c in consumers:
+            c.stop()
+        for c in consumers:
+            c.join(30)
+    phase("drain")
+    reached = final_drain(boot, topic, parts, history, scenario.drain_timeout)
+    info.drain_reached = {str(p): r for p, r in reached.items()}
+    sampler.stop()
+    sampler.join(15)
+    phase("replicas")
+    history.write_many("replicas", cluster.dump_replica_logs(topic))
+    history.write("events", {"t": now_ns(), "source": "runner", "kind": "replicas-dumped", "topic": topic,
+                             "partition": -1, "offset": -1, "detail": ""})
+    cluster.collect_logs(run_dir / "logs")

@@ -1,0 +1,256 @@
+"""The scenario file: pydantic models, duration parsing, matrix expansion, and one-line error messages."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from harness.errors import UsageError
+from harness.images import DEFAULT_VERSION
+
+ANOMALIES = ("lost-write", "unseen", "duplicate", "inconsistent-offset", "nonmonotonic-send", "poll-skip",
+             "nonmonotonic-poll", "aborted-read", "unexpected", "vanished-read", "replica-divergence")
+FAULTS = ("kill", "terminate", "pause", "restart", "isolate", "split", "bridge", "one-way", "zombie",
+          "isolate-controller", "packet-loss", "bandwidth", "tcp-reset", "block-clients", "rolling-restart",
+          "hard-rolling-restart", "last-replica-standing", "unclean-sequence")
+TARGETS = ("one", "minority", "majority", "all", "leader", "followers", "controller", "isr", "non-isr")
+DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def seconds(value: Any) -> float:
+    """'90s', '5m', '500ms' or a number of seconds."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    m = DURATION.match(str(value))
+    if not m:
+        raise ValueError("Expected a duration like '90s', '5m' or '500ms'")
+    return float(m[1]) * UNITS[m[2]]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class KafkaSpec(Strict):
+    version: str = DEFAULT_VERSION
+    brokers: int = Field(3, ge=1, le=5)
+    metadata: Literal["kraft", "zookeeper"] = "kraft"
+    config: dict[str, str | int | float | bool] = {}
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _str(cls, v: Any) -> str:
+        return str(v)
+
+    @model_validator(mode="after")
+    def _zk_needs_3x(self) -> KafkaSpec:
+        head = self.version.split(".")[0]
+        if self.metadata == "zookeeper" and head.isdigit() and int(head) >= 4:
+            raise ValueError(f"ZooKeeper mode was removed in Kafka 4.0: kafka.version={self.version!r} needs "
+                             "kafka.metadata='kraft' (or a 3.x version)")
+        return self
+
+
+class TopicSpec(Strict):
+    name: str = "chaos"
+    partitions: int = Field(3, ge=1, le=64)
+    replication_factor: int = Field(3, ge=1, le=5)
+    min_insync_replicas: int = Field(2, ge=1, le=5)
+    unclean_leader_election: bool = False
+    # Explicit replicas of every partition (node ids), e.g. [3, 4, 5] to keep a topic off the KRaft quorum's
+    # majority (nodes 1-3) so that killing its whole ISR leaves the controller quorum alive.
+    replicas: list[int] | None = None
+    config: dict[str, str | int | float | bool] = {}
+
+
+class ProducerSpec(Strict):
+    count: int = Field(2, ge=0, le=16)
+    acks: Literal["0", "1", "all"] = "all"
+    idempotence: bool = True
+    retries: int = Field(2147483647, ge=0)
+    max_in_flight: int = Field(5, ge=1, le=100)
+    linger_ms: int = Field(5, ge=0)
+    batch_size: int = Field(16384, ge=1)
+    compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
+    message_timeout_ms: int = Field(30000, ge=1000)
+    request_timeout_ms: int = Field(10000, ge=500)
+    keyed: bool = False
+    payload_bytes: int = Field(64, ge=24, le=1_000_000)
+    rate: float = Field(1000, ge=0)  # messages per second per producer; 0 = as fast as possible
+
+    @field_validator("acks", mode="before")
+    @classmethod
+    def _acks_str(cls, v: Any) -> str:
+        return "all" if v == -1 else str(v)
+
+
+class ConsumerSpec(Strict):
+    count: int = Field(2, ge=0, le=16)
+    group: str = "chaos"
+    mode: Literal["subscribe", "assign"] = "subscribe"
+    commit: Literal["auto", "after"] = "after"
+    isolation: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
+
+
+class FaultSpec(Strict):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    fault: Literal[FAULTS]  # type: ignore[valid-type]
+    target: str | int | list[int] = "one"
+    every: float = 15.0
+    for_: float = Field(5.0, alias="for")
+    jitter: float = 0.0
+    after: float = 5.0
+    probability: float = Field(0.3, gt=0, le=1)
+    kbit: int = Field(512, ge=8)
+
+    @field_validator("every", "for_", "jitter", "after", mode="before")
+    @classmethod
+    def _duration(cls, v: Any) -> float:
+        return seconds(v)
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, v: Any) -> Any:
+        if isinstance(v, str) and v not in TARGETS:
+            raise ValueError(f"Expected one of {', '.join(repr(t) for t in TARGETS)} or node ids")
+        return v
+
+
+class Scenario(Strict):
+    """A whole chaos run: cluster, topic, clients, faults, duration and seed."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.\-\[\]=,]+$")
+    description: str = ""
+    guarantee: str = ""
+    kafka: KafkaSpec = KafkaSpec()
+    topic: TopicSpec = TopicSpec()
+    producer: ProducerSpec = ProducerSpec()
+    consumer: ConsumerSpec = ConsumerSpec()
+    faults: list[FaultSpec] = []
+    duration: float = 60.0
+    seed: int = 42
+    expect: list[Literal[ANOMALIES]] = []  # type: ignore[valid-type]
+    recovery_timeout: float = 120.0
+    drain_timeout: float = 90.0
+
+    @field_validator("duration", "recovery_timeout", "drain_timeout", mode="before")
+    @classmethod
+    def _duration(cls, v: Any) -> float:
+        return seconds(v)
+
+    @field_validator("expect", mode="before")
+    @classmethod
+    def _expect(cls, v: Any) -> Any:
+        return [] if v in ({}, None) else v
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Scenario:
+        if self.topic.replication_factor > self.kafka.brokers:
+            raise ValueError(f"topic.replication_factor={self.topic.replication_factor} exceeds "
+                             f"kafka.brokers={self.kafka.brokers}")
+        if self.topic.replicas is not None and (len(self.topic.replicas) != self.topic.replication_factor or
+                                                 not set(self.topic.replicas) <= set(range(1, self.kafka.brokers + 1))):
+            raise ValueError(f"topic.replicas={self.topic.replicas} must name {self.topic.replication_factor} "
+                             f"distinct brokers among 1..{self.kafka.brokers}")
+        if self.topic.min_insync_replicas > self.topic.replication_factor:
+            raise ValueError(f"topic.min_insync_replicas={self.topic.min_insync_replicas} exceeds "
+                             f"topic.replication_factor={self.topic.replication_factor}")
+        if self.producer.idempotence and (self.producer.acks != "all" or self.producer.max_in_flight > 5):
+            raise ValueError("producer.idempotence=true needs producer.acks='all' and producer.max_in_flight<=5 "
+                             "(librdkafka refuses otherwise)")
+        return self
+
+    def topic_config(self) -> dict[str, str]:
+        """The topic-level configs the scenario asks for."""
+        cfg = {"min.insync.replicas": str(self.topic.min_insync_replicas),
+               "unclean.leader.election.enable": str(self.topic.unclean_leader_election).lower()}
+        return cfg | {k: _cfg(v) for k, v in self.topic.config.items()}
+
+
+def _cfg(v: Any) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def describe_error(err: dict, where: str) -> str:
+    """One pydantic error as one line naming the field path, like Hypothesis does."""
+    path = ".".join(str(p) for p in err["loc"] if p not in ("function-after", "function-before"))
+    path = path.replace("for_", "for")
+    got = err.get("input")
+    if err["type"] == "literal_error":
+        return f"{where}: Expected one of {err['ctx']['expected'].replace(' or ', ', ')} but got {path}={got!r}"
+    if err["type"] == "extra_forbidden":
+        return f"{where}: Unknown field {path!r}"
+    if err["type"] == "missing":
+        return f"{where}: Missing required field {path!r}"
+    msg = err["msg"].removeprefix("Value error, ")
+    if msg.startswith("Expected"):
+        return f"{where}: {msg} but got {path}={got!r}"
+    return f"{where}: {msg}" if "=" in msg else f"{where}: {path}: {msg} (got {got!r})"
+
+
+def validate(raw: dict, where: str) -> Scenario:
+    """Validate one scenario dict; raise UsageError listing every problem, one per line."""
+    try:
+        return Scenario.model_validate(raw)
+    except ValidationError as exc:
+        raise UsageError("\n".join(describe_error(e, where) for e in exc.errors())) from None
+
+
+def _set(raw: dict, dotted: str, value: Any) -> None:
+    """Set `a.b.0.c` in nested dicts and lists."""
+    parts = dotted.split(".")
+    node: Any = raw
+    for p in parts[:-1]:
+        if isinstance(node, list) and p.isdigit() and int(p) < len(node):
+            node = node[int(p)]
+        elif isinstance(node, dict):
+            node = node.setdefault(p, {})
+        else:
+            raise UsageError(f"matrix key {dotted!r}: {p!r} is not a section or a list index")
+    if isinstance(node, list) and parts[-1].isdigit() and int(parts[-1]) < len(node):
+        node[int(parts[-1])] = value
+    elif isinstance(node, dict):
+        node[parts[-1]] = value
+    else:
+        raise UsageError(f"matrix key {dotted!r}: cannot set {parts[-1]!r}")
+
+
+def expand(raw: dict, where: str) -> list[Scenario]:
+    """Expand `matrix:` into one validated scenario per combination (all validated before any runs)."""
+    raw = dict(raw)
+    matrix = raw.pop("matrix", None) or {}
+    if not isinstance(matrix, dict) or any(not isinstance(v, list) or not v for v in matrix.values()):
+        raise UsageError(f"{where}: matrix must map dotted field paths to non-empty lists")
+    if not matrix:
+        return [validate(raw, where)]
+    out = []
+    keys = list(matrix)
+    for combo in itertools.product(*(matrix[k] for k in keys)):
+        variant = yaml.safe_load(yaml.safe_dump(raw))
+        for k, v in zip(keys, combo, strict=True):
+            _set(variant, k, v)
+        tag = ",".join(f"{k.split('.')[-1]}={v}" for k, v in zip(keys, combo, strict=True))
+        variant["name"] = f"{raw.get('name', 'scenario')}[{tag}]"
+        out.append(validate(variant, f"{where} (matrix {tag})"))
+    return out
+
+
+def load(path: Path) -> list[Scenario]:
+    """Read a YAML scenario file; every error is a UsageError with one clear message."""
+    if not path.exists():
+        raise UsageError(f"No scenario file at {path}")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise UsageError(f"{path}: not valid YAML{at}: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(raw, dict):
+        raise UsageError(f"{path}: expected a mapping with at least a 'name' field")
+    return expand(raw, str(path))

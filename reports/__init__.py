@@ -1,0 +1,1 @@
+"""PySpark analysis of a run's history, the guarantee model, verdicts and reports."""

@@ -1,0 +1,57 @@
+"""The version × scenario table of `kchaos compare`, as HTML and Markdown."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from reports.render import ENV
+
+SEVERITY = {"false": 2, "unknown": 1, "true": 0}
+
+
+def worst(runs: list[dict]) -> str:
+    """The verdict a cell shows: false beats unknown beats true, across all seeds."""
+    return max((r["verdict"] for r in runs), key=SEVERITY.__getitem__)
+
+
+def cell(runs: list[dict]) -> str:
+    """Verdicts, anomalies summed over runs (* = allowed), missed expectations and the worst unavailability."""
+    verdicts = Counter(r["verdict"] for r in runs)
+    head = worst(runs) if len(runs) == 1 else ", ".join(f"{v}×{n}" for v, n in sorted(verdicts.items()))
+    totals: Counter = Counter()
+    for r in runs:
+        totals.update({k: n for k, n in r["counts"].items() if n})
+    allowed = set(runs[0]["allowed"])
+    seen = ", ".join(f"{k}={n}{'*' if k in allowed else ''}" for k, n in sorted(totals.items()))
+    missed = sum(1 for r in runs if r["missing_expect"])
+    miss = f"; missed expect in {missed}/{len(runs)}" if missed else ""
+    unavailable = max(r["metrics"]["unavailable_s"] for r in runs)
+    return f"{head}{miss}; {seen or 'no anomalies'}; unavailable ≤ {unavailable} s"
+
+
+def table(results: list[dict]) -> tuple[list[str], dict[str, dict[str, list[dict]]]]:
+    """(versions newest first, scenario -> version -> its runs)."""
+    versions = sorted({r["kafka"] for r in results}, key=lambda v: tuple(int(x) for x in v.split(".")),
+                      reverse=True)
+    grid: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        grid[r["scenario"]][r["kafka"]].append(r)
+    return versions, dict(sorted(grid.items()))
+
+
+def write_compare(results: list[dict], directory: Path) -> tuple[Path, Path]:
+    """comparison.html (linking each run's report) and comparison.md."""
+    directory.mkdir(parents=True, exist_ok=True)
+    versions, grid = table(results)
+    lines = ["| scenario | " + " | ".join(f"Kafka {v}" for v in versions) + " |",
+             "|---|" + "---|" * len(versions)]
+    for name, row in grid.items():
+        lines.append(f"| {name} | " + " | ".join(cell(row[v]) if v in row else "not run" for v in versions) + " |")
+    md = directory / "comparison.md"
+    md.write_text("# kafka-chaos version comparison\n\n`*` marks anomalies Kafka's guarantees allow under the "
+                  "scenario's settings.\n\n" + "\n".join(lines) + "\n")
+    html = directory / "comparison.html"
+    html.write_text(ENV.get_template("compare.html.j2").render(versions=versions, grid=grid, cell=cell,
+                                                               worst=worst))
+    return html, md

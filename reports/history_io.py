@@ -1,0 +1,39 @@
+"""Load a run's history tables into Spark, from Parquet (compacted) or JSON Lines (a run still going or killed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+
+from harness.history import TABLES
+
+SPARK_TYPES = {"int": LongType(), "str": StringType(), "bool": BooleanType()}
+# A row missing any of these is a torn line from a killed writer, not data.
+REQUIRED = {"sends": ("producer", "seq", "outcome"), "reads": ("reader", "offset"),
+            "faults": ("t_start", "fault"), "metadata": ("t", "partition"),
+            "replicas": ("broker", "offset"), "events": ("t", "kind")}
+
+
+def schema(table: str) -> StructType:
+    return StructType([StructField(c, SPARK_TYPES[k], True) for c, k in TABLES[table]])
+
+
+def load(spark: SparkSession, history: Path, table: str) -> DataFrame:
+    """One table as a DataFrame (empty with the right schema when the run never wrote it)."""
+    parquet, jsonl = history / f"{table}.parquet", history / f"{table}.jsonl"
+    if parquet.exists():
+        df = spark.read.schema(schema(table)).parquet(str(parquet))
+    elif jsonl.exists() and jsonl.stat().st_size > 0:
+        df = spark.read.schema(schema(table)).option("mode", "PERMISSIVE").json(str(jsonl))
+    else:
+        return spark.createDataFrame([], schema(table))
+    for col in REQUIRED[table]:
+        df = df.filter(F.col(col).isNotNull())
+    return df
+
+
+def load_all(spark: SparkSession, history: Path) -> dict[str, DataFrame]:
+    return {t: load(spark, history, t) for t in TABLES}

@@ -1,0 +1,79 @@
+"""From a scenario to a verdict: run it, analyze its history, judge it, write its reports."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.runner import Tick, execute, run_dir_for
+from harness.scenario import Scenario
+from reports import guarantees, render
+from reports.analysis import Analysis, analyze
+from workloads.consumer import reader_name
+
+
+@dataclass
+class Outcome:
+    """One checked run: the results.json content, the analysis, and where it all lives."""
+
+    result: dict
+    analysis: Analysis
+    run_dir: Path
+
+    @property
+    def failed(self) -> bool:
+        return self.result["failed"]
+
+
+_SPARK = None
+
+
+def spark_session(master: str | None = None):
+    """One Spark session per process, started on first use."""
+    global _SPARK
+    if _SPARK is None:
+        from reports.spark import session
+
+        _SPARK = session(master)
+    return _SPARK
+
+
+def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outcome:
+    """Analyze a run directory, judge it against the guarantee model, write results.json and report.html."""
+    info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
+    readers = [reader_name(i) for i in range(scenario.consumer.count)] if scenario.consumer.mode == "assign" else []
+    a = analyze(spark_session(master), run_dir / "history", readers)
+    v = guarantees.verdict(scenario, a)
+    liveness = "" if a.facts.recovered else "the cluster did not regain a full ISR after healing (see events)"
+    result = {
+        "scenario": scenario.name, "description": scenario.description or scenario.guarantee,
+        "kafka": scenario.kafka.version, "seed": scenario.seed, "run_dir": str(run_dir),
+        "status": info.get("status", "unknown"), "elapsed_s": round(sum(info.get("timings", {}).values()), 1),
+        "verdict": v.valid, "failed": v.failed, "forbidden": v.forbidden, "allowed_seen": v.allowed_seen,
+        "missing_expect": v.missing_expect, "unknown_because": v.unknown_because, "liveness": liveness,
+        "counts": a.counts(), "examples": {k: x.examples for k, x in a.anomalies.items()},
+        "allowed": sorted(guarantees.allowed(scenario)),
+        "rules": [r.__dict__ for r in guarantees.rules(scenario)],
+        "metrics": a.metrics, "facts": a.facts.__dict__, "nemesis_errors": info.get("nemesis_errors", []),
+        "settings": scenario.model_dump_json(indent=1, by_alias=True),
+    }
+    render.write_results(result, run_dir)
+    render.write_report(result, a.series, run_dir)
+    return Outcome(result, a, run_dir)
+
+
+def run_and_check(scenario: Scenario, root: Path, on_tick=lambda t: None, ops=None,
+                  master: str | None = None) -> Outcome:
+    """Execute a scenario into runs/<name>/<stamp>-<seed>/ and check it."""
+    run_dir = run_dir_for(root, scenario)
+    started = time.monotonic()
+    try:
+        execute(scenario, run_dir, on_tick, ops)
+    finally:
+        on_tick(Tick("analysis"))
+    out = check(scenario, run_dir, master)
+    out.result["elapsed_s"] = round(time.monotonic() - started, 1)
+    render.write_results(out.result, run_dir)
+    return out

@@ -1,0 +1,134 @@
+"""What a user touches: kchaos run end to end, the report in a real browser, bad input, analyze after a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import docker
+import matplotlib.image as mpimg
+import pytest
+
+from harness.labels import OWNER
+
+KCHAOS = [sys.executable, "-m", "harness.cli"]
+SHORT = """
+name: e2e
+topic: {partitions: 2}
+producer: {count: 1, rate: 300}
+consumer: {count: 1}
+faults: [{fault: kill, target: leader, every: 30s, for: 3s, after: 4s}]
+duration: 15s
+"""
+
+
+def kchaos(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    return subprocess.run([*KCHAOS, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def labelled() -> int:
+    return len(docker.from_env().containers.list(all=True, filters={"label": OWNER}))
+
+
+def chromium() -> str:
+    """Debian's Chromium, installed on first use (root on Debian), for looking at the report as a person would."""
+    if not shutil.which("chromium"):
+        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True, capture_output=True,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    return shutil.which("chromium") or "chromium"
+
+
+def screenshot(html: Path, png: Path) -> None:
+    subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--user-data-dir={png.parent / 'chromium-profile'}", "--window-size=1200,2200",
+                    f"--screenshot={png}", html.as_uri()], check=True, capture_output=True, timeout=120)
+
+
+def test_malformed_scenario_one_message_exit_2_no_container(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nproducer: {acks: al}\n")
+    before = labelled()
+    done = kchaos("run", str(bad), "--runs-dir", str(tmp_path / "runs"))
+    assert done.returncode == 2
+    assert "Expected one of '0', '1', 'all' but got producer.acks='al'" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert labelled() == before == 0
+    assert not (tmp_path / "runs").exists()
+
+
+def test_unknown_kafka_version_names_what_central_answered(tmp_path):
+    done = kchaos("run", "acks-all-leader-kill", "--kafka", "9.9.9", "--runs-dir", str(tmp_path))
+    assert done.returncode == 2 and "Maven Central has no org.apache.kafka:kafka_2.13:9.9.9" in done.stderr
+    assert "Newest complete versions there" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_run_end_to_end_writes_verdict_report_and_junit_and_the_charts_render(tmp_path):
+    scenario = tmp_path / "e2e.yaml"
+    scenario.write_text(SHORT)
+    done = kchaos("run", str(scenario), "--runs-dir", str(tmp_path / "runs"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "kafka-chaos summary" in done.stdout and "e2e" in done.stdout
+    (run_dir,) = (tmp_path / "runs" / "e2e").iterdir()
+    result = json.loads((run_dir / "results.json").read_text())
+    assert result["verdict"] == "true" and result["metrics"]["acked"] > 1000
+    assert result["facts"]["drain_complete"] and result["facts"]["replicas_dumped"]
+    assert any(f["fault"] == "kill" for f in json.loads((run_dir / "schedule.json").read_text()))
+    assert "testcase" in (tmp_path / "runs" / "junit-e2e.xml").read_text()
+    html = (run_dir / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 2
+    png = tmp_path / "report.png"
+    screenshot(run_dir / "report.html", png)
+    img = mpimg.imread(png)
+    assert img.shape[0] > 1000 and img.std() > 0.05  # a rendered page with charts, not a blank one
+    assert labelled() == 0
+
+    again = kchaos("analyze", str(run_dir))  # a run directory is self-contained
+    assert again.returncode == 0 and json.loads((run_dir / "results.json").read_text())["counts"] == \
+        result["counts"]
+
+    replay = kchaos("replay", str(run_dir), "--runs-dir", str(tmp_path / "replays"))
+    assert replay.returncode == 0, replay.stderr[-3000:]
+    (replayed,) = (tmp_path / "replays" / "e2e").iterdir()
+    assert (replayed / "schedule.json").read_text() == (run_dir / "schedule.json").read_text()
+
+
+def test_run_killed_half_way_is_cleanable_and_analyzable(tmp_path):
+    scenario = tmp_path / "e2e.yaml"
+    scenario.write_text(SHORT.replace("duration: 15s", "duration: 120s"))
+    proc = subprocess.Popen([*KCHAOS, "run", str(scenario), "--runs-dir", str(tmp_path / "runs")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 180
+    sends = None
+    while time.monotonic() < deadline:
+        found = list((tmp_path / "runs").glob("e2e/*/history/sends.jsonl"))
+        if found and found[0].stat().st_size > 20_000:
+            sends = found[0]
+            break
+        time.sleep(1)
+    assert sends, "the run never started writing its history"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert labelled() > 0  # a SIGKILL leaves the cluster behind...
+    done = kchaos("clean")
+    assert done.returncode == 0 and labelled() == 0  # ...and `kchaos clean` removes it
+    assert not docker.from_env().networks.list(filters={"label": OWNER})
+    run_dir = sends.parent.parent
+    done = kchaos("analyze", str(run_dir))
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads((run_dir / "results.json").read_text())
+    assert result["verdict"] == "unknown" and result["metrics"]["acked"] > 0
+    assert any("final drain never ran" in u for u in result["unknown_because"])
+
+
+@pytest.mark.parametrize("suite", ["smoke"])
+def test_suites_name_existing_scenarios(suite):
+    from harness.cli import suite_files
+
+    assert suite_files(suite)

@@ -1,0 +1,55 @@
+"""Controllers (KRaft quorum and ZooKeeper era) fail over, and no run leaves a container behind."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import docker
+import pytest
+
+from harness.cluster import Cluster, ClusterSpec
+from harness.labels import OWNER
+from tests.integration.test_cluster import TIMEOUT, new_topic
+
+
+def test_zookeeper_mode_comes_up_and_controller_failover_elects_another():
+    with Cluster(ClusterSpec(version="3.9.2", metadata="zookeeper")) as c:
+        topic = new_topic(c)
+        assert c.leader(topic, 0) in c.node_ids()
+        old = c.controller()
+        assert old in c.node_ids()
+        c.node(old).kill()
+        new = c.wait_for("a new ZooKeeper-era controller", lambda: (x := c.controller()) not in (-1, old) and x,
+                         TIMEOUT)
+        assert new in set(c.node_ids()) - {old}
+
+
+def test_kraft_controller_is_a_voter_and_failover_elects_another():
+    with Cluster(ClusterSpec()) as c:
+        old = c.controller()
+        assert old in c.controllers()
+        c.node(old).kill()
+        new = c.wait_for("a new KRaft quorum leader", lambda: (x := c.controller()) not in (-1, old) and x, TIMEOUT)
+        assert new in set(c.controllers()) - {old}
+
+
+CRASHING = """
+import sys
+from harness.cluster import Cluster, ClusterSpec
+with Cluster(ClusterSpec(brokers=1)) as c:
+    print("up", flush=True)
+    {action}
+"""
+
+
+@pytest.mark.parametrize("action, code", [("raise RuntimeError('test fails half-way')", 1),
+                                          ("import os, signal; os.kill(os.getpid(), signal.SIGTERM)", 143)])
+def test_failing_or_terminated_run_leaves_no_container_or_network(action, code):
+    done = subprocess.run([sys.executable, "-c", CRASHING.format(action=action)], capture_output=True, text=True,
+                          timeout=180)
+    assert "up" in done.stdout, done.stderr[-2000:]
+    assert done.returncode == code
+    client = docker.from_env()
+    assert not client.containers.list(all=True, filters={"label": OWNER})
+    assert not client.networks.list(filters={"label": OWNER})

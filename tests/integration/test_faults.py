@@ -1,0 +1,115 @@
+"""Each fault's effect is observed on real brokers, not assumed; nothing outlives a test."""
+
+from __future__ import annotations
+
+import random
+import socket
+import threading
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from faults.ops import REGISTRY, Ctx
+from harness.cluster import Cluster, ClusterSpec
+from harness.scenario import FaultSpec
+from tests.integration.conftest import FAST_ISR
+
+TIMEOUT = 60
+
+
+@pytest.fixture(scope="module")
+def c():
+    with Cluster(ClusterSpec(config=FAST_ISR)) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def topic(c):
+    name = f"f-{uuid.uuid4().hex[:8]}"
+    c.create_topic(name, 1, 3, {"min.insync.replicas": "1", "unclean.leader.election.enable": "true"})
+    yield name
+    c.heal()
+    c.start_nodes([n.node_id for n in c.nodes if n.state() != "running"])
+    for n in c.nodes:  # nothing left: no rule, no paused or stopped broker
+        assert n.state() == "running"
+        assert "-A KCHAOS" not in c.rules(n.node_id) and "tbf" not in c.rules(n.node_id)
+
+
+def fire(c, topic: str, fault: str, targets: list[int], **spec) -> dict:
+    ctx = Ctx(c, topic, random.Random(1), threading.Event())
+    return REGISTRY[fault](ctx, FaultSpec(fault=fault, **spec), targets)
+
+
+def in_background(fn):
+    t = threading.Thread(target=fn, daemon=True)
+    t.start()
+    return t
+
+
+def test_partition_fault_shrinks_isr_seen_in_metadata(c, topic):
+    follower = next(r for r in c.replicas(topic, 0) if r != c.leader(topic, 0))
+    t = in_background(lambda: fire(c, topic, "isolate", [follower], **{"for": 15}))
+    c.wait_for("the isolated follower leaving the ISR", lambda: follower not in c.isr(topic, 0), TIMEOUT)
+    t.join(60)
+
+
+def test_pause_makes_requests_to_that_broker_time_out(c, topic):
+    victim = c.leader(topic, 0)
+    c.node(victim).pause()
+    try:
+        with pytest.raises(KafkaException):
+            c.admin([victim]).list_topics(timeout=3)
+    finally:
+        c.node(victim).resume()
+    assert c.admin([victim]).list_topics(timeout=10).brokers
+
+
+def test_tcp_reset_rejects_client_connections(c, topic):
+    victim = c.leader(topic, 0)
+    t = in_background(lambda: fire(c, topic, "tcp-reset", [victim], **{"for": 8}))
+    time.sleep(1)
+    with pytest.raises(KafkaException):
+        c.admin([victim]).list_topics(timeout=3)
+    rules = c.node(victim).sh("iptables -L KCHAOS -v -n -x")[1]
+    rejected = [ln for ln in rules.splitlines() if "REJECT" in ln and "tcp-reset" in ln]
+    assert rejected and int(rejected[0].split()[0]) > 0, rules  # packets were answered with RST
+    t.join(30)
+
+
+def test_bandwidth_cap_bounds_fetch_throughput(c, topic):
+    leader = c.leader(topic, 0)
+    p = Producer({"bootstrap.servers": c.bootstrap_servers(), "acks": "all", "linger.ms": 20})
+    for _ in range(1024):
+        p.produce(topic, b"x" * 1024)
+    assert p.flush(30) == 0
+
+    def fetch_seconds() -> float:
+        cons = Consumer({"bootstrap.servers": c.bootstrap_servers(), "group.id": uuid.uuid4().hex,
+                         "fetch.max.bytes": 1 << 20})
+        cons.assign([TopicPartition(topic, 0, 0)])
+        t0, got = time.monotonic(), 0
+        while got < 1024 and time.monotonic() - t0 < 60:
+            got += sum(1 for m in cons.consume(200, timeout=1) if not m.error())
+        cons.close()
+        return time.monotonic() - t0
+
+    free = fetch_seconds()
+    c.link_fault(leader, "tc qdisc replace dev eth0 root tbf rate 2mbit burst 32kbit latency 400ms")
+    capped = fetch_seconds()
+    c.heal()
+    # 1 MiB at 2 Mbit/s needs at least ~4 s; uncapped it takes well under that
+    assert capped > 3.5 and capped > 2 * free, (free, capped)
+
+
+def test_zombie_leader_is_replaced_while_it_still_accepts_connections(c, topic):
+    old = c.leader(topic, 0)
+    t = in_background(lambda: fire(c, topic, "zombie", [old], **{"for": 25}))
+    new = c.wait_for("a new leader elected away from the zombie",
+                     lambda: (lead := c.leader(topic, 0)) not in (-1, old) and lead, TIMEOUT)
+    assert new != old
+    with socket.create_connection(("127.0.0.1", c.node(old).external_port), timeout=3):
+        pass  # clients still reach the old leader
+    assert c.admin([old]).list_topics(timeout=5).brokers  # and it still answers them
+    t.join(60)

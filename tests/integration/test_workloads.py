@@ -1,0 +1,107 @@
+"""Workloads against real brokers: the history agrees with Kafka's own offsets and survives a SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from harness.cluster import Cluster, ClusterSpec
+from harness.history import HistoryWriter, read_jsonl
+from harness.scenario import ConsumerSpec, ProducerSpec
+from reports.analysis import analyze
+from workloads.consumer import ConsumerClient
+from workloads.drain import final_drain
+from workloads.producer import ProducerClient
+
+TOPIC = "chaos"
+
+
+@pytest.fixture(scope="module")
+def kraft():
+    with Cluster(ClusterSpec()) as c:
+        yield c
+
+
+def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_offsets(kraft, tmp_path):
+    kraft.create_topic(TOPIC, 3, 3, {"min.insync.replicas": "2"})
+    h = HistoryWriter(tmp_path / "history")
+    boot = kraft.bootstrap_servers()
+    consumer = ConsumerClient(0, ConsumerSpec(), TOPIC, 3, boot, h).start()
+    producers = [ProducerClient(i, ProducerSpec(rate=400), TOPIC, boot, h).start() for i in range(2)]
+    time.sleep(5)
+    for p in producers:
+        p.stop()
+    for p in producers:
+        p.join(60)
+    time.sleep(2)
+    consumer.stop()
+    consumer.join(30)
+    reached = final_drain(boot, TOPIC, 3, h)
+    h.close()
+    assert all(reached.values())
+    sends = pq.read_table(tmp_path / "history" / "sends.parquet").to_pandas()
+    reads = pq.read_table(tmp_path / "history" / "reads.parquet").to_pandas()
+    events = pq.read_table(tmp_path / "history" / "events.parquet").to_pandas()
+    ok = sends[sends.outcome == "ok"]
+    assert len(ok) == len(sends) > 3000
+    final = reads[reads.phase == "final"]
+    assert len(final) == len(ok)  # exactly once: no more, no fewer rows than acks
+    assert set(zip(final.producer, final.seq, strict=True)) == set(zip(ok.producer, ok.seq, strict=True))
+    ends = events[events.kind == "final-end"].set_index("partition")["offset"].to_dict()
+    assert sum(ends.values()) == len(ok)  # Kafka's end offsets agree with our acks
+    assert ok.groupby("partition").size().to_dict() == ends
+    assert set(events.kind) >= {"assign", "final-end"}
+
+
+def test_sends_with_the_cluster_stopped_end_info_or_fail_never_ok(kraft, tmp_path):
+    kraft.create_topic("down", 1, 3, {"min.insync.replicas": "2"})
+    h = HistoryWriter(tmp_path / "history")
+    for n in kraft.nodes:
+        n.kill()
+    try:
+        p = ProducerClient(0, ProducerSpec(rate=50, message_timeout_ms=3000, request_timeout_ms=1000), "down",
+                           kraft.bootstrap_servers(), h).start()
+        time.sleep(3)
+        p.stop()
+        p.join(30)
+    finally:
+        kraft.start_nodes(kraft.node_ids())
+    h.close()
+    sends = pq.read_table(tmp_path / "history" / "sends.parquet").to_pandas()
+    assert len(sends) > 50
+    assert set(sends.outcome) <= {"info", "fail"}
+
+
+WORKLOAD = """
+import sys, time
+from pathlib import Path
+from harness.history import HistoryWriter
+from harness.scenario import ProducerSpec
+from workloads.producer import ProducerClient
+h = HistoryWriter(Path(sys.argv[1]))
+ProducerClient(0, ProducerSpec(rate=500), "{topic}", "{boot}", h).start()
+print("started", flush=True)
+time.sleep(600)
+"""
+
+
+def test_sigkilled_workload_leaves_a_readable_analyzable_history(kraft, tmp_path, spark):
+    kraft.create_topic("killed", 1, 3, {"min.insync.replicas": "2"})
+    d = tmp_path / "history"
+    proc = subprocess.Popen([sys.executable, "-c", WORKLOAD.format(topic="killed", boot=kraft.bootstrap_servers()),
+                             str(d)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "started"
+    time.sleep(4)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert read_jsonl(Path(d) / "sends.jsonl", "sends").num_rows > 500
+    a = analyze(spark, d)
+    assert not a.facts.drain_ran
+    assert a.metrics["acked"] > 500

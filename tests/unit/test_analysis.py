@@ -1,0 +1,188 @@
+"""One hand-built history per anomaly, each with exact expected counts and examples."""
+
+from __future__ import annotations
+
+import pytest
+
+from reports.analysis import analyze
+from tests.histories import clean
+
+NONE = {"lost-write": 0, "unseen": 0, "duplicate": 0, "inconsistent-offset": 0, "nonmonotonic-send": 0,
+        "poll-skip": 0, "nonmonotonic-poll": 0, "aborted-read": 0, "unexpected": 0, "vanished-read": 0,
+        "replica-divergence": 0}
+
+
+def run(spark, tmp_path, history, **kw):
+    return analyze(spark, history.write(tmp_path / "history"), **kw)
+
+
+def only(**counts) -> dict[str, int]:
+    return NONE | {k.replace("_", "-"): v for k, v in counts.items()}
+
+
+def test_clean_history_has_no_anomaly(spark, tmp_path):
+    a = run(spark, tmp_path, clean())
+    assert a.counts() == NONE
+    assert a.facts.drain_complete and a.facts.replicas_dumped
+    assert a.metrics["acked"] == 12 and a.metrics["failed"] == 0 and a.metrics["indeterminate"] == 0
+
+
+def test_lost_write_when_drain_covered_the_acked_offset(spark, tmp_path):
+    # producer 0 seq 0 acked at partition 0 offset 0; nobody read it and no replica holds it.
+    h = clean().drop("reads", producer=0, seq=0).drop("replicas", producer=0, seq=0)
+    a = run(spark, tmp_path, h)
+    assert a.counts() == only(lost_write=1)
+    ex = a.anomalies["lost-write"].examples[0]
+    assert (ex["producer"], ex["seq"], ex["partition"], ex["offset"]) == (0, 0, 0, 0)
+
+
+def test_lost_write_by_absence_when_ack_has_no_offset(spark, tmp_path):
+    # acks=0: no offset in the ack; absent from a complete final read and every replica.
+    h = clean()
+    h.send(1, 99, 1, -1)
+    a = run(spark, tmp_path, h)
+    assert a.counts() == only(lost_write=1)
+    assert a.anomalies["lost-write"].examples[0]["seq"] == 99
+
+
+def test_unseen_when_drain_did_not_reach_the_end(spark, tmp_path):
+    h = clean().drop("reads", producer=0, seq=0, reader="drain").drop("reads", producer=0, seq=0)
+    h.drop("events", kind="final-end", partition=0)
+    h.event("drain", "final-end", partition=0, offset=6, detail="not-reached")
+    # the drain read nothing of partition 0, and the replica still holds the record: not provably lost
+    h.drop("reads", reader="drain", partition=0)
+    a = run(spark, tmp_path, h)
+    assert a.counts()["unseen"] == 1 and a.counts()["lost-write"] == 0
+    assert not a.facts.drain_complete and a.facts.partitions_not_drained == [0]
+
+
+def test_duplicate_counts_each_value_at_two_offsets_once(spark, tmp_path):
+    h = clean()
+    h.read("drain", 1, 6, 0, 1)  # producer 0 seq 1 (acked at partition 1 offset 0) appears again at offset 6
+    for b in (1, 2, 3):
+        h.replica(b, 1, 6, 0, 1)
+    h.drop("events", kind="final-end", partition=1).event("drain", "final-end", partition=1, offset=7,
+                                                           detail="reached")
+    a = run(spark, tmp_path, h)
+    assert a.counts() == only(duplicate=1)
+    assert a.anomalies["duplicate"].examples[0]["positions"] == 2
+
+
+def test_inconsistent_offset_between_ack_and_log(spark, tmp_path):
+    h = clean()
+    h.send(0, 50, 0, 2)  # acked at partition 0 offset 2, where the log holds another value
+    h.read("drain", 0, 7, 0, 50)
+    for b in (1, 2, 3):
+        h.replica(b, 0, 7, 0, 50)
+    h.drop("events", kind="final-end", partition=0).event("drain", "final-end", partition=0, offset=8,
+                                                           detail="reached")
+    a = run(spark, tmp_path, h)
+    # offset 2 holds two values, and (0, 50) sits at two positions (ack at 2, log at 7).
+    assert a.counts() == only(inconsistent_offset=1, duplicate=1)
+    ex = a.anomalies["inconsistent-offset"].examples[0]
+    assert (ex["partition"], ex["offset"], ex["values"]) == (0, 2, 2)
+
+
+def test_nonmonotonic_send(spark, tmp_path):
+    h = clean(partitions=1, producers=1, per_producer=4)
+    # swap the acked offsets of seq 1 and seq 2
+    sends = h.rows["sends"]
+    sends[1]["offset"], sends[2]["offset"] = 2, 1
+    for table in ("reads", "replicas"):
+        for r in h.rows[table]:
+            if r["seq"] in (1, 2):
+                r["seq"] = 3 - r["seq"]
+    a = run(spark, tmp_path, h)
+    assert a.counts() == only(nonmonotonic_send=1)
+    assert a.anomalies["nonmonotonic-send"].examples[0]["seq"] == 2
+
+
+def test_poll_skip_and_nonmonotonic_poll_within_one_assignment(spark, tmp_path):
+    h = clean(partitions=1, producers=1, per_producer=4)
+    h.drop("reads", reader="consumer-0", offset=1)  # 0 -> 2 is a skip
+    h.read("consumer-0", 0, 0, 0, 0, poll=9)  # going back to 0 after 3
+    a = run(spark, tmp_path, h)
+    assert a.counts() == only(poll_skip=1, nonmonotonic_poll=1)
+    assert a.anomalies["poll-skip"].examples[0]["prev"] == 0
+    assert a.anomalies["nonmonotonic-poll"].examples[0]["prev"] == 3
+
+
+def test_going_back_after_a_new_assignment_is_not_an_anomaly(spark, tmp_path):
+    h = clean(partitions=1, producers=1, per_producer=4)
+    h.event("consumer-0", "revoke").event("consumer-0", "assign")
+    h.read("consumer-0", 0, 2, 0, 2, poll=9)  # re-reads from the committed offset: at-least-once
+    a = run(spark, tmp_path, h)
+    assert a.counts() == NONE
+
+
+def test_aborted_read(spark, tmp_path):
+    h = clean()
+    h.send(1, 77, 0, -1, outcome="fail")
+    h.read("consumer-0", 0, 99, 1, 77, poll=50)
+    a = run(spark, tmp_path, h)
+    assert a.counts()["aborted-read"] == 1
+    assert a.anomalies["aborted-read"].examples[0]["seq"] == 77
+
+
+def test_unexpected_foreign_and_corrupt_values(spark, tmp_path):
+    h = clean()
+    h.read("drain", 0, 100, -1, -1, checksum_ok=False)  # not one of ours
+    h.read("drain", 0, 101, 0, 3, checksum_ok=False)  # ours, damaged
+    h.read("drain", 0, 102, 9, 9)  # intact, but no producer ever attempted it
+    a = run(spark, tmp_path, h)
+    assert a.counts()["unexpected"] == 3
+
+
+def test_vanished_read(spark, tmp_path):
+    h = clean().drop("reads", reader="drain", producer=1, seq=0).drop("replicas", producer=1, seq=0)
+    a = run(spark, tmp_path, h)
+    assert a.counts() == only(vanished_read=1)
+    assert (a.anomalies["vanished-read"].examples[0]["producer"], a.anomalies["vanished-read"].examples[0]["seq"]) \
+        == (1, 0)
+
+
+def test_replica_divergence_below_the_high_watermark(spark, tmp_path):
+    h = clean()
+    for r in h.rows["replicas"]:
+        if r["broker"] == 3 and r["partition"] == 1 and r["offset"] == 2:
+            r["producer"], r["seq"] = 1, 4  # broker 3 holds another value at partition 1 offset 2
+    a = run(spark, tmp_path, h)
+    assert a.counts()["replica-divergence"] == 1
+    assert a.counts()["inconsistent-offset"] == 1
+    assert a.counts()["duplicate"] == 1  # (1, 4) now also sits at partition 1 offset 2
+
+
+def test_indeterminate_sends_found_in_the_log_count_as_recovered(spark, tmp_path):
+    h = clean()
+    h.send(0, 40, 0, -1, outcome="info")
+    h.read("drain", 0, 6, 0, 40)
+    h.send(0, 41, 0, -1, outcome="info")  # never written: indeterminate, not recovered, not an error
+    h.drop("events", kind="final-end", partition=0).event("drain", "final-end", partition=0, offset=7,
+                                                           detail="reached")
+    a = run(spark, tmp_path, h)
+    assert a.counts() == NONE
+    assert a.metrics["indeterminate"] == 2 and a.metrics["recovered"] == 1
+
+
+def test_interrupted_run_reading_jsonl_is_unknown_not_a_crash(spark, tmp_path):
+    h = clean().drop("events", kind="final-end").drop("events", kind="replicas-dumped")
+    h.rows["reads"] = [r for r in h.rows["reads"] if r["reader"] != "drain"]
+    h.rows["replicas"] = []
+    d = h.write(tmp_path / "history", compact=False)
+    with (d / "sends.jsonl").open("a") as f:
+        f.write('{"producer":0,"seq":')  # torn last line of a killed writer
+    a = analyze(spark, d)
+    assert a.counts()["lost-write"] == 0
+    assert not a.facts.drain_ran and not a.facts.replicas_dumped
+
+
+@pytest.mark.parametrize("gap_s, windows", [(0.5, 0), (2.5, 1)])
+def test_unavailability_windows(spark, tmp_path, gap_s, windows):
+    h = clean(partitions=1, producers=1, per_producer=2)
+    h.t += int(gap_s * 1e9)
+    h.send(0, 2, 0, 2).read("drain", 0, 2, 0, 2)
+    for b in (1, 2, 3):
+        h.replica(b, 0, 2, 0, 2)
+    h.drop("events", kind="final-end").event("drain", "final-end", partition=0, offset=3, detail="reached")
+    a = run(spark, tmp_path, h)
+    assert len(a.metrics["unavailability"]) == windows

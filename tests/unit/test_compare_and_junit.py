@@ -1,0 +1,38 @@
+"""The comparison table and JUnit output: a failing seed is never hidden behind a passing one."""
+
+from __future__ import annotations
+
+from xml.etree import ElementTree as ET
+
+from reports.compare import write_compare
+from reports.render import write_junit
+
+
+def result(scenario: str, kafka: str, verdict: str, seed: int = 1, lost: int = 0, missing=()) -> dict:
+    return {"scenario": scenario, "kafka": kafka, "verdict": verdict, "seed": seed, "run_dir": f"runs/{seed}",
+            "counts": {"lost-write": lost, "duplicate": 0}, "allowed": ["duplicate"],
+            "missing_expect": list(missing), "metrics": {"unavailable_s": 1.5 * seed},
+            "failed": verdict == "false" or bool(missing), "forbidden": {"lost-write": lost} if lost else {},
+            "unknown_because": ["drain"] if verdict == "unknown" else [], "elapsed_s": 10}
+
+
+def test_compare_table_shows_the_worst_seed_and_sums_counts(tmp_path):
+    results = [result("a", "4.3.1", "true", 1), result("a", "4.3.1", "false", 2, lost=3),
+               result("a", "3.9.2", "true", 1), result("b", "3.9.2", "unknown", 1)]
+    html, md = write_compare(results, tmp_path)
+    text = md.read_text()
+    assert "| scenario | Kafka 4.3.1 | Kafka 3.9.2 |" in text
+    row_a = next(ln for ln in text.splitlines() if ln.startswith("| a |"))
+    assert "false×1, true×1" in row_a and "lost-write=3" in row_a and "unavailable ≤ 3.0 s" in row_a
+    assert "| b | not run |" in text
+    assert 'class="v-false"' in html.read_text() and "seed 2" in html.read_text()
+
+
+def test_junit_one_case_per_run_with_failures_and_skips(tmp_path):
+    path = write_junit([result("a", "4.3.1", "true"), result("b", "4.3.1", "false", lost=1),
+                        result("c", "4.3.1", "true", missing=["lost-write"]), result("d", "4.3.1", "unknown")],
+                       tmp_path / "j.xml", "smoke")
+    root = ET.parse(path).getroot()
+    assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("4", "2", "1")
+    failures = {c.get("name"): c.find("failure").get("message") for c in root if c.find("failure") is not None}
+    assert "forbidden anomalies" in failures["b"] and "expected anomalies not seen" in failures["c"]

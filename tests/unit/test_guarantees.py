@@ -1,0 +1,82 @@
+"""The guarantee model: which settings permit which anomalies, and how the verdict composes."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.scenario import ANOMALIES, Scenario
+from reports.analysis import Analysis, Anomaly, Facts
+from reports.guarantees import allowed, rules, verdict
+
+SAFE = {"name": "s", "producer": {"acks": "all", "idempotence": True},
+        "topic": {"min_insync_replicas": 2, "unclean_leader_election": False}}
+
+
+def scenario(**over) -> Scenario:
+    raw = {k: dict(v) if isinstance(v, dict) else v for k, v in SAFE.items()}
+    for path, value in over.items():
+        section, field = path.split("__")
+        raw.setdefault(section, {})[field] = value
+    return Scenario.model_validate(raw)
+
+
+def analysis(drain_complete=True, replicas=True, **counts) -> Analysis:
+    anomalies = {a: Anomaly(counts.get(a.replace("-", "_"), 0), []) for a in ANOMALIES}
+    facts = Facts(drain_ran=True, drain_complete=drain_complete, partitions_not_drained=[] if drain_complete else [0],
+                  replicas_dumped=replicas, recovered=True, assign_readers=[])
+    return Analysis(anomalies, {}, facts)
+
+
+def test_safe_settings_allow_nothing_but_unseen():
+    assert allowed(scenario()) == {"unseen"}
+
+
+@pytest.mark.parametrize("over", [{"producer__acks": "1", "producer__idempotence": False},
+                                  {"producer__acks": "0", "producer__idempotence": False},
+                                  {"topic__unclean_leader_election": True},
+                                  {"topic__min_insync_replicas": 1}])
+def test_loss_allowed_by_acks_unclean_or_min_isr(over):
+    ok = allowed(scenario(**over))
+    assert {"lost-write", "inconsistent-offset", "nonmonotonic-send"} <= ok
+    assert "aborted-read" not in ok and "unexpected" not in ok
+
+
+def test_divergence_and_vanished_reads_only_with_unclean_election():
+    assert {"replica-divergence", "vanished-read", "poll-skip", "nonmonotonic-poll"} <= allowed(
+        scenario(topic__unclean_leader_election=True))
+    assert not {"replica-divergence", "vanished-read"} & allowed(
+        scenario(producer__acks="1", producer__idempotence=False))
+
+
+def test_duplicates_and_reorder_need_non_idempotent_retries():
+    plain = allowed(scenario(producer__idempotence=False))
+    assert "duplicate" in plain and "nonmonotonic-send" in plain
+    single = allowed(scenario(producer__idempotence=False, producer__max_in_flight=1))
+    assert "duplicate" in single and "nonmonotonic-send" not in single
+    assert "duplicate" not in allowed(scenario())
+
+
+def test_every_rule_cites_kafka_documentation():
+    for r in rules(scenario()):
+        assert r.doc.startswith("https://kafka.apache.org/documentation/") and r.why
+
+
+def test_verdict_false_beats_unknown_beats_true():
+    s = scenario()
+    assert verdict(s, analysis()).valid == "true"
+    assert verdict(s, analysis(drain_complete=False)).valid == "unknown"
+    assert verdict(s, analysis(unseen=3)).valid == "unknown"
+    v = verdict(s, analysis(drain_complete=False, lost_write=1))
+    assert v.valid == "false" and v.forbidden == {"lost-write": 1} and v.failed
+
+
+def test_allowed_anomalies_are_counted_but_pass():
+    v = verdict(scenario(producer__acks="1", producer__idempotence=False), analysis(lost_write=4, duplicate=2))
+    assert v.valid == "true" and v.allowed_seen == {"lost-write": 4, "duplicate": 2} and not v.failed
+
+
+def test_missing_expected_anomaly_is_a_sensitivity_failure():
+    s = Scenario.model_validate({**SAFE, "producer": {"acks": "1", "idempotence": False}, "expect": ["lost-write"]})
+    v = verdict(s, analysis())
+    assert v.valid == "true" and v.missing_expect == ["lost-write"] and v.failed
+    assert not verdict(s, analysis(lost_write=1)).failed

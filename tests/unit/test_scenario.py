@@ -1,0 +1,61 @@
+"""Scenario validation names the field and the allowed values; matrices expand before anything runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cli import catalog
+from harness.errors import UsageError
+from harness.scenario import load
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("text, message", [
+    ("name: x\nproducer: {acks: al}", "Expected one of '0', '1', 'all' but got producer.acks='al'"),
+    ("name: x\nfaults: [{fault: kil}]", "but got faults.0.fault='kil'"),
+    ("name: x\nfaults: [{fault: kill, target: leaderr}]", "but got faults.0.target='leaderr'"),
+    ("name: x\nduration: 10q", "Expected a duration like '90s', '5m' or '500ms' but got duration='10q'"),
+    ("name: x\nproducer: {ackz: 1}", "Unknown field 'producer.ackz'"),
+    ("name: x\ntopic: {replication_factor: 3, min_insync_replicas: 4}", "topic.min_insync_replicas=4 exceeds"),
+    ("name: x\nkafka: {version: '4.3.1', metadata: zookeeper}", "ZooKeeper mode was removed in Kafka 4.0"),
+    ("name: x\nproducer: {acks: '1', idempotence: true}", "producer.idempotence=true needs producer.acks='all'"),
+    ("producer: {acks: all}", "Missing required field 'name'"),
+    ("name: x\nproducer: [1", "not valid YAML at line"),
+])
+def test_bad_scenarios_get_one_clear_message(tmp_path, text, message):
+    with pytest.raises(UsageError) as err:
+        load(write(tmp_path, text))
+    assert message in str(err.value)
+    assert err.value.exit_code == 2
+
+
+def test_acks_accepts_numbers_and_all(tmp_path):
+    assert load(write(tmp_path, "name: x\nproducer: {acks: 1, idempotence: false}"))[0].producer.acks == "1"
+
+
+def test_matrix_expands_every_combination_and_validates_each(tmp_path):
+    runs = load(write(tmp_path, "name: m\nproducer: {idempotence: false}\n"
+                                "matrix: {producer.acks: ['1', all], topic.partitions: [1, 2]}"))
+    assert [s.name for s in runs] == ["m[acks=1,partitions=1]", "m[acks=1,partitions=2]",
+                                      "m[acks=all,partitions=1]", "m[acks=all,partitions=2]"]
+    with pytest.raises(UsageError, match="matrix acks=al"):
+        load(write(tmp_path, "name: m\nproducer: {idempotence: false}\nmatrix: {producer.acks: ['1', al]}"))
+
+
+def test_durations(tmp_path):
+    s = load(write(tmp_path, "name: x\nduration: 2m\nfaults: [{fault: pause, every: 500ms, for: 1.5}]"))[0]
+    assert (s.duration, s.faults[0].every, s.faults[0].for_) == (120.0, 0.5, 1.5)
+
+
+def test_every_built_in_scenario_is_valid():
+    names = catalog()
+    assert len(names) >= 12
+    for path in names.values():
+        assert load(path)

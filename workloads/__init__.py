@@ -1,0 +1,1 @@
+"""Producers, consumers, the final drain reader and the metadata sampler."""

@@ -1,0 +1,95 @@
+"""Live consumers: group members (subscribe) or assign-mode readers, recording every record and rebalance."""
+
+from __future__ import annotations
+
+import contextlib
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+
+from harness.history import HistoryWriter, now_ns
+from harness.scenario import ConsumerSpec
+from workloads.payload import decode
+from workloads.worker import Worker
+
+BATCH = 500
+
+
+def consumer_config(bootstrap: str, group: str, isolation: str, auto_commit: bool) -> dict:
+    """librdkafka consumer settings shared by live readers and the final drain."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": auto_commit,
+        "isolation.level": isolation,
+        "session.timeout.ms": 10000,
+        "heartbeat.interval.ms": 1000,
+        "socket.connection.setup.timeout.ms": 5000,
+        "reconnect.backoff.max.ms": 1000,
+        "enable.partition.eof": False,
+        "log_level": 0,  # client logs would drown the progress line; outcomes are in the history
+    }
+
+
+def read_rows(reader: str, phase: str, poll: int, msgs: list) -> list[dict]:
+    """History rows for one poll's records (errors and foreign values included, so `unexpected` can see them)."""
+    t = now_ns()
+    rows = []
+    for m in msgs:
+        if m.error():
+            continue
+        d = decode(m.value())
+        rows.append({"reader": reader, "phase": phase, "poll": poll, "t": t, "topic": m.topic(),
+                     "partition": m.partition(), "offset": m.offset(), "producer": d.producer if d else -1,
+                     "seq": d.seq if d else -1, "checksum_ok": bool(d and d.checksum_ok)})
+    return rows
+
+
+def reader_name(cid: int) -> str:
+    """The `reader` a live consumer writes into the history."""
+    return f"consumer-{cid}"
+
+
+class ConsumerClient(Worker):
+    """One live consumer thread."""
+
+    def __init__(self, cid: int, spec: ConsumerSpec, topic: str, partitions: int, bootstrap: str,
+                 history: HistoryWriter) -> None:
+        self.name = reader_name(cid)
+        super().__init__(self.name)
+        self.spec, self.topic, self.partitions = spec, topic, partitions
+        self.bootstrap, self.history = bootstrap, history
+        self.read = 0
+
+    def _event(self, kind: str, parts: list[TopicPartition]) -> None:
+        for tp in parts:
+            self.history.write("events", {"t": now_ns(), "source": self.name, "kind": kind, "topic": tp.topic,
+                                          "partition": tp.partition, "offset": tp.offset, "detail": ""})
+
+    def _run(self) -> None:
+        conf = consumer_config(self.bootstrap, self.spec.group, self.spec.isolation, self.spec.commit == "auto")
+        consumer = Consumer(conf)
+        if self.spec.mode == "assign":
+            parts = [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)]
+            consumer.assign(parts)
+            self._event("assign", parts)
+        else:
+            consumer.subscribe([self.topic], on_assign=lambda c, ps: self._event("assign", ps),
+                               on_revoke=lambda c, ps: self._event("revoke", ps),
+                               on_lost=lambda c, ps: self._event("lost", ps))
+        poll = 0
+        try:
+            while not self._stop.is_set():
+                msgs = consumer.consume(BATCH, timeout=0.2)
+                if not msgs:
+                    continue
+                poll += 1
+                rows = read_rows(self.name, "live", poll, msgs)
+                self.read += len(rows)
+                self.history.write_many("reads", rows)
+                if self.spec.commit == "after" and rows:
+                    # nothing to commit, or the coordinator is moving: at-least-once still holds
+                    with contextlib.suppress(KafkaException):
+                        consumer.commit(asynchronous=True)
+        finally:
+            consumer.close()

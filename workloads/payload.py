@@ -1,0 +1,35 @@
+"""The value every producer writes: it names its producer and seq and carries a checksum."""
+
+from __future__ import annotations
+
+import zlib
+from typing import NamedTuple
+
+SEP = "|"
+
+
+class Decoded(NamedTuple):
+    producer: int
+    seq: int
+    checksum_ok: bool
+
+
+def encode(producer: int, seq: int, size: int = 64) -> bytes:
+    """`producer|seq|crc|padding`, padded to at least `size` bytes; crc covers producer, seq and padding."""
+    head = f"{producer}{SEP}{seq}{SEP}"
+    pad = "x" * max(0, size - len(head) - 9)
+    crc = zlib.crc32(f"{head}{pad}".encode())
+    return f"{head}{crc:08x}{SEP}{pad}".encode()
+
+
+def decode(value: bytes | str | None) -> Decoded | None:
+    """Parse a payload; None when it is not one of ours at all, checksum_ok False when it is damaged."""
+    if value is None:
+        return None
+    text = value.decode(errors="replace") if isinstance(value, bytes) else value
+    parts = text.split(SEP)
+    if len(parts) != 4 or not parts[0].isdigit() or not parts[1].isdigit():
+        return None
+    producer, seq, crc, pad = parts
+    ok = f"{zlib.crc32(f'{producer}{SEP}{seq}{SEP}{pad}'.encode()):08x}" == crc
+    return Decoded(int(producer), int(seq), ok)

@@ -1,0 +1,116 @@
+"""A producer client: sends each (producer, seq) exactly once and records how every send ended."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from harness.history import HistoryWriter, now_ns
+from harness.scenario import ProducerSpec
+from workloads.payload import encode
+from workloads.worker import Worker
+
+MAX_QUEUED = 20_000
+
+
+def producer_config(spec: ProducerSpec, bootstrap: str, client_id: str) -> dict:
+    """librdkafka settings for a scenario's producer; retries stay inside the client, never above it."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "client.id": client_id,
+        "acks": spec.acks,
+        "enable.idempotence": spec.idempotence,
+        "retries": spec.retries,
+        "max.in.flight.requests.per.connection": spec.max_in_flight,
+        "linger.ms": spec.linger_ms,
+        "batch.size": spec.batch_size,
+        "compression.type": spec.compression,
+        "message.timeout.ms": spec.message_timeout_ms,
+        "request.timeout.ms": spec.request_timeout_ms,
+        "socket.connection.setup.timeout.ms": 5000,
+        "reconnect.backoff.max.ms": 1000,
+        "log_level": 0,  # client logs would drown the progress line; outcomes are in the history
+    }
+
+
+class ProducerClient(Worker):
+    """One producer thread: rate-limited sends, outcomes from delivery reports, recreation after fatal errors."""
+
+    def __init__(self, pid: int, spec: ProducerSpec, topic: str, bootstrap: str, history: HistoryWriter) -> None:
+        super().__init__(f"producer-{pid}")
+        self.pid, self.spec, self.topic, self.bootstrap, self.history = pid, spec, topic, bootstrap, history
+        self.seq = 0
+        self.acked = 0
+        self.errors = 0
+        self._fatal = threading.Event()
+
+    def _new_producer(self) -> Producer:
+        conf = producer_config(self.spec, self.bootstrap, f"chaos-producer-{self.pid}")
+        conf["error_cb"] = self._on_error
+        return Producer(conf)
+
+    def _on_error(self, err: KafkaError) -> None:
+        if err.fatal():
+            self._event("fatal", err.name())
+            self._fatal.set()
+
+    def _event(self, kind: str, detail: str) -> None:
+        self.history.write("events", {"t": now_ns(), "source": f"producer-{self.pid}", "kind": kind,
+                                      "topic": self.topic, "partition": -1, "offset": -1, "detail": detail})
+
+    def _run(self) -> None:
+        producer = self._new_producer()
+        interval = 1.0 / self.spec.rate if self.spec.rate > 0 else 0.0
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            if self._fatal.is_set():
+                self._close(producer)
+                producer = self._new_producer()
+                self._fatal.clear()
+                self._event("recreated", "after a fatal error")
+            if interval:
+                delay = next_at - time.monotonic()
+                if delay > 0:
+                    producer.poll(min(delay, 0.05))
+                    continue
+                next_at = max(next_at + interval, time.monotonic() - 1.0)
+            while len(producer) >= MAX_QUEUED and not self._stop.is_set():
+                producer.poll(0.05)
+            self._send(producer)
+            producer.poll(0)
+        self._close(producer)
+
+    def _send(self, producer: Producer) -> None:
+        seq = self.seq
+        self.seq += 1
+        key = f"{self.pid}-{seq % 16}" if self.spec.keyed else None
+        t0 = now_ns()
+
+        def delivered(err: KafkaError | None, msg) -> None:
+            ok = err is None
+            self.acked += ok
+            self.errors += not ok
+            self.history.write("sends", {
+                "producer": self.pid, "seq": seq, "key": key, "topic": self.topic, "partition": msg.partition(),
+                "t_invoke": t0, "t_complete": now_ns(), "outcome": "ok" if ok else "info",
+                "error": None if ok else err.name(), "offset": msg.offset() if ok and msg.offset() >= 0 else -1})
+
+        try:
+            producer.produce(self.topic, encode(self.pid, seq, self.spec.payload_bytes), key=key,
+                             on_delivery=delivered)
+        except (BufferError, KafkaException) as exc:
+            self.errors += 1
+            name = exc.args[0].name() if isinstance(exc, KafkaException) else "QUEUE_FULL"
+            self.history.write("sends", {"producer": self.pid, "seq": seq, "key": key, "topic": self.topic,
+                                         "partition": -1, "t_invoke": t0, "t_complete": now_ns(),
+                                         "outcome": "fail", "error": name, "offset": -1})
+
+    def _close(self, producer: Producer) -> None:
+        """Wait for outstanding delivery reports (each ends ok or info by message.timeout.ms)."""
+        deadline = time.monotonic() + self.spec.message_timeout_ms / 1000 + 10
+        while len(producer) and time.monotonic() < deadline:
+            producer.flush(1.0)
+        if len(producer):
+            self._event("unflushed", f"{len(producer)} sends without a delivery report")
