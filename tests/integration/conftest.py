@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
+
 import docker
 import pytest
 
 from harness.cluster import Cluster, ClusterSpec
 from harness.engine import ensure_engine
 from harness.images import SUPPORTED_VERSIONS, ensure_kafka_image
-from harness.labels import OWNER
+from harness.labels import OWNER, clean
 
 pytestmark = pytest.mark.integration
 FAST_ISR = {"replica.lag.time.max.ms": "6000"}
@@ -22,9 +24,13 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session", autouse=True)
 def engine():
+    """A Docker engine, the images, and no leftovers of an earlier crashed run (what `kchaos clean` removes)."""
     ensure_engine()
     for v in SUPPORTED_VERSIONS:
         ensure_kafka_image(v)
+    containers, networks = clean()
+    if containers or networks:
+        warnings.warn(f"removed {containers} containers and {networks} networks left by an earlier run", stacklevel=1)
 
 
 @pytest.fixture(scope="module", autouse=True)
