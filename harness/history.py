@@ -6,11 +6,11 @@ One writer serves every table; the column lists here are the contract with `repo
 from __future__ import annotations
 
 import io
-import json
 import threading
 import time
 from pathlib import Path
 
+import orjson
 import pyarrow as pa
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
@@ -34,6 +34,10 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 ARROW = {"int": pa.int64(), "str": pa.string(), "bool": pa.bool_()}
 
 
+def _line(row: dict) -> bytes:
+    return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
+
+
 def now_ns() -> int:
     """The history clock: CLOCK_MONOTONIC in ns, shared by every process on the machine."""
     return time.monotonic_ns()
@@ -43,21 +47,32 @@ def arrow_schema(table: str) -> pa.Schema:
     return pa.schema([(name, ARROW[kind]) for name, kind in TABLES[table]])
 
 
-class HistoryWriter:
-    """Buffers rows per table and appends them as JSON Lines every `flush_s` (and on close)."""
+def jsonl_files(directory: Path, table: str) -> list[Path]:
+    """A table's JSON Lines: the run's own `<table>.jsonl` and one `<table>.<part>.jsonl` per client process."""
+    main = directory / f"{table}.jsonl"
+    return ([main] if main.exists() else []) + sorted(directory.glob(f"{table}.*.jsonl"))
 
-    def __init__(self, directory: Path, flush_s: float = 0.2) -> None:
+
+class HistoryWriter:
+    """Buffers rows per table and appends them as JSON Lines every `flush_s` (and on close).
+
+    A client process writes its own `part` (`<table>.<part>.jsonl`), so a SIGKILL tears at most its own last line.
+    """
+
+    def __init__(self, directory: Path, flush_s: float = 0.2, part: str = "") -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self._buf: dict[str, list[dict]] = {t: [] for t in TABLES}
         self._lock = threading.Lock()
-        self._files = {t: open(self.dir / f"{t}.jsonl", "a", encoding="utf-8") for t in TABLES}  # noqa: SIM115
+        self._flushing = threading.Lock()
+        suffix = f".{part}" if part else ""
+        self._files = {t: open(self.dir / f"{t}{suffix}.jsonl", "ab") for t in TABLES}  # noqa: SIM115
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, args=(flush_s,), name="history-flush", daemon=True)
         self._thread.start()
 
     def write(self, table: str, row: dict) -> None:
-        """Queue one row (columns outside the table's schema are dropped when flushed)."""
+        """Queue one row (readers ignore columns outside the table's schema; missing ones are null)."""
         with self._lock:
             self._buf[table].append(row)
 
@@ -67,16 +82,16 @@ class HistoryWriter:
             self._buf[table].extend(rows)
 
     def flush(self) -> None:
-        """Append every buffered row; one write per table, so a kill leaves at most one partial line."""
-        with self._lock:
-            pending = {t: rows for t, rows in self._buf.items() if rows}
-            self._buf = {t: [] for t in TABLES}
-        for table, rows in pending.items():
-            cols = [c for c, _ in TABLES[table]]
-            text = "".join(json.dumps({c: r.get(c) for c in cols}, separators=(",", ":")) + "\n" for r in rows)
-            f = self._files[table]
-            f.write(text)
-            f.flush()
+        """Append every buffered row; one write per table, so a kill leaves at most one partial line.
+        When it returns, every row queued before the call is in the files (flushes run one at a time)."""
+        with self._flushing:
+            with self._lock:
+                pending = {t: rows for t, rows in self._buf.items() if rows}
+                self._buf = {t: [] for t in TABLES}
+            for table, rows in pending.items():
+                f = self._files[table]
+                f.write(b"".join(map(_line, rows)))
+                f.flush()
 
     def _loop(self, every: float) -> None:
         while not self._stop.wait(every):
@@ -93,12 +108,13 @@ class HistoryWriter:
             compact_dir(self.dir)
 
 
-def read_jsonl(path: Path, table: str) -> pa.Table:
-    """Read a table's JSON Lines, dropping a partial last line left by a killed writer."""
+def read_jsonl(directory: Path, table: str) -> pa.Table:
+    """Read all of a table's JSON Lines, dropping each file's partial last line left by a killed writer."""
     schema = arrow_schema(table)
-    raw = path.read_bytes() if path.exists() else b""
-    if raw and not raw.endswith(b"\n"):
-        raw = raw[: raw.rfind(b"\n") + 1]
+    raw = b""
+    for path in jsonl_files(directory, table):
+        text = path.read_bytes()
+        raw += text[: text.rfind(b"\n") + 1]
     if not raw:
         return schema.empty_table()
     return pajson.read_json(io.BytesIO(raw), parse_options=pajson.ParseOptions(explicit_schema=schema,
@@ -106,12 +122,13 @@ def read_jsonl(path: Path, table: str) -> pa.Table:
 
 
 def compact_dir(directory: Path) -> None:
-    """Turn each `<table>.jsonl` into `<table>.parquet` (atomically), then remove the JSON Lines."""
+    """Turn each table's JSON Lines into `<table>.parquet` (atomically), then remove the JSON Lines."""
     for table in TABLES:
-        src = directory / f"{table}.jsonl"
-        if not src.exists():
+        sources = jsonl_files(directory, table)
+        if not sources:
             continue
         tmp = directory / f".{table}.parquet.tmp"
-        pq.write_table(read_jsonl(src, table), tmp)
+        pq.write_table(read_jsonl(directory, table), tmp)
         tmp.rename(directory / f"{table}.parquet")
-        src.unlink()
+        for src in sources:
+            src.unlink()

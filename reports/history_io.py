@@ -8,7 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
-from harness.history import TABLES
+from harness.history import TABLES, jsonl_files
 
 SPARK_TYPES = {"int": LongType(), "str": StringType(), "bool": BooleanType()}
 # A row missing any of these is a torn line from a killed writer, not data.
@@ -23,11 +23,12 @@ def schema(table: str) -> StructType:
 
 def load(spark: SparkSession, history: Path, table: str) -> DataFrame:
     """One table as a DataFrame (empty with the right schema when the run never wrote it)."""
-    parquet, jsonl = history / f"{table}.parquet", history / f"{table}.jsonl"
+    parquet = history / f"{table}.parquet"
+    jsonl = [str(f) for f in jsonl_files(history, table) if f.stat().st_size > 0]
     if parquet.exists():
         df = spark.read.schema(schema(table)).parquet(str(parquet))
-    elif jsonl.exists() and jsonl.stat().st_size > 0:
-        df = spark.read.schema(schema(table)).option("mode", "PERMISSIVE").json(str(jsonl))
+    elif jsonl:
+        df = spark.read.schema(schema(table)).option("mode", "PERMISSIVE").json(jsonl)
     else:
         return spark.createDataFrame([], schema(table))
     for col in REQUIRED[table]:

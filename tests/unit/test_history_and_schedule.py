@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pyarrow.parquet as pq
+
 from faults import ops, schedule
 from harness.history import HistoryWriter, read_jsonl
 from harness.replicas import parse_dump
@@ -23,9 +25,22 @@ def test_history_is_readable_before_close_and_compacts(tmp_path):
     w.flush()
     with (tmp_path / "sends.jsonl").open("a") as f:
         f.write('{"producer": 1, "se')  # a torn line, as a SIGKILL mid-write leaves
-    assert read_jsonl(tmp_path / "sends.jsonl", "sends").num_rows == 1
+    assert read_jsonl(tmp_path, "sends").num_rows == 1
     w.close()
     assert (tmp_path / "sends.parquet").exists() and not (tmp_path / "sends.jsonl").exists()
+
+
+def test_client_process_parts_are_read_and_compacted_together(tmp_path):
+    main, part = HistoryWriter(tmp_path), HistoryWriter(tmp_path, part="consumer-0")
+    main.write("reads", {"reader": "drain", "offset": 0})
+    part.write_many("reads", [{"reader": "consumer-0", "offset": o} for o in range(3)])
+    part.close(compact=False)
+    with (tmp_path / "reads.consumer-0.jsonl").open("a") as f:
+        f.write('{"reader": "consumer-0", "off')  # the process was SIGKILLed mid-write
+    main.flush()
+    assert read_jsonl(tmp_path, "reads").num_rows == 4
+    main.close()
+    assert pq.read_table(tmp_path / "reads.parquet").num_rows == 4 and not list(tmp_path.glob("*.jsonl"))
 
 
 DUMP = """Dumping /var/lib/kafka/data/chaos-2/00000000000000000000.log
