@@ -13,6 +13,7 @@ from workloads.payload import encode
 from workloads.worker import Worker
 
 MAX_QUEUED = 20_000
+MAX_CLIENT_ERRORS = 100
 
 
 def producer_config(spec: ProducerSpec, bootstrap: str, client_id: str) -> dict:
@@ -45,6 +46,7 @@ class ProducerClient(Worker):
         self.acked = 0
         self.errors = 0
         self._fatal = threading.Event()
+        self._pending: dict[int, tuple[int, str | None]] = {}  # seq -> (t_invoke, key) awaiting a delivery report
 
     def _new_producer(self) -> Producer:
         conf = producer_config(self.spec, self.bootstrap, f"chaos-producer-{self.pid}")
@@ -62,25 +64,41 @@ class ProducerClient(Worker):
 
     def _run(self) -> None:
         producer = self._new_producer()
+        try:
+            producer = self._produce(producer)
+        finally:
+            self._close(producer)
+            self._settle_pending()
+
+    def _produce(self, producer: Producer) -> Producer:
+        """Send at the scenario's rate until stopped; returns the producer in use (recreated after fatal errors)."""
         interval = 1.0 / self.spec.rate if self.spec.rate > 0 else 0.0
         next_at = time.monotonic()
+        client_errors = 0
         while not self._stop.is_set():
-            if self._fatal.is_set():
-                self._close(producer)
-                producer = self._new_producer()
-                self._fatal.clear()
-                self._event("recreated", "after a fatal error")
-            if interval:
-                delay = next_at - time.monotonic()
-                if delay > 0:
-                    producer.poll(min(delay, 0.05))
-                    continue
-                next_at = max(next_at + interval, time.monotonic() - 1.0)
-            while len(producer) >= MAX_QUEUED and not self._stop.is_set():
-                producer.poll(0.05)
-            self._send(producer)
-            producer.poll(0)
-        self._close(producer)
+            try:
+                if self._fatal.is_set():
+                    self._close(producer)
+                    producer = self._new_producer()
+                    self._fatal.clear()
+                    self._event("recreated", "after a fatal error")
+                if interval:
+                    delay = next_at - time.monotonic()
+                    if delay > 0:
+                        producer.poll(min(delay, 0.05))
+                        continue
+                    next_at = max(next_at + interval, time.monotonic() - 1.0)
+                while len(producer) >= MAX_QUEUED and not self._stop.is_set():
+                    producer.poll(0.05)
+                self._send(producer)
+                producer.poll(0)
+            except Exception as exc:  # noqa: BLE001 - a client error must not end the workload silently
+                client_errors += 1
+                self._event("client-error", f"{type(exc).__name__}: {exc}")
+                if client_errors >= MAX_CLIENT_ERRORS:
+                    self._event("stopped", f"after {client_errors} client errors")
+                    break
+        return producer
 
     def _send(self, producer: Producer) -> None:
         seq = self.seq
@@ -96,21 +114,36 @@ class ProducerClient(Worker):
                 "producer": self.pid, "seq": seq, "key": key, "topic": self.topic, "partition": msg.partition(),
                 "t_invoke": t0, "t_complete": now_ns(), "outcome": "ok" if ok else "info",
                 "error": None if ok else err.name(), "offset": msg.offset() if ok and msg.offset() >= 0 else -1})
+            del self._pending[seq]
 
         try:
+            self._pending[seq] = (t0, key)
             producer.produce(self.topic, encode(self.pid, seq, self.spec.payload_bytes), key=key,
                              on_delivery=delivered)
         except (BufferError, KafkaException) as exc:
+            del self._pending[seq]
             self.errors += 1
             name = exc.args[0].name() if isinstance(exc, KafkaException) else "QUEUE_FULL"
             self.history.write("sends", {"producer": self.pid, "seq": seq, "key": key, "topic": self.topic,
                                          "partition": -1, "t_invoke": t0, "t_complete": now_ns(),
                                          "outcome": "fail", "error": name, "offset": -1})
 
+    def _settle_pending(self) -> None:
+        """Sends enqueued whose delivery report never came (client crash, unflushed at the end): `info`, since
+        they may have been written; without a row their values would read as `unexpected`."""
+        for seq, (t0, key) in sorted(self._pending.items()):
+            self.history.write("sends", {"producer": self.pid, "seq": seq, "key": key, "topic": self.topic,
+                                         "partition": -1, "t_invoke": t0, "t_complete": now_ns(),
+                                         "outcome": "info", "error": "NO_DELIVERY_REPORT", "offset": -1})
+        self._pending.clear()
+
     def _close(self, producer: Producer) -> None:
         """Wait for outstanding delivery reports (each ends ok or info by message.timeout.ms)."""
         deadline = time.monotonic() + self.spec.message_timeout_ms / 1000 + 10
-        while len(producer) and time.monotonic() < deadline:
-            producer.flush(1.0)
+        try:
+            while len(producer) and time.monotonic() < deadline:
+                producer.flush(1.0)
+        except Exception as exc:  # noqa: BLE001 - what stays unreported is settled as `info`
+            self._event("client-error", f"{type(exc).__name__}: {exc}")
         if len(producer):
             self._event("unflushed", f"{len(producer)} sends without a delivery report")

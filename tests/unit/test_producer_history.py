@@ -1,0 +1,65 @@
+"""Every send the producer enqueued ends with exactly one history row, even when the client breaks underneath."""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import Producer
+
+from harness.history import HistoryWriter, read_jsonl
+from harness.scenario import ProducerSpec
+from workloads.producer import MAX_CLIENT_ERRORS, ProducerClient
+
+NOWHERE = "127.0.0.1:1"  # loopback, nothing listens: librdkafka queues and never gets a delivery report in time
+
+
+class BrokenPoll:
+    """A real Producer whose poll() starts raising, as confluent-kafka's SystemError from a callback did."""
+
+    def __init__(self, conf: dict, healthy_polls: int) -> None:
+        self._real, self._left = Producer(conf), healthy_polls
+
+    def poll(self, timeout: float = 0) -> int:
+        self._left -= 1
+        if self._left < 0:
+            raise SystemError("_PyErr_SetObject: exception <class 'str'> is not a BaseException subclass")
+        return self._real.poll(timeout)
+
+    def __getattr__(self, name: str):
+        return getattr(self._real, name)
+
+    def __len__(self) -> int:
+        return len(self._real)
+
+
+def sends_of(directory) -> list[dict]:
+    return read_jsonl(directory, "sends").to_pylist()
+
+
+def test_sends_without_a_delivery_report_are_recorded_as_info(tmp_path):
+    history = HistoryWriter(tmp_path)
+    client = ProducerClient(0, ProducerSpec(rate=200, message_timeout_ms=60000), "t", NOWHERE, history)
+    client._close = lambda producer: None  # stop without waiting for message.timeout.ms
+    client.start()
+    time.sleep(0.5)
+    client.stop()
+    client.join(10)
+    history.close(compact=False)
+    rows = sends_of(tmp_path)
+    assert client.seq > 10 and sorted(r["seq"] for r in rows) == list(range(client.seq))
+    assert {(r["outcome"], r["error"]) for r in rows} == {("info", "NO_DELIVERY_REPORT")}
+
+
+def test_a_client_that_keeps_failing_stops_and_leaves_no_send_unrecorded(tmp_path):
+    history = HistoryWriter(tmp_path)
+    client = ProducerClient(0, ProducerSpec(rate=0, message_timeout_ms=60000), "t", NOWHERE, history)
+    client._new_producer = lambda: BrokenPoll({"bootstrap.servers": NOWHERE, "log_level": 0}, healthy_polls=50)
+    client._close = lambda producer: None
+    client.start().join(30)
+    assert not client.thread.is_alive()
+    history.close(compact=False)
+    rows = sends_of(tmp_path)
+    assert sorted(r["seq"] for r in rows) == list(range(client.seq)) and client.seq >= 50
+    events = read_jsonl(tmp_path, "events").to_pylist()
+    assert sum(e["kind"] == "client-error" for e in events) == MAX_CLIENT_ERRORS
+    assert events[-1]["kind"] == "stopped"
