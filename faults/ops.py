@@ -5,20 +5,23 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from faults.targets import pick
 from harness import netrules
 from harness.scenario import FaultSpec
 
 
 @dataclass
 class Ctx:
-    """What a fault needs: the cluster, the topic, the seeded rng and a stop-aware sleep."""
+    """What a fault needs: the cluster, the topic, the seeded rng, a stop-aware sleep, and the live consumer
+    processes (a consumer crash is a fault of the application, not of Kafka)."""
 
     cluster: object
     topic: str
     rng: random.Random
     stop: threading.Event
+    consumers: list = field(default_factory=list)
 
     def hold(self, seconds: float) -> None:
         """Sleep for the fault's duration, waking early if the run is ending."""
@@ -150,6 +153,19 @@ def unclean_sequence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     return {"partition": partition, "lagging": lagging, "killed": in_sync}
 
 
+def consumer_kill(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
+    """SIGKILL live consumer processes (the group rebalances after session.timeout.ms); restart after `for`."""
+    victims = pick(spec.target, list(range(len(ctx.consumers))), ctx.rng)
+    try:
+        for i in victims:
+            ctx.consumers[i].kill()
+        ctx.hold(spec.for_)
+    finally:
+        for i in victims:
+            ctx.consumers[i].start()
+    return {"consumers": victims}
+
+
 REGISTRY: dict[str, Callable[[Ctx, FaultSpec, list[int]], dict]] = {
     "kill": process("kill"),
     "terminate": process("terminate"),
@@ -169,12 +185,14 @@ REGISTRY: dict[str, Callable[[Ctx, FaultSpec, list[int]], dict]] = {
     "hard-rolling-restart": rolling("kill"),
     "last-replica-standing": last_replica_standing,
     "unclean-sequence": unclean_sequence,
+    "consumer-kill": consumer_kill,
 }
 # Faults whose natural target is fixed by what they break, whatever the scenario says.
 DEFAULT_TARGET = {"zombie": "leader", "isolate-controller": "controller"}
 
 
 def needs_targets(fault: str) -> bool:
-    """Composite sequences pick their own victims from metadata."""
-    return fault not in ("last-replica-standing", "unclean-sequence", "rolling-restart", "hard-rolling-restart")
+    """Composite sequences pick their own victims from metadata; consumer-kill picks consumers."""
+    return fault not in ("last-replica-standing", "unclean-sequence", "rolling-restart", "hard-rolling-restart",
+                         "consumer-kill")
 

@@ -50,10 +50,10 @@ class Nemesis:
     """Runs a schedule against a cluster on one thread, one op at a time, each op recorded in `faults`."""
 
     def __init__(self, cluster, topic: str, faults: list[FaultSpec], ops: list[PlannedOp], seed: int,
-                 history: HistoryWriter) -> None:
+                 history: HistoryWriter, consumers: list | None = None) -> None:
         self.cluster, self.topic, self.faults, self.ops, self.history = cluster, topic, faults, ops, history
         self.stop_event = threading.Event()
-        self.ctx = Ctx(cluster, topic, random.Random(seed + 1), self.stop_event)
+        self.ctx = Ctx(cluster, topic, random.Random(seed + 1), self.stop_event, consumers or [])
         self.active: str = ""
         self.errors: list[str] = []
         self.thread = threading.Thread(target=self._run, name="nemesis", daemon=True)

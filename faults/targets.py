@@ -5,23 +5,32 @@ from __future__ import annotations
 import random
 from typing import Any
 
+COUNTED = ("one", "all", "minority", "majority")
+
+
+def pick(target: Any, members: list[int], rng: random.Random) -> list[int]:
+    """`one`, `all`, `minority`, `majority`, an id or a list of ids, among `members` (brokers or consumers)."""
+    if isinstance(target, int):
+        return [target]
+    if isinstance(target, list):
+        return list(target)
+    if target == "one":
+        return [rng.choice(members)]
+    if target == "all":
+        return list(members)
+    if target in ("minority", "majority"):
+        size = (len(members) - 1) // 2 if target == "minority" else len(members) // 2 + 1
+        return sorted(rng.sample(members, max(size, 1)))
+    raise ValueError(f"target {target!r} does not name members by count or id")
+
 
 def resolve(target: Any, cluster, topic: str, rng: random.Random) -> tuple[list[int], int]:
     """(node ids, the partition consulted) for `one`, `minority`, `majority`, `all`, `leader`, `followers`,
     `controller`, `isr`, `non-isr`, a node id or a list of them. Empty when nothing matches (e.g. no leader)."""
     nodes = cluster.node_ids()
     partition = rng.randrange(cluster_partitions(cluster, topic))
-    if isinstance(target, int):
-        return [target], partition
-    if isinstance(target, list):
-        return list(target), partition
-    if target == "one":
-        return [rng.choice(nodes)], partition
-    if target == "all":
-        return list(nodes), partition
-    if target in ("minority", "majority"):
-        size = (len(nodes) - 1) // 2 if target == "minority" else len(nodes) // 2 + 1
-        return sorted(rng.sample(nodes, max(size, 1))), partition
+    if isinstance(target, int | list) or target in COUNTED:
+        return pick(target, nodes, rng), partition
     if target == "controller":
         c = cluster.controller()
         return ([c] if c >= 0 else []), partition

@@ -14,7 +14,8 @@ from harness import images
 from harness.cluster import Cluster, ClusterSpec
 from harness.history import HistoryWriter, now_ns
 from harness.scenario import Scenario
-from workloads.consumer import ConsumerClient
+from workloads.consumer import record_committed
+from workloads.consumer_process import ConsumerProcess
 from workloads.drain import final_drain
 from workloads.producer import ProducerClient
 from workloads.sampler import MetadataSampler
@@ -109,11 +110,11 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
                          replicas=scenario.topic.replicas)
     sampler = MetadataSampler(topic, lambda: cluster.partition_metadata(topic), cluster.controller, history).start()
     boot = cluster.bootstrap_servers()
-    consumers = [ConsumerClient(i, scenario.consumer, topic, parts, boot, history).start()
+    consumers = [ConsumerProcess(i, scenario.consumer, topic, parts, boot, history.dir).start()
                  for i in range(scenario.consumer.count)]
     producers = [ProducerClient(i, scenario.producer, topic, boot, history).start()
                  for i in range(scenario.producer.count)]
-    nemesis = schedule.Nemesis(cluster, topic, scenario.faults, ops, scenario.seed, history).start()
+    nemesis = schedule.Nemesis(cluster, topic, scenario.faults, ops, scenario.seed, history, consumers).start()
     try:
         phase("faults")
         end = time.monotonic() + scenario.duration
@@ -135,6 +136,8 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
             c.stop()
         for c in consumers:
             c.join(30)
+    if consumers and scenario.consumer.mode == "subscribe":
+        record_committed(boot, scenario.consumer.group, topic, parts, history)
     phase("drain")
     reached = final_drain(boot, topic, parts, history, scenario.drain_timeout)
     info.drain_reached = {str(p): r for p, r in reached.items()}

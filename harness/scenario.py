@@ -14,10 +14,11 @@ from harness.errors import UsageError
 from harness.images import DEFAULT_VERSION
 
 ANOMALIES = ("lost-write", "unseen", "duplicate", "inconsistent-offset", "nonmonotonic-send", "poll-skip",
-             "nonmonotonic-poll", "aborted-read", "unexpected", "vanished-read", "replica-divergence")
+             "nonmonotonic-poll", "aborted-read", "unexpected", "vanished-read", "replica-divergence",
+             "committed-unread")
 FAULTS = ("kill", "terminate", "pause", "restart", "isolate", "split", "bridge", "one-way", "zombie",
           "isolate-controller", "packet-loss", "bandwidth", "tcp-reset", "block-clients", "rolling-restart",
-          "hard-rolling-restart", "last-replica-standing", "unclean-sequence")
+          "hard-rolling-restart", "last-replica-standing", "unclean-sequence", "consumer-kill")
 TARGETS = ("one", "minority", "majority", "all", "leader", "followers", "controller", "isr", "non-isr")
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -161,10 +162,25 @@ class Scenario(Strict):
         if self.topic.min_insync_replicas > self.topic.replication_factor:
             raise ValueError(f"topic.min_insync_replicas={self.topic.min_insync_replicas} exceeds "
                              f"topic.replication_factor={self.topic.replication_factor}")
+        for i, f in enumerate(self.faults):
+            if f.fault == "consumer-kill":
+                self._consumer_target(i, f)
         if self.producer.idempotence and (self.producer.acks != "all" or self.producer.max_in_flight > 5):
             raise ValueError("producer.idempotence=true needs producer.acks='all' and producer.max_in_flight<=5 "
                              "(librdkafka refuses otherwise)")
         return self
+
+    def _consumer_target(self, i: int, f: FaultSpec) -> None:
+        """consumer-kill aims at consumers: by count (one, all, minority, majority) or by index."""
+        n = self.consumer.count
+        ids = f.target if isinstance(f.target, list) else [f.target] if isinstance(f.target, int) else []
+        if n == 0:
+            raise ValueError(f"faults.{i}.fault='consumer-kill' needs consumer.count >= 1")
+        if isinstance(f.target, str) and f.target not in ("one", "all", "minority", "majority"):
+            raise ValueError(f"Expected one of 'one', 'all', 'minority', 'majority' or consumer indices "
+                             f"but got faults.{i}.target={f.target!r} (consumer-kill aims at consumers)")
+        if any(not 0 <= c < n for c in ids):
+            raise ValueError(f"faults.{i}.target={f.target!r} must name consumers among 0..{n - 1}")
 
     def topic_config(self) -> dict[str, str]:
         """The topic-level configs the scenario asks for."""

@@ -37,6 +37,7 @@ class Facts:
     replicas_dumped: bool
     recovered: bool
     assign_readers: list[str]
+    group_commits: str = "none"  # "none" (no group), "known", or "unknown" (the committed offsets were not read)
 
 
 @dataclass
@@ -69,7 +70,9 @@ def facts_of(events: DataFrame, assign_readers: list[str]) -> tuple[Facts, DataF
     not_drained = sorted(r["partition"] for r in end_rows if not r["reached"])
     facts = Facts(drain_ran=bool(end_rows), drain_complete=bool(end_rows) and not not_drained,
                   partitions_not_drained=not_drained, replicas_dumped="replicas-dumped" in kinds,
-                  recovered="liveness" not in kinds, assign_readers=assign_readers)
+                  recovered="liveness" not in kinds, assign_readers=assign_readers,
+                  group_commits="unknown" if "committed-unknown" in kinds else
+                  "known" if "committed" in kinds else "none")
     return facts, ends
 
 
@@ -152,6 +155,15 @@ def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None
                 .join(F.broadcast(drained), ["read_partition"], "left_semi"))
     anomalies["vanished-read"] = _examples(vanished.select(*VALUE, F.col("read_partition").alias("partition"),
                                                            "first_read_t"), VALUE)
+
+    # At-least-once for a group: every record below its partition's final committed offset was read by a member.
+    committed = events.filter(F.col("kind") == "committed").select("topic", "partition",
+                                                                   F.col("offset").alias("committed"))
+    group_read = ours.filter(F.col("phase") == "live").select(*VALUE).distinct()
+    skipped = (ours.filter(F.col("phase") == "final").select(*VALUE, *POSITION).distinct()
+               .join(F.broadcast(committed), ["topic", "partition"]).filter(F.col("offset") < F.col("committed"))
+               .join(group_read, VALUE, "left_anti"))
+    anomalies["committed-unread"] = _examples(skipped, POSITION)
 
     divergent = (rep.groupBy(*POSITION).agg(F.countDistinct(*VALUE).alias("values"),
                                             F.sort_array(F.collect_list(F.struct("broker", *VALUE))).alias("replicas"))

@@ -15,6 +15,7 @@ IDEMPOTENCE = DOCS + "#producerconfigs_enable.idempotence"
 IN_FLIGHT = DOCS + "#producerconfigs_max.in.flight.requests.per.connection"
 REPLICATION = DOCS + "#replication"
 SEMANTICS = DOCS + "#semantics"
+CONSUMER = DOCS + "#consumerconfigs_enable.auto.commit"
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,10 @@ def rules(s: Scenario) -> list[Rule]:
              else "a consumer's position advances one record at a time within an assignment", SEMANTICS),
         Rule("nonmonotonic-poll", unclean, "a truncated log can reset a consumer's position" if unclean
              else "a consumer's position never goes back within an assignment", SEMANTICS),
+        Rule("committed-unread", loss,
+             f"a truncated log puts other records under the group's committed offsets ({truncation})" if loss
+             else "a group member stores or commits a position only after processing the records before it: "
+                  "at-least-once delivery across rebalances and crashes", loss_doc if loss else CONSUMER),
         Rule("aborted-read", False, "a send that produce() refused was never written", SEMANTICS),
         Rule("unexpected", False, "consumers only read what producers wrote, intact (CRC-checked batches)",
              SEMANTICS),
@@ -115,6 +120,8 @@ def verdict(s: Scenario, a: Analysis) -> Verdict:
         unknown.append(f"the final drain did not reach the end of partitions {a.facts.partitions_not_drained}")
     if counts.get("unseen") and "lost-write" not in ok:
         unknown.append(f"{counts['unseen']} acknowledged sends neither read nor provably lost")
+    if a.facts.group_commits == "unknown":
+        unknown.append("the consumer group's committed offsets could not be read")
     if not a.facts.replicas_dumped:
         unknown.append("replica logs were not dumped")
     missing = [e for e in s.expect if not counts.get(e)]

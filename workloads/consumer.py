@@ -21,6 +21,7 @@ def consumer_config(bootstrap: str, group: str, isolation: str, auto_commit: boo
         "group.id": group,
         "auto.offset.reset": "earliest",
         "enable.auto.commit": auto_commit,
+        "enable.auto.offset.store": False,  # a position is stored only once its reads are in the history
         "isolation.level": isolation,
         "session.timeout.ms": 10000,
         "heartbeat.interval.ms": 1000,
@@ -87,9 +88,39 @@ class ConsumerClient(Worker):
                 rows = read_rows(self.name, "live", poll, msgs)
                 self.read += len(rows)
                 self.history.write_many("reads", rows)
-                if self.spec.commit == "after" and rows:
-                    # nothing to commit, or the coordinator is moving: at-least-once still holds
-                    with contextlib.suppress(KafkaException):
-                        consumer.commit(asynchronous=True)
+                self._advance(consumer, msgs)
         finally:
             consumer.close()
+
+    def _advance(self, consumer: Consumer, msgs: list) -> None:
+        """At-least-once: flush the reads to the history, then store (auto) or commit (after) the positions."""
+        if self.spec.mode == "assign":
+            return
+        self.history.flush()
+        nxt: dict[int, int] = {}
+        for m in msgs:
+            if not m.error():
+                nxt[m.partition()] = max(nxt.get(m.partition(), -1), m.offset() + 1)
+        offsets = [TopicPartition(self.topic, p, o) for p, o in nxt.items()]
+        # a partition revoked meanwhile, or a coordinator on the move: the next owner re-reads (at-least-once)
+        with contextlib.suppress(KafkaException):
+            if self.spec.commit == "auto":
+                consumer.store_offsets(offsets=offsets)
+            elif offsets:
+                consumer.commit(offsets=offsets, asynchronous=True)
+
+
+def record_committed(bootstrap: str, group: str, topic: str, partitions: int, history: HistoryWriter) -> None:
+    """The group's committed positions once its members stopped (`committed` events; offset -1 = none)."""
+    consumer = Consumer(consumer_config(bootstrap, group, "read_uncommitted", False))
+    try:
+        parts = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
+        for tp in parts:
+            history.write("events", {"t": now_ns(), "source": group, "kind": "committed", "topic": topic,
+                                     "partition": tp.partition, "offset": max(tp.offset, -1),
+                                     "detail": tp.error.name() if tp.error else ""})
+    except KafkaException as exc:  # recorded: the at-least-once check is then not established
+        history.write("events", {"t": now_ns(), "source": group, "kind": "committed-unknown", "topic": topic,
+                                 "partition": -1, "offset": -1, "detail": str(exc)})
+    finally:
+        consumer.close()

@@ -13,8 +13,12 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from faults.ops import REGISTRY, Ctx
 from harness.cluster import Cluster, ClusterSpec
-from harness.scenario import FaultSpec
+from harness.history import HistoryWriter, now_ns, read_jsonl
+from harness.scenario import ConsumerSpec, FaultSpec
 from tests.integration.conftest import FAST_ISR
+from workloads.consumer import record_committed
+from workloads.consumer_process import ConsumerProcess
+from workloads.payload import encode
 
 TIMEOUT = 60
 
@@ -113,3 +117,42 @@ def test_zombie_leader_is_replaced_while_it_still_accepts_connections(c, topic):
         pass  # clients still reach the old leader
     assert c.admin([old]).list_topics(timeout=5).brokers  # and it still answers them
     t.join(60)
+
+
+def test_consumer_kill_crashes_a_member_and_the_group_takes_over_its_partitions(c, tmp_path):
+    topic = f"g-{uuid.uuid4().hex[:8]}"
+    c.create_topic(topic, 4, 3, {"min.insync.replicas": "2"})
+    producer = Producer({"bootstrap.servers": c.bootstrap_servers()})
+    for seq in range(200):
+        producer.produce(topic, encode(0, seq, 32), partition=seq % 4)
+    assert producer.flush(30) == 0
+    consumers = [ConsumerProcess(i, ConsumerSpec(count=2, group=topic), topic, 4, c.bootstrap_servers(), tmp_path)
+                 .start() for i in range(2)]
+    try:
+        c.wait_for("both members assigned and all 200 records read",
+                   lambda: {e["source"] for e in rows(tmp_path, "events")} == {"consumer-0", "consumer-1"}
+                   and len({(r["partition"], r["offset"]) for r in rows(tmp_path, "reads")}) == 200, TIMEOUT)
+        ctx = Ctx(c, topic, random.Random(1), threading.Event(), consumers)
+        killed_at = now_ns()
+        t = in_background(lambda: REGISTRY["consumer-kill"](ctx, FaultSpec(fault="consumer-kill", target=0,
+                                                                           **{"for": 20}), []))
+        c.wait_for("consumer-0's process gone", lambda: not consumers[0].alive, 10)
+        c.wait_for("consumer-1 assigned all 4 partitions after the crash (session.timeout.ms)",
+                   lambda: {e["partition"] for e in rows(tmp_path, "events") if e["source"] == "consumer-1"
+                            and e["kind"] == "assign" and e["t"] > killed_at} == {0, 1, 2, 3}, TIMEOUT)
+        t.join(60)
+        assert consumers[0].alive and consumers[0].incarnation == 1
+    finally:
+        for k in consumers:
+            k.stop()
+        for k in consumers:
+            k.join(30)
+    history = HistoryWriter(tmp_path / "main")
+    record_committed(c.bootstrap_servers(), topic, topic, 4, history)
+    history.close(compact=False)
+    committed = [e["offset"] for e in rows(tmp_path / "main", "events") if e["kind"] == "committed"]
+    assert len(committed) == 4 and sum(committed) == 200  # commit-after-processing covered every record read
+
+
+def rows(directory, table: str) -> list[dict]:
+    return read_jsonl(directory, table).to_pylist()

@@ -9,7 +9,7 @@ from tests.histories import clean
 
 NONE = {"lost-write": 0, "unseen": 0, "duplicate": 0, "inconsistent-offset": 0, "nonmonotonic-send": 0,
         "poll-skip": 0, "nonmonotonic-poll": 0, "aborted-read": 0, "unexpected": 0, "vanished-read": 0,
-        "replica-divergence": 0}
+        "replica-divergence": 0, "committed-unread": 0}
 
 
 def run(spark, tmp_path, history, **kw):
@@ -113,6 +113,22 @@ def test_going_back_after_a_new_assignment_is_not_an_anomaly(spark, tmp_path):
     h.read("consumer-0", 0, 2, 0, 2, poll=9)  # re-reads from the committed offset: at-least-once
     a = run(spark, tmp_path, h)
     assert a.counts() == NONE
+
+
+def test_committed_unread_below_the_groups_committed_offset(spark, tmp_path):
+    # partition 0 holds offsets 0..5; offset 5 is (producer 1, seq 5). The group committed 6 but never read it.
+    h = clean().drop("reads", reader="consumer-0", partition=0, offset=5)
+    h.event("chaos", "committed", partition=0, offset=6).event("chaos", "committed", partition=1, offset=-1)
+    a = run(spark, tmp_path, h)
+    assert a.counts() == only(committed_unread=1) and a.facts.group_commits == "known"
+    ex = a.anomalies["committed-unread"].examples[0]
+    assert (ex["partition"], ex["offset"], ex["producer"], ex["seq"], ex["committed"]) == (0, 5, 1, 5, 6)
+
+
+def test_unread_records_at_or_above_the_committed_offset_are_only_lag(spark, tmp_path):
+    h = clean().drop("reads", reader="consumer-0", partition=0, offset=5)
+    h.event("chaos", "committed", partition=0, offset=5)
+    assert run(spark, tmp_path, h).counts() == NONE
 
 
 def test_aborted_read(spark, tmp_path):

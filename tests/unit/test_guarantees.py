@@ -56,6 +56,18 @@ def test_duplicates_and_reorder_need_non_idempotent_retries():
     assert "duplicate" not in allowed(scenario())
 
 
+def test_group_at_least_once_is_forbidden_unless_the_log_may_be_truncated():
+    assert "committed-unread" not in allowed(scenario())
+    assert "committed-unread" in allowed(scenario(producer__acks="1", producer__idempotence=False))
+
+
+def test_unread_group_commits_make_the_verdict_unknown():
+    a = analysis()
+    a.facts.group_commits = "unknown"
+    v = verdict(scenario(), a)
+    assert v.valid == "unknown" and "committed offsets" in v.unknown_because[0]
+
+
 def test_every_rule_cites_kafka_documentation():
     for r in rules(scenario()):
         assert r.doc.startswith("https://kafka.apache.org/documentation/") and r.why
