@@ -95,7 +95,8 @@ class ConsumerSpec(Strict):
     count: int = Field(2, ge=0, le=16)
     group: str = "chaos"
     mode: Literal["subscribe", "assign"] = "subscribe"
-    commit: Literal["auto", "after"] = "after"
+    # after: commit once the reads are recorded (at-least-once); before: commit first (at-most-once, unsafe)
+    commit: Literal["auto", "after", "before"] = "after"
     isolation: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
 
 

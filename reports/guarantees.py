@@ -46,6 +46,7 @@ def rules(s: Scenario) -> list[Rule]:
     truncation = "; ".join(loss_reasons)
     reorder = not p.idempotence and p.retries > 0 and p.max_in_flight > 1
     unclean = t.unclean_leader_election
+    at_most_once = s.consumer.mode == "subscribe" and s.consumer.commit == "before"
     out = [
         Rule("lost-write", loss, truncation or "acks=all with min.insync.replicas>=2 and clean elections: an "
              "acknowledged write is on at least min.insync.replicas replicas and survives any failure of fewer",
@@ -76,10 +77,13 @@ def rules(s: Scenario) -> list[Rule]:
              else "a consumer's position advances one record at a time within an assignment", SEMANTICS),
         Rule("nonmonotonic-poll", unclean, "a truncated log can reset a consumer's position" if unclean
              else "a consumer's position never goes back within an assignment", SEMANTICS),
-        Rule("committed-unread", loss,
+        Rule("committed-unread", loss or at_most_once,
+             "consumer.commit=before: the position is committed before processing, so a crash in between "
+             "loses the batch ('at-most-once')" if at_most_once else
              f"a truncated log puts other records under the group's committed offsets ({truncation})" if loss
              else "a group member stores or commits a position only after processing the records before it: "
-                  "at-least-once delivery across rebalances and crashes", loss_doc if loss else CONSUMER),
+                  "at-least-once delivery across rebalances and crashes",
+             SEMANTICS if at_most_once else loss_doc if loss else CONSUMER),
         Rule("aborted-read", False, "a send that produce() refused was never written", SEMANTICS),
         Rule("unexpected", False, "consumers only read what producers wrote, intact (CRC-checked batches)",
              SEMANTICS),

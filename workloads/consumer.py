@@ -85,18 +85,20 @@ class ConsumerClient(Worker):
                 if not msgs:
                     continue
                 poll += 1
+                grouped = self.spec.mode == "subscribe"
+                if grouped and self.spec.commit == "before":
+                    self._save_positions(consumer, msgs)  # at-most-once: a crash now loses this batch
                 rows = read_rows(self.name, "live", poll, msgs)
                 self.read += len(rows)
                 self.history.write_many("reads", rows)
-                self._advance(consumer, msgs)
+                if grouped and self.spec.commit != "before":
+                    self.history.flush()  # at-least-once: the reads are recorded before the positions move
+                    self._save_positions(consumer, msgs)
         finally:
             consumer.close()
 
-    def _advance(self, consumer: Consumer, msgs: list) -> None:
-        """At-least-once: flush the reads to the history, then store (auto) or commit (after) the positions."""
-        if self.spec.mode == "assign":
-            return
-        self.history.flush()
+    def _save_positions(self, consumer: Consumer, msgs: list) -> None:
+        """Store (auto: committed in the background) or commit (after: async; before: sync) the next offsets."""
         nxt: dict[int, int] = {}
         for m in msgs:
             if not m.error():
@@ -107,7 +109,7 @@ class ConsumerClient(Worker):
             if self.spec.commit == "auto":
                 consumer.store_offsets(offsets=offsets)
             elif offsets:
-                consumer.commit(offsets=offsets, asynchronous=True)
+                consumer.commit(offsets=offsets, asynchronous=self.spec.commit == "after")
 
 
 def record_committed(bootstrap: str, group: str, topic: str, partitions: int, history: HistoryWriter) -> None:

@@ -19,7 +19,9 @@ def _serve(cid: int, incarnation: int, spec_json: str, topic: str, partitions: i
            history_dir: str, stop) -> None:
     """The child: one ConsumerClient writing its own history part until the parent says stop (or dies)."""
     parent = os.getppid()
-    history = HistoryWriter(Path(history_dir), part=f"consumer-{cid}-{incarnation}")
+    # Group members flush before they store or commit (at-least-once); the background flush only paces
+    # assign-mode readers and the at-most-once mode, whose reads a crash loses for up to this long.
+    history = HistoryWriter(Path(history_dir), flush_s=1.0, part=f"consumer-{cid}-{incarnation}")
     client = ConsumerClient(cid, ConsumerSpec.model_validate_json(spec_json), topic, partitions, bootstrap,
                             history).start()
     while not stop.wait(1.0) and os.getppid() == parent:

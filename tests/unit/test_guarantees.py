@@ -59,6 +59,7 @@ def test_duplicates_and_reorder_need_non_idempotent_retries():
 def test_group_at_least_once_is_forbidden_unless_the_log_may_be_truncated():
     assert "committed-unread" not in allowed(scenario())
     assert "committed-unread" in allowed(scenario(producer__acks="1", producer__idempotence=False))
+    assert "committed-unread" in allowed(scenario(consumer__commit="before"))
 
 
 def test_unread_group_commits_make_the_verdict_unknown():
