@@ -15,8 +15,9 @@ from harness.scenario import load
 from reports.pipeline import run_and_check
 
 MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-restart", "controller-failover",
-             "zombie-leader-acks-all", "isr-shrink-paused-follower"]
-UNSAFE = ["acks1-leader-kill", "zombie-leader-acks1", "non-idempotent-retries", "unclean-election-true"]
+             "zombie-leader-acks-all", "isr-shrink-paused-follower", "consumer-group-rebalance"]
+UNSAFE = ["acks1-leader-kill", "zombie-leader-acks1", "non-idempotent-retries", "unclean-election-true",
+          "consumer-group-at-most-once"]
 OUT = Path(__file__).resolve().parents[1] / "DETECTION.md"
 
 
