@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -52,6 +53,9 @@ def write_compare(results: list[dict], directory: Path) -> tuple[Path, Path]:
     md.write_text("# kafka-chaos version comparison\n\n`*` marks anomalies Kafka's guarantees allow under the "
                   "scenario's settings.\n\n" + "\n".join(lines) + "\n")
     html = directory / "comparison.html"
+    def link(run: dict) -> str:  # relative, so the comparison and its runs can move together (CI artifacts)
+        return os.path.relpath(Path(run["run_dir"]) / "report.html", directory)
+
     html.write_text(ENV.get_template("compare.html.j2").render(versions=versions, grid=grid, cell=cell,
-                                                               worst=worst))
+                                                               worst=worst, link=link))
     return html, md

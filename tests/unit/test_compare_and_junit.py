@@ -19,13 +19,16 @@ def result(scenario: str, kafka: str, verdict: str, seed: int = 1, lost: int = 0
 def test_compare_table_shows_the_worst_seed_and_sums_counts(tmp_path):
     results = [result("a", "4.3.1", "true", 1), result("a", "4.3.1", "false", 2, lost=3),
                result("a", "3.9.2", "true", 1), result("b", "3.9.2", "unknown", 1)]
-    html, md = write_compare(results, tmp_path)
+    for r in results:
+        r["run_dir"] = str(tmp_path / "runs" / str(r["seed"]))
+    html, md = write_compare(results, tmp_path / "compare")
     text = md.read_text()
     assert "| scenario | Kafka 4.3.1 | Kafka 3.9.2 |" in text
     row_a = next(ln for ln in text.splitlines() if ln.startswith("| a |"))
     assert "false×1, true×1" in row_a and "lost-write=3" in row_a and "unavailable ≤ 3.0 s" in row_a
     assert "| b | not run |" in text
     assert 'class="v-false"' in html.read_text() and "seed 2" in html.read_text()
+    assert 'href="../runs/2/report.html"' in html.read_text()  # relative: the directory can move as a whole
 
 
 def test_junit_one_case_per_run_with_failures_and_skips(tmp_path):
