@@ -1,6 +1,6 @@
 """`make bench`: each figure beside the baseline it names, measured in the same run; writes BENCHMARKS.md.
 
-Sections can be chosen with BENCH=bringup,throughput,analysis and sizes with BENCH_SIZES=1e6,1e7,5e7.
+Sections can be chosen with BENCH=bringup,throughput,analysis,overhead and sizes with BENCH_SIZES=1e6,1e7,5e7.
 """
 
 from __future__ import annotations
@@ -102,6 +102,37 @@ def analysis(sizes: list[int]) -> list[str]:
             "| sends | engine | wall time | peak memory | result |", "|---|---|---|---|---|", *rows, ""]
 
 
+def overhead(scenario: str = "acks-all-leader-kill", duration: str = "120s") -> list[str]:
+    """Everything a run spends outside its workload minutes (bring-up, heal, drain, replica dump, teardown,
+    analysis) as a share of a 2-minute scenario's wall time."""
+    from harness.cli import catalog, override
+    from harness.scenario import load
+    from reports.pipeline import run_and_check
+
+    (base,) = load(catalog()[scenario])
+    rows, shares = [], []
+    for seed in range(REPEAT):
+        (s,) = override([base], None, seed, duration)
+        with tempfile.TemporaryDirectory() as tmp:
+            out = run_and_check(s, Path(tmp))
+            timings = json.loads((out.run_dir / "run.json").read_text())["timings"]
+        total, workload = out.result["elapsed_s"], timings.get("faults", 0.0)
+        before = sum(timings.get(k, 0.0) for k in ("start", "images", "cluster", "topic"))
+        after = sum(timings.get(k, 0.0) for k in ("heal", "drain", "replicas"))
+        shares.append((total - workload) / total)
+        rows.append(f"| {seed} | {total:.0f} s | {workload:.0f} s | {before:.0f} s | {after:.0f} s | "
+                    f"{total - workload - before - after:.0f} s | {shares[-1]:.0%} |")
+    med = statistics.median(shares)
+    return ["## Harness overhead on a 2-minute scenario", "", f"Measured {time.strftime('%Y-%m-%d')}.", "",
+            f"Command: `BENCH=overhead make bench` ({REPEAT} runs of `{scenario}` with `--duration {duration}`, "
+            f"seeds 0..{REPEAT - 1}, Kafka {DEFAULT_VERSION}). The baseline is the workload's own {duration}; "
+            "overhead is everything else: bring-up (images, cluster, topic), heal + final drain + replica dump "
+            "+ teardown, and the PySpark analysis with its reports.", "",
+            "| seed | run wall time | workload | bring-up | heal, drain, dump, teardown | analysis | overhead |",
+            "|---|---|---|---|---|---|---|", *rows, "",
+            f"Median overhead {med:.0%} of the run (target under 20%: {'met' if med < 0.2 else 'NOT met'}).", ""]
+
+
 def merge(existing: str, fresh: dict[str, list[str]]) -> list[str]:
     """Replace the sections that were re-measured; keep the figures of the others as they were."""
     kept: dict[str, list[str]] = {}
@@ -118,9 +149,10 @@ def merge(existing: str, fresh: dict[str, list[str]]) -> list[str]:
 
 
 def main() -> None:
-    chosen = os.environ.get("BENCH", "bringup,throughput,analysis").split(",")
+    chosen = os.environ.get("BENCH", "bringup,throughput,analysis,overhead").split(",")
     sizes = [int(float(s)) for s in os.environ.get("BENCH_SIZES", "1e6,1e7,5e7").split(",")]
-    sections = {"bringup": bringup, "throughput": throughput, "analysis": lambda: analysis(sizes)}
+    sections = {"bringup": bringup, "throughput": throughput, "analysis": lambda: analysis(sizes),
+                "overhead": overhead}
     fresh = {}
     for name in chosen:
         fresh[name] = sections[name]()
