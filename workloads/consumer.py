@@ -60,7 +60,6 @@ class ConsumerClient(Worker):
         super().__init__(self.name)
         self.spec, self.topic, self.partitions = spec, topic, partitions
         self.bootstrap, self.history = bootstrap, history
-        self.read = 0
 
     def _event(self, kind: str, parts: list[TopicPartition]) -> None:
         for tp in parts:
@@ -89,7 +88,6 @@ class ConsumerClient(Worker):
                 if grouped and self.spec.commit == "before":
                     self._save_positions(consumer, msgs)  # at-most-once: a crash now loses this batch
                 rows = read_rows(self.name, "live", poll, msgs)
-                self.read += len(rows)
                 self.history.write_many("reads", rows)
                 if grouped and self.spec.commit != "before":
                     self.history.flush()  # at-least-once: the reads are recorded before the positions move
