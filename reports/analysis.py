@@ -6,6 +6,7 @@ establish (did the final drain reach the end, were replicas dumped), which decid
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +20,9 @@ GAP_NS = 1_000_000_000
 BUCKET_NS = 100_000_000
 VALUE = ["producer", "seq"]
 POSITION = ["topic", "partition", "offset"]
+SEND, LIVE, FINAL, REPLICA = range(4)  # an observation's `src`: what sighted the value
+OK, FAIL, INFO = range(1, 4)  # a send's outcome code `oc`
+SOURCES = ["ack", "read", "read", "replica"]  # what each `src` counts as in examples
 
 
 @dataclass
@@ -51,13 +55,17 @@ class Analysis:
         return {k: a.count for k, a in self.anomalies.items()}
 
 
-def _examples(df: DataFrame, order: list[str]) -> Anomaly:
-    """Count and the first EXAMPLES rows of an anomaly DataFrame (cached: it is read twice)."""
-    df = df.cache()
+def _examples(df: DataFrame, order: list[str], detail: Callable[[DataFrame], DataFrame] | None = None,
+              shown: list[str] | None = None) -> Anomaly:
+    """Count and the first EXAMPLES rows of an anomaly; `detail` widens those few rows (a join back to the raw
+    rows, shown in `shown` order), so the big aggregates stay fixed-width and wide columns exist for 20 keys only."""
     count = df.count()
-    rows = [r.asDict(recursive=True) for r in df.orderBy(*order).limit(EXAMPLES).collect()] if count else []
-    df.unpersist()
-    return Anomaly(count, rows)
+    if not count:
+        return Anomaly(0, [])
+    first = df.orderBy(*order).limit(EXAMPLES)
+    if detail is not None:
+        first = detail(F.broadcast(first)).orderBy(*(shown or order))
+    return Anomaly(count, [r.asDict(recursive=True) for r in first.collect()])
 
 
 def facts_of(events: DataFrame, assign_readers: list[str]) -> tuple[Facts, DataFrame]:
@@ -76,6 +84,61 @@ def facts_of(events: DataFrame, assign_readers: list[str]) -> tuple[Facts, DataF
     return facts, ends
 
 
+def _observations(sends: DataFrame, ours: DataFrame, rep: DataFrame) -> DataFrame:
+    """Every sighting of a value, one row each: its send (SEND, with outcome code OK/FAIL/INFO), a live or final
+    read, or a replica record. `placed` marks the rows that put the value at a position (an ack with an offset, a
+    read, a replica); `tid` is the topic's hash, so the big aggregates shuffle numbers only."""
+    none = F.lit(None).cast("long")
+    code = F.when(F.col("outcome") == "ok", OK).when(F.col("outcome") == "fail", FAIL).otherwise(INFO)
+    send = sends.select(*VALUE, *POSITION, F.lit(SEND).alias("src"), code.alias("oc"), none.alias("t"),
+                        none.alias("broker"))
+    read = ours.select(*VALUE, *POSITION, F.when(F.col("phase") == "live", LIVE).otherwise(FINAL).alias("src"),
+                       F.lit(None).cast("int").alias("oc"), "t", none.alias("broker"))
+    replica = rep.select(*VALUE, *POSITION, F.lit(REPLICA).alias("src"), F.lit(None).cast("int").alias("oc"),
+                         none.alias("t"), "broker")
+    obs = send.unionByName(read).unionByName(replica)
+    placed = (F.col("src") != SEND) | ((F.col("oc") == OK) & (F.col("offset") >= 0))
+    return obs.withColumn("placed", placed).withColumn("tid", F.xxhash64("topic"))
+
+
+def _per_value(obs: DataFrame) -> DataFrame:
+    """One row per (producer, seq) from one hash aggregate of fixed-width columns: how it was sighted (boolean
+    flags from one bit_or), its send's position, where and when it was first read, and whether it sits at more
+    than one position (`moved`)."""
+    src, placed = F.col("src"), F.col("placed")
+    bit = F.expr(f"IF(src = {SEND}, 1 + shiftleft(1, oc), shiftleft(1, src + 3))")
+
+    def at(c):
+        return F.when(placed, F.col(c))
+
+    v = obs.groupBy(*VALUE).agg(
+        F.bit_or(bit).alias("bits"),
+        F.max(F.when(src == SEND, F.col("tid"))).alias("tid"),
+        F.max(F.when(src == SEND, F.col("partition"))).alias("partition"),
+        F.max(F.when(src == SEND, F.col("offset"))).alias("offset"),
+        F.min(F.when(src.isin(LIVE, FINAL), F.col("partition"))).alias("read_partition"),
+        F.min(F.when(src.isin(LIVE, FINAL), F.col("t"))).alias("first_read_t"),
+        ((F.min(at("tid")) != F.max(at("tid"))) | (F.min(at("partition")) != F.max(at("partition")))
+         | (F.min(at("offset")) != F.max(at("offset")))).alias("moved"))
+    flags = {"sent": 1, "ok": 1 << OK, "failed": 1 << FAIL, "info": 1 << INFO, "live": 1 << (LIVE + 3),
+             "final": 1 << (FINAL + 3), "in_replica": 1 << (REPLICA + 3)}
+    return v.select("*", *((F.col("bits").bitwiseAND(b) != 0).alias(name) for name, b in flags.items()))
+
+
+def _per_position(obs: DataFrame) -> DataFrame:
+    """One row per (tid, partition, offset) holding more than one value, across all sightings (`mixed`) and across
+    the replicas alone (`diverged`): min != max of producer or seq, fixed-width, no distinct sets."""
+    rep = F.col("src") == REPLICA
+
+    def differ(cond):
+        return ((F.min(F.when(cond, F.col("producer"))) != F.max(F.when(cond, F.col("producer"))))
+                | (F.min(F.when(cond, F.col("seq"))) != F.max(F.when(cond, F.col("seq")))))
+
+    return (obs.filter("placed").groupBy("tid", "partition", "offset")
+            .agg(differ(F.lit(True)).alias("mixed"), F.coalesce(differ(rep), F.lit(False)).alias("diverged"))
+            .filter("mixed"))
+
+
 def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None = None) -> Analysis:
     """Every anomaly and metric of one history directory."""
     t = load_all(spark, history)
@@ -85,51 +148,51 @@ def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None
     facts, ends = facts_of(events, assign_readers or [])
 
     ours = reads.filter((F.col("producer") >= 0) & F.col("checksum_ok"))
-    ok = sends.filter(F.col("outcome") == "ok")
-    acked_pos = ok.filter(F.col("offset") >= 0).select(*VALUE, *POSITION, F.lit("ack").alias("source"))
     # Replica records count only below the high watermark the drain saw: above it a follower may still truncate.
     rep = (replicas.filter(F.col("producer") >= 0).join(F.broadcast(ends.select("topic", "partition", "end")),
                                                         ["topic", "partition"], "left")
            .filter(F.col("end").isNull() | (F.col("offset") < F.col("end"))))
-    positions = (acked_pos
-                 .unionByName(ours.select(*VALUE, *POSITION, F.lit("read").alias("source")))
-                 .unionByName(rep.select(*VALUE, *POSITION, F.lit("replica").alias("source"))))
-    positions = positions.cache()
+    obs = _observations(sends, ours, rep)
+    # Only the values that can take part in an anomaly or a metric are kept (a clean run keeps almost none).
+    suspect = "(ok AND NOT live AND NOT final) OR moved OR failed OR NOT sent OR (live AND NOT final) OR info"
+    if facts.group_commits != "none":
+        suspect += " OR NOT live"
+    values = _per_value(obs).filter(suspect).localCheckpoint()
+    places = _per_position(obs).localCheckpoint()
 
-    seen = (ours.groupBy(*VALUE).agg(F.max((F.col("phase") == "live").cast("int")).alias("live"),
-                                     F.max((F.col("phase") == "final").cast("int")).alias("final"),
-                                     F.first("partition").alias("read_partition"),
-                                     F.min("t").alias("first_read_t")))
-    in_replica = rep.select(*VALUE).distinct().withColumn("in_replica", F.lit(1))
-    covered_to = (ours.filter(F.col("reader").isin(contiguous)).groupBy("topic", "partition")
-                  .agg(F.max("offset").alias("covered_to")))
-
-    acked = (ok.join(seen, VALUE, "left").join(in_replica, VALUE, "left")
-             .join(F.broadcast(covered_to), ["topic", "partition"], "left")
-             .join(F.broadcast(ends.select("topic", "partition", "reached")), ["topic", "partition"], "left"))
-    unread = acked.filter(F.col("live").isNull() & F.col("final").isNull())
+    tids = F.broadcast(ends.withColumn("tid", F.xxhash64("topic")).select("tid", "partition", "reached"))
+    covered_to = F.broadcast(ours.filter(F.col("reader").isin(contiguous)).groupBy("topic", "partition")
+                             .agg(F.max("offset").alias("covered_to")).withColumn("tid", F.xxhash64("topic"))
+                             .drop("topic"))
+    unread = (values.filter("ok AND NOT live AND NOT final")
+              .join(covered_to, ["tid", "partition"], "left").join(tids, ["tid", "partition"], "left"))
     covered = F.coalesce((F.col("offset") >= 0) & (F.col("offset") <= F.col("covered_to")), F.lit(False))
-    absent_everywhere = F.coalesce(F.col("reached"), F.lit(False)) & F.col("in_replica").isNull() & F.lit(
+    absent_everywhere = F.coalesce(F.col("reached"), F.lit(False)) & ~F.col("in_replica") & F.lit(
         facts.replicas_dumped)
-    lost = unread.filter(covered | absent_everywhere)
-    unseen = unread.filter(~(covered | absent_everywhere))
     send_cols = ["producer", "seq", "topic", "partition", "offset", "t_invoke", "t_complete"]
 
+    def the_sends(keys: DataFrame) -> DataFrame:
+        return sends.join(keys.select(*VALUE), VALUE, "left_semi").select(*send_cols)
+
     anomalies: dict[str, Anomaly] = {}
-    anomalies["lost-write"] = _examples(lost.select(*send_cols), VALUE)
-    anomalies["unseen"] = _examples(unseen.select(*send_cols), VALUE)
+    anomalies["lost-write"] = _examples(unread.filter(covered | absent_everywhere).select(*VALUE), VALUE, the_sends)
+    anomalies["unseen"] = _examples(unread.filter(~(covered | absent_everywhere)).select(*VALUE), VALUE, the_sends)
 
-    dup = (positions.groupBy(*VALUE).agg(F.countDistinct(*POSITION).alias("positions"),
-                                         F.sort_array(F.collect_set(F.struct("partition", "offset"))).alias("at"))
-           .filter(F.col("positions") > 1))
-    anomalies["duplicate"] = _examples(dup.select(*VALUE, "positions", F.slice("at", 1, 5).alias("at")), VALUE)
-
-    inconsistent = (positions.groupBy(*POSITION).agg(F.countDistinct(*VALUE).alias("values"),
-                                                     F.collect_set(F.struct(*VALUE, "source")).alias("seen"))
-                    .filter(F.col("values") > 1))
+    placed = obs.filter("placed")
+    anomalies["duplicate"] = _examples(
+        values.filter("moved").select(*VALUE), VALUE,
+        lambda keys: placed.join(keys, VALUE, "left_semi").groupBy(*VALUE).agg(
+            F.countDistinct(*POSITION).alias("positions"),
+            F.slice(F.sort_array(F.collect_set(F.struct(*POSITION))), 1, 5).alias("at")))
+    spot = ["tid", "partition", "offset"]
+    source = F.element_at(F.array(*map(F.lit, SOURCES)), F.col("src") + 1).alias("source")
     anomalies["inconsistent-offset"] = _examples(
-        inconsistent.select(*POSITION, "values", F.slice("seen", 1, 6).alias("seen")), POSITION)
+        places.select(*spot), spot,
+        lambda keys: placed.join(keys, spot, "left_semi").groupBy(*POSITION).agg(
+            F.countDistinct(*VALUE).alias("values"),
+            F.slice(F.sort_array(F.collect_set(F.struct(*VALUE, source))), 1, 6).alias("seen")), POSITION)
 
+    acked_pos = sends.filter((F.col("outcome") == "ok") & (F.col("offset") >= 0))
     w_send = Window.partitionBy("producer", "topic", "partition").orderBy("seq").rowsBetween(
         Window.unboundedPreceding, -1)
     reordered = (acked_pos.withColumn("prev_max", F.max("offset").over(w_send))
@@ -140,39 +203,43 @@ def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None
     anomalies["poll-skip"] = _examples(skip, ["reader", "partition", "offset"])
     anomalies["nonmonotonic-poll"] = _examples(back, ["reader", "partition", "offset"])
 
-    failed = sends.filter(F.col("outcome") == "fail").select(*VALUE)
-    aborted = ours.join(failed, VALUE, "left_semi")
     read_cols = ["reader", "phase", "topic", "partition", "offset", "producer", "seq"]
+    aborted = ours.join(values.filter("failed").select(*VALUE), VALUE, "left_semi")
     anomalies["aborted-read"] = _examples(aborted.select(*read_cols), ["reader", "offset"])
 
     foreign = reads.filter((F.col("producer") < 0) | ~F.col("checksum_ok"))
-    never_sent = ours.join(sends.select(*VALUE), VALUE, "left_anti")
+    never_sent = ours.join(values.filter("NOT sent").select(*VALUE), VALUE, "left_semi")
     anomalies["unexpected"] = _examples(foreign.unionByName(never_sent).select(*read_cols, "checksum_ok"),
                                         ["reader", "offset"])
 
     drained = ends.filter("reached").select(F.col("partition").alias("read_partition"))
-    vanished = (seen.filter((F.col("live") == 1) & (F.col("final") == 0))
+    vanished = (values.filter("live AND NOT final")
                 .join(F.broadcast(drained), ["read_partition"], "left_semi"))
     anomalies["vanished-read"] = _examples(vanished.select(*VALUE, F.col("read_partition").alias("partition"),
                                                            "first_read_t"), VALUE)
+    anomalies["committed-unread"] = _committed_unread(events, ours, values, facts)
 
-    # At-least-once for a group: every record below its partition's final committed offset was read by a member.
+    anomalies["replica-divergence"] = _examples(
+        places.filter("diverged").select(*spot), spot,
+        lambda keys: placed.filter(F.col("src") == REPLICA).join(keys, spot, "left_semi").groupBy(*POSITION).agg(
+            F.countDistinct(*VALUE).alias("values"),
+            F.sort_array(F.collect_list(F.struct("broker", *VALUE))).alias("replicas")), POSITION)
+
+    metrics, series = _metrics(t, values)
+    return Analysis(anomalies, metrics, facts, series)
+
+
+def _committed_unread(events: DataFrame, ours: DataFrame, values: DataFrame, facts: Facts) -> Anomaly:
+    """At-least-once for a group: every record below its partition's final committed offset was read by a member."""
+    if facts.group_commits == "none":
+        return Anomaly(0, [])
     committed = events.filter(F.col("kind") == "committed").select("topic", "partition",
                                                                    F.col("offset").alias("committed"))
-    group_read = ours.filter(F.col("phase") == "live").select(*VALUE).distinct()
-    skipped = (ours.filter(F.col("phase") == "final").select(*VALUE, *POSITION).distinct()
-               .join(F.broadcast(committed), ["topic", "partition"]).filter(F.col("offset") < F.col("committed"))
-               .join(group_read, VALUE, "left_anti"))
-    anomalies["committed-unread"] = _examples(skipped, POSITION)
-
-    divergent = (rep.groupBy(*POSITION).agg(F.countDistinct(*VALUE).alias("values"),
-                                            F.sort_array(F.collect_list(F.struct("broker", *VALUE))).alias("replicas"))
-                 .filter(F.col("values") > 1))
-    anomalies["replica-divergence"] = _examples(divergent, POSITION)
-
-    metrics, series = _metrics(spark, t, seen, in_replica)
-    positions.unpersist()
-    return Analysis(anomalies, metrics, facts, series)
+    never_live = values.filter("final AND NOT live").select(*VALUE)
+    skipped = (ours.filter(F.col("phase") == "final").join(never_live, VALUE, "left_semi")
+               .select(*VALUE, *POSITION).distinct()
+               .join(F.broadcast(committed), ["topic", "partition"]).filter(F.col("offset") < F.col("committed")))
+    return _examples(skipped, POSITION)
 
 
 def _poll_order(reads: DataFrame, events: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -193,19 +260,19 @@ def _poll_order(reads: DataFrame, events: DataFrame) -> tuple[DataFrame, DataFra
             steps.filter(F.col("offset") <= F.col("prev")).select(*cols))
 
 
-def _metrics(spark: SparkSession, t: dict[str, DataFrame], seen: DataFrame, in_replica: DataFrame):
+def _metrics(t: dict[str, DataFrame], values: DataFrame):
     sends = t["sends"]
-    by_outcome = {r["outcome"]: r["n"] for r in sends.groupBy("outcome").agg(F.count("*").alias("n")).collect()}
-    info = sends.filter(F.col("outcome") == "info").select(*VALUE)
-    recovered = info.join(seen.select(*VALUE).unionByName(in_replica.select(*VALUE)).distinct(), VALUE,
-                          "left_semi").count()
-    ok = sends.filter(F.col("outcome") == "ok")
-    lat = ok.select(((F.col("t_complete") - F.col("t_invoke")) / 1e6).alias("ms"))
-    q = lat.agg(F.percentile_approx("ms", [0.5, 0.95, 0.99], 1000).alias("q"), F.max("ms").alias("max")).first()
-    bounds = sends.agg(F.min("t_invoke").alias("t0"), F.max("t_complete").alias("t1")).first()
-    t0 = bounds["t0"] or 0
-    buckets = sorted(r[0] for r in ok.select((F.col("t_complete") / BUCKET_NS).cast("long")).distinct().collect())
-    windows = _gaps(buckets, t0, bounds["t1"] or t0)
+    outcome, ok = F.col("outcome"), F.col("outcome") == "ok"
+    s = sends.agg(*(F.count(F.when(outcome == o, 1)).alias(o) for o in ("ok", "fail", "info")),
+                  F.min("t_invoke").alias("t0"), F.max("t_complete").alias("t1"),
+                  F.percentile_approx(F.when(ok, (F.col("t_complete") - F.col("t_invoke")) / 1e6),
+                                      [0.5, 0.95, 0.99], 1000).alias("q"),
+                  F.max(F.when(ok, (F.col("t_complete") - F.col("t_invoke")) / 1e6)).alias("max")).first()
+    recovered = values.filter("info AND (live OR final OR in_replica)").count()
+    t0 = s["t0"] or 0
+    buckets = sorted(r[0] for r in sends.filter(ok).select((F.col("t_complete") / BUCKET_NS).cast("long"))
+                     .distinct().collect())
+    windows = _gaps(buckets, t0, s["t1"] or t0)
     per_s = (sends.groupBy(((F.col("t_complete") - t0) / 1e9).cast("long").alias("s"), "outcome")
              .agg(F.count("*").alias("n"), F.expr("percentile_approx((t_complete - t_invoke) / 1e6, 0.99)")
                   .alias("p99_ms")).orderBy("s").toPandas())
@@ -218,9 +285,8 @@ def _metrics(spark: SparkSession, t: dict[str, DataFrame], seen: DataFrame, in_r
             leader_changes[int(p)] = sum(1 for a, b in zip(lead, lead[1:], strict=False) if a != b)
         meta["isr_size"] = meta["isr"].fillna("").map(lambda s: len([x for x in s.split(",") if x]))
     metrics = {
-        "acked": by_outcome.get("ok", 0), "failed": by_outcome.get("fail", 0),
-        "indeterminate": by_outcome.get("info", 0), "recovered": recovered,
-        "latency_ms": {"p50": _r(q["q"], 0), "p95": _r(q["q"], 1), "p99": _r(q["q"], 2), "max": q["max"]},
+        "acked": s["ok"], "failed": s["fail"], "indeterminate": s["info"], "recovered": recovered,
+        "latency_ms": {"p50": _r(s["q"], 0), "p95": _r(s["q"], 1), "p99": _r(s["q"], 2), "max": s["max"]},
         "unavailability": windows,
         "unavailable_s": round(sum(w["length_s"] for w in windows), 2),
         "leader_changes": leader_changes,
