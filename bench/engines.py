@@ -13,7 +13,7 @@ def main() -> None:
         from reports.analysis import analyze
         from reports.spark import session
 
-        counts = analyze(session(driver_memory="12g"), history).counts()
+        counts = analyze(session(), history).counts()  # the product's own settings (4g driver)
     else:
         from bench.pandas_checks import check
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import resource
 import subprocess
 import sys
 import time
@@ -9,11 +10,18 @@ import time
 import psutil
 
 
-def run(args: list[str], timeout_s: float = 7200) -> tuple[float, float, str]:
-    """(seconds, peak RSS in GiB of the process and its children, stdout) of `python -m <args>`."""
+def run(args: list[str], timeout_s: float = 7200, max_gib: float | None = None) -> tuple[float, float, str]:
+    """(seconds, peak RSS in GiB of the process and its children, stdout) of `python -m <args>`; `max_gib` caps
+    its address space, so an engine that cannot cope fails alone instead of starving the machine."""
+
+    def cap() -> None:
+        if max_gib:
+            limit = int(max_gib * 2**30)
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
     t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True)
+                            text=True, preexec_fn=cap)
     root = psutil.Process(proc.pid)
     peak = 0
     while proc.poll() is None:
