@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -21,12 +22,17 @@ def schema(table: str) -> StructType:
     return StructType([StructField(c, SPARK_TYPES[k], True) for c, k in TABLES[table]])
 
 
+def literal(path: Path) -> str:
+    """A path Spark reads as it is: Hadoop expands glob characters, and matrix runs live in `name[k=v]/`."""
+    return re.sub(r"([\\\[\]{}*?])", r"\\\1", str(path))
+
+
 def load(spark: SparkSession, history: Path, table: str) -> DataFrame:
     """One table as a DataFrame (empty with the right schema when the run never wrote it)."""
     parquet = history / f"{table}.parquet"
-    jsonl = [str(f) for f in jsonl_files(history, table) if f.stat().st_size > 0]
+    jsonl = [literal(f) for f in jsonl_files(history, table) if f.stat().st_size > 0]
     if parquet.exists():
-        df = spark.read.schema(schema(table)).parquet(str(parquet))
+        df = spark.read.schema(schema(table)).parquet(literal(parquet))
     elif jsonl:
         df = spark.read.schema(schema(table)).option("mode", "PERMISSIVE").json(jsonl)
     else:

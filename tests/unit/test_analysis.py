@@ -202,3 +202,11 @@ def test_unavailability_windows(spark, tmp_path, gap_s, windows):
     h.drop("events", kind="final-end").event("drain", "final-end", partition=0, offset=3, detail="reached")
     a = run(spark, tmp_path, h)
     assert len(a.metrics["unavailability"]) == windows
+
+
+@pytest.mark.parametrize("compact", [True, False])
+def test_matrix_run_directories_with_glob_characters_are_read_literally(spark, tmp_path, compact):
+    # a matrix run lives in runs/<name>[<key>=<value>]/...; Hadoop would read the brackets as a glob
+    d = clean().write(tmp_path / "rolling-restart[fault=rolling-restart]" / "history", compact=compact)
+    a = analyze(spark, d)
+    assert a.counts() == NONE and a.metrics["acked"] == 12
