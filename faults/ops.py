@@ -187,8 +187,6 @@ REGISTRY: dict[str, Callable[[Ctx, FaultSpec, list[int]], dict]] = {
     "unclean-sequence": unclean_sequence,
     "consumer-kill": consumer_kill,
 }
-# Faults whose natural target is fixed by what they break, whatever the scenario says.
-DEFAULT_TARGET = {"zombie": "leader", "isolate-controller": "controller"}
 
 
 def needs_targets(fault: str) -> bool:

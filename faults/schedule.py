@@ -10,7 +10,7 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from faults.ops import DEFAULT_TARGET, REGISTRY, Ctx, needs_targets
+from faults.ops import REGISTRY, Ctx, needs_targets
 from faults.targets import resolve
 from harness.history import HistoryWriter, now_ns
 from harness.scenario import FaultSpec
@@ -76,15 +76,14 @@ class Nemesis:
 
     def fire(self, op: PlannedOp) -> None:
         spec = self.faults[op.index]
-        target = spec.target if "target" in spec.model_fields_set else DEFAULT_TARGET.get(spec.fault, spec.target)
         t_start = now_ns()
         targets: list[int] = []
-        detail: dict = {"planned_at": op.at, "target": target}
+        detail: dict = {"planned_at": op.at, "target": spec.target}
         try:
             if needs_targets(spec.fault):
-                targets, detail["partition"] = resolve(target, self.cluster, self.topic, self.ctx.rng)
+                targets, detail["partition"] = resolve(spec.target, self.cluster, self.topic, self.ctx.rng)
                 if not targets:
-                    detail["skipped"] = f"no node matched target {target!r} at this moment"
+                    detail["skipped"] = f"no node matched target {spec.target!r} at this moment"
             if targets or not needs_targets(spec.fault):
                 self.active = f"{spec.fault}({','.join(map(str, targets))})"
                 detail |= REGISTRY[spec.fault](self.ctx, spec, targets)

@@ -100,6 +100,10 @@ class ConsumerSpec(Strict):
     isolation: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
 
 
+# Faults whose point is a particular role: aimed there unless the scenario names another target.
+DEFAULT_TARGET = {"zombie": "leader", "isolate-controller": "controller"}
+
+
 class FaultSpec(Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
     fault: Literal[FAULTS]  # type: ignore[valid-type]
@@ -110,6 +114,13 @@ class FaultSpec(Strict):
     after: float = 5.0
     probability: float = Field(0.3, gt=0, le=1)
     kbit: int = Field(512, ge=8)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_target(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "target" not in data and data.get("fault") in DEFAULT_TARGET:
+            return {**data, "target": DEFAULT_TARGET[data["fault"]]}
+        return data
 
     @field_validator("every", "for_", "jitter", "after", mode="before")
     @classmethod

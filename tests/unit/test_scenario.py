@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import catalog
+from harness.cli import catalog, override
 from harness.errors import UsageError
 from harness.scenario import load
 
@@ -52,6 +52,13 @@ def test_matrix_expands_every_combination_and_validates_each(tmp_path):
 def test_durations(tmp_path):
     s = load(write(tmp_path, "name: x\nduration: 2m\nfaults: [{fault: pause, every: 500ms, for: 1.5}]"))[0]
     assert (s.duration, s.faults[0].every, s.faults[0].for_) == (120.0, 0.5, 1.5)
+
+
+def test_role_faults_keep_their_default_target_through_command_line_overrides(tmp_path):
+    text = ("name: x\nfaults: [{fault: zombie}, {fault: isolate-controller}, {fault: kill},"
+            " {fault: zombie, target: one}]")
+    for s in (load(write(tmp_path, text))[0], override(load(write(tmp_path, text)), None, 7, "30s")[0]):
+        assert [f.target for f in s.faults] == ["leader", "controller", "one", "one"]
 
 
 def test_every_built_in_scenario_is_valid():
