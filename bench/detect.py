@@ -49,7 +49,8 @@ def write(rows: list[str], n_pass: int, n_unsafe: int, minutes: float, done: boo
     """DETECTION.md, rewritten after every scenario so an interrupted detect keeps what it measured."""
     OUT.write_text("\n".join([
         "# Detection power", "",
-        f"Command: `make detect` (DETECT_RUNS_PASS={n_pass}, DETECT_RUNS_UNSAFE={n_unsafe}); seeds 0..N-1; "
+        f"Command: `make detect` (DETECT_RUNS_PASS={n_pass}, DETECT_RUNS_UNSAFE={n_unsafe}"
+        f"{', DETECT_ONLY=' + os.environ['DETECT_ONLY'] if os.environ.get('DETECT_ONLY') else ''}); seeds 0..N-1; "
         f"{'took' if done else 'still running after'} {minutes:.0f} min; measured {time.strftime('%Y-%m-%d')}.", "",
         "| scenario | runs | violations (false alarms if it must pass) | unknown | harness errors | expected anomaly "
         "| hit rate |", "|---|---|---|---|---|---|---|", *rows, ""]))
