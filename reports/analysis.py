@@ -84,6 +84,16 @@ def facts_of(events: DataFrame, assign_readers: list[str]) -> tuple[Facts, DataF
     return facts, ends
 
 
+def _with_tid(df: DataFrame) -> DataFrame:
+    """`tid`: the topic's hash, so the big aggregates and their joins carry numbers, not strings."""
+    return df.withColumn("tid", F.xxhash64("topic"))
+
+
+def _spread(c: str, cond) -> F.Column:
+    """True when column `c` takes more than one value over the rows matching `cond` (fixed width, no sets)."""
+    return F.min(F.when(cond, F.col(c))) != F.max(F.when(cond, F.col(c)))
+
+
 def _observations(sends: DataFrame, ours: DataFrame, rep: DataFrame) -> DataFrame:
     """Every sighting of a value, one row each: its send (SEND, with outcome code OK/FAIL/INFO), a live or final
     read, or a replica record. `placed` marks the rows that put the value at a position (an ack with an offset, a
@@ -98,7 +108,7 @@ def _observations(sends: DataFrame, ours: DataFrame, rep: DataFrame) -> DataFram
                          none.alias("t"), "broker")
     obs = send.unionByName(read).unionByName(replica)
     placed = (F.col("src") != SEND) | ((F.col("oc") == OK) & (F.col("offset") >= 0))
-    return obs.withColumn("placed", placed).withColumn("tid", F.xxhash64("topic"))
+    return _with_tid(obs.withColumn("placed", placed))
 
 
 def _per_value(obs: DataFrame) -> DataFrame:
@@ -107,10 +117,6 @@ def _per_value(obs: DataFrame) -> DataFrame:
     than one position (`moved`)."""
     src, placed = F.col("src"), F.col("placed")
     bit = F.expr(f"IF(src = {SEND}, 1 + shiftleft(1, oc), shiftleft(1, src + 3))")
-
-    def at(c):
-        return F.when(placed, F.col(c))
-
     v = obs.groupBy(*VALUE).agg(
         F.bit_or(bit).alias("bits"),
         F.max(F.when(src == SEND, F.col("tid"))).alias("tid"),
@@ -118,8 +124,7 @@ def _per_value(obs: DataFrame) -> DataFrame:
         F.max(F.when(src == SEND, F.col("offset"))).alias("offset"),
         F.min(F.when(src.isin(LIVE, FINAL), F.col("partition"))).alias("read_partition"),
         F.min(F.when(src.isin(LIVE, FINAL), F.col("t"))).alias("first_read_t"),
-        ((F.min(at("tid")) != F.max(at("tid"))) | (F.min(at("partition")) != F.max(at("partition")))
-         | (F.min(at("offset")) != F.max(at("offset")))).alias("moved"))
+        (_spread("tid", placed) | _spread("partition", placed) | _spread("offset", placed)).alias("moved"))
     flags = {"sent": 1, "ok": 1 << OK, "failed": 1 << FAIL, "info": 1 << INFO, "live": 1 << (LIVE + 3),
              "final": 1 << (FINAL + 3), "in_replica": 1 << (REPLICA + 3)}
     return v.select("*", *((F.col("bits").bitwiseAND(b) != 0).alias(name) for name, b in flags.items()))
@@ -131,8 +136,7 @@ def _per_position(obs: DataFrame) -> DataFrame:
     rep = F.col("src") == REPLICA
 
     def differ(cond):
-        return ((F.min(F.when(cond, F.col("producer"))) != F.max(F.when(cond, F.col("producer"))))
-                | (F.min(F.when(cond, F.col("seq"))) != F.max(F.when(cond, F.col("seq")))))
+        return _spread("producer", cond) | _spread("seq", cond)
 
     return (obs.filter("placed").groupBy("tid", "partition", "offset")
             .agg(differ(F.lit(True)).alias("mixed"), F.coalesce(differ(rep), F.lit(False)).alias("diverged"))
@@ -160,10 +164,9 @@ def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None
     values = _per_value(obs).filter(suspect).localCheckpoint()
     places = _per_position(obs).localCheckpoint()
 
-    tids = F.broadcast(ends.withColumn("tid", F.xxhash64("topic")).select("tid", "partition", "reached"))
-    covered_to = F.broadcast(ours.filter(F.col("reader").isin(contiguous)).groupBy("topic", "partition")
-                             .agg(F.max("offset").alias("covered_to")).withColumn("tid", F.xxhash64("topic"))
-                             .drop("topic"))
+    tids = F.broadcast(_with_tid(ends).select("tid", "partition", "reached"))
+    covered_to = F.broadcast(_with_tid(ours.filter(F.col("reader").isin(contiguous)).groupBy("topic", "partition")
+                                       .agg(F.max("offset").alias("covered_to"))).drop("topic"))
     unread = (values.filter("ok AND NOT live AND NOT final")
               .join(covered_to, ["tid", "partition"], "left").join(tids, ["tid", "partition"], "left"))
     covered = F.coalesce((F.col("offset") >= 0) & (F.col("offset") <= F.col("covered_to")), F.lit(False))
