@@ -158,7 +158,7 @@ def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None
            .filter(F.col("end").isNull() | (F.col("offset") < F.col("end"))))
     obs = _observations(sends, ours, rep)
     # Only the values that can take part in an anomaly or a metric are kept (a clean run keeps almost none).
-    suspect = "(ok AND NOT live AND NOT final) OR moved OR failed OR NOT sent OR (live AND NOT final) OR info"
+    suspect = "(ok AND NOT final) OR moved OR failed OR NOT sent OR (live AND NOT final) OR info"
     if facts.group_commits != "none":
         suspect += " OR NOT live"
     values = _per_value(obs).filter(suspect).localCheckpoint()
@@ -167,9 +167,12 @@ def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None
     tids = F.broadcast(_with_tid(ends).select("tid", "partition", "reached"))
     covered_to = F.broadcast(_with_tid(ours.filter(F.col("reader").isin(contiguous)).groupBy("topic", "partition")
                                        .agg(F.max("offset").alias("covered_to"))).drop("topic"))
-    unread = (values.filter("ok AND NOT live AND NOT final")
-              .join(covered_to, ["tid", "partition"], "left").join(tids, ["tid", "partition"], "left"))
-    covered = F.coalesce((F.col("offset") >= 0) & (F.col("offset") <= F.col("covered_to")), F.lit(False))
+    # Acked values the final log lacks. One a live consumer read and the log then lost (truncated by an unclean
+    # election, say) is still a lost write; only Jepsen's "covered but never read" rule needs it unread.
+    missing = (values.filter("ok AND NOT final")
+               .join(covered_to, ["tid", "partition"], "left").join(tids, ["tid", "partition"], "left"))
+    covered = ~F.col("live") & F.coalesce((F.col("offset") >= 0) & (F.col("offset") <= F.col("covered_to")),
+                                          F.lit(False))
     absent_everywhere = F.coalesce(F.col("reached"), F.lit(False)) & ~F.col("in_replica") & F.lit(
         facts.replicas_dumped)
     send_cols = ["producer", "seq", "topic", "partition", "offset", "t_invoke", "t_complete"]
@@ -178,8 +181,9 @@ def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None
         return sends.join(keys.select(*VALUE), VALUE, "left_semi").select(*send_cols)
 
     anomalies: dict[str, Anomaly] = {}
-    anomalies["lost-write"] = _examples(unread.filter(covered | absent_everywhere).select(*VALUE), VALUE, the_sends)
-    anomalies["unseen"] = _examples(unread.filter(~(covered | absent_everywhere)).select(*VALUE), VALUE, the_sends)
+    lost = covered | absent_everywhere
+    anomalies["lost-write"] = _examples(missing.filter(lost).select(*VALUE), VALUE, the_sends)
+    anomalies["unseen"] = _examples(missing.filter(~F.col("live") & ~lost).select(*VALUE), VALUE, the_sends)
 
     placed = obs.filter("placed")
     anomalies["duplicate"] = _examples(
