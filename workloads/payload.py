@@ -6,7 +6,7 @@ import zlib
 from functools import cache
 from typing import NamedTuple
 
-SEP = "|"
+SEP = b"|"
 
 
 class Decoded(NamedTuple):
@@ -23,19 +23,19 @@ def _pad(n: int) -> bytes:
 def encode(producer: int, seq: int, size: int = 64) -> bytes:
     """`producer|seq|crc|padding`, padded to at least `size` bytes; crc covers producer, seq and padding.
     Built as bytes with a cached pad: it runs once per send, on the producer's hot path."""
-    head = b"%d|%d|" % (producer, seq)
+    head = b"%d%s%d%s" % (producer, SEP, seq, SEP)
     pad = _pad(size - len(head) - 9)
-    return b"%s%08x|%s" % (head, zlib.crc32(pad, zlib.crc32(head)), pad)
+    return b"%s%08x%s%s" % (head, zlib.crc32(pad, zlib.crc32(head)), SEP, pad)
 
 
 def decode(value: bytes | str | None) -> Decoded | None:
     """Parse a payload; None when it is not one of ours at all, checksum_ok False when it is damaged."""
     if value is None:
         return None
-    text = value.decode(errors="replace") if isinstance(value, bytes) else value
-    parts = text.split(SEP)
+    raw = value.encode() if isinstance(value, str) else value
+    parts = raw.split(SEP)
     if len(parts) != 4 or not parts[0].isdigit() or not parts[1].isdigit():
         return None
     producer, seq, crc, pad = parts
-    ok = f"{zlib.crc32(f'{producer}{SEP}{seq}{SEP}{pad}'.encode()):08x}" == crc
+    ok = b"%08x" % zlib.crc32(pad, zlib.crc32(producer + SEP + seq + SEP)) == crc
     return Decoded(int(producer), int(seq), ok)
