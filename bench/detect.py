@@ -1,7 +1,7 @@
 """`make detect`: false-alarm rate of must-pass scenarios and hit rate of known-unsafe ones; writes DETECTION.md.
 
 DETECT_RUNS_PASS (default 20) and DETECT_RUNS_UNSAFE (default 10) set the runs per scenario; DETECT_ONLY=a,b
-limits it to some scenarios.
+limits it to some scenarios, whose rows replace theirs in DETECTION.md (the other rows stay).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ UNSAFE = ["acks1-leader-kill", "zombie-leader-acks1", "non-idempotent-retries", 
 OUT = Path(__file__).resolve().parents[1] / "DETECTION.md"
 
 
-def rows_for(name: str, runs: int, root: Path) -> list[str]:
+def rows_for(name: str, runs: int, root: Path) -> dict[str, str]:
     """One row per scenario (per matrix combination): its verdicts over seeds 0..runs-1."""
-    rows = []
+    rows = {}
     for base in load(catalog()[name]):
         violations = hits = unknown = errors = 0
         for seed in range(runs):
@@ -39,21 +39,34 @@ def rows_for(name: str, runs: int, root: Path) -> list[str]:
             unknown += r["verdict"] == "unknown"
             hits += bool(s.expect) and not r["missing_expect"]
         rate = f"{hits}/{runs}" if base.expect else "-"
-        rows.append(f"| {base.name} | {runs} | {violations} | {unknown} | {errors} | {', '.join(base.expect) or '-'} "
-                    f"| {rate} |")
-        print(rows[-1], flush=True)
+        rows[base.name] = (f"| {base.name} | {runs} | {violations} | {unknown} | {errors} | "
+                           f"{', '.join(base.expect) or '-'} | {rate} | {time.strftime('%Y-%m-%d')} |")
+        print(rows[base.name], flush=True)
     return rows
 
 
-def write(rows: list[str], n_pass: int, n_unsafe: int, minutes: float, done: bool) -> None:
+HEADER = ("| scenario | runs | violations (false alarms if it must pass) | unknown | harness errors | expected anomaly "
+          "| hit rate | measured |")
+
+
+def kept_rows() -> dict[str, str]:
+    """The rows DETECTION.md already has, by scenario: a detect of some scenarios keeps the others' figures."""
+    if not OUT.exists():
+        return {}
+    lines = OUT.read_text().splitlines()
+    table = lines[lines.index(HEADER) + 2:] if HEADER in lines else []
+    return {ln.split("|")[1].strip(): ln for ln in table if ln.startswith("| ")}
+
+
+def write(rows: dict[str, str], command: str, minutes: float, done: bool) -> None:
     """DETECTION.md, rewritten after every scenario so an interrupted detect keeps what it measured."""
     OUT.write_text("\n".join([
         "# Detection power", "",
-        f"Command: `make detect` (DETECT_RUNS_PASS={n_pass}, DETECT_RUNS_UNSAFE={n_unsafe}"
-        f"{', DETECT_ONLY=' + os.environ['DETECT_ONLY'] if os.environ.get('DETECT_ONLY') else ''}); seeds 0..N-1; "
-        f"{'took' if done else 'still running after'} {minutes:.0f} min; measured {time.strftime('%Y-%m-%d')}.", "",
-        "| scenario | runs | violations (false alarms if it must pass) | unknown | harness errors | expected anomaly "
-        "| hit rate |", "|---|---|---|---|---|---|---|", *rows, ""]))
+        "Each row: its scenario run with seeds 0..runs-1 by `make detect` on the date it names. Must-pass scenarios "
+        "(violations are false alarms) run DETECT_RUNS_PASS times, known-unsafe ones DETECT_RUNS_UNSAFE times; a "
+        "detect limited by DETECT_ONLY replaces only its own rows.", "",
+        f"Last command: `{command}`; {'took' if done else 'still running after'} {minutes:.0f} min.", "",
+        HEADER, "|---|---|---|---|---|---|---|---|", *rows.values(), ""]))
 
 
 def main() -> None:
@@ -61,14 +74,16 @@ def main() -> None:
     root = Path(os.environ.get("DETECT_RUNS_DIR", "runs/detect"))
     n_pass, n_unsafe = int(os.environ.get("DETECT_RUNS_PASS", "20")), int(os.environ.get("DETECT_RUNS_UNSAFE", "10"))
     only = [n for n in os.environ.get("DETECT_ONLY", "").split(",") if n]
+    command = " ".join([*(f"{k}={os.environ[k]}" for k in ("DETECT_RUNS_PASS", "DETECT_RUNS_UNSAFE", "DETECT_ONLY")
+                          if os.environ.get(k)), "make detect"])
     started = time.monotonic()
-    rows: list[str] = []
+    rows = kept_rows()
     for names, runs in ((MUST_PASS, n_pass), (UNSAFE, n_unsafe)):
         for name in names:
             if not only or name in only:
-                rows += rows_for(name, runs, root)
-                write(rows, n_pass, n_unsafe, (time.monotonic() - started) / 60, done=False)
-    write(rows, n_pass, n_unsafe, (time.monotonic() - started) / 60, done=True)
+                rows |= rows_for(name, runs, root)
+                write(rows, command, (time.monotonic() - started) / 60, done=False)
+    write(rows, command, (time.monotonic() - started) / 60, done=True)
     print(f"wrote {OUT}")
 
 
