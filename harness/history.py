@@ -38,6 +38,15 @@ def _line(row: dict) -> bytes:
     return orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE)
 
 
+def jsonl(rows: list[dict]) -> bytes:
+    """JSON Lines of flat rows with one orjson call for the batch (a call per row costs ~10x more), split where
+    rows meet; if a string holds the `},{` of a row boundary the split is ambiguous and each row is dumped alone."""
+    body = orjson.dumps(rows)[1:-1]
+    if body.count(b"},{") == len(rows) - 1:
+        return body.replace(b"},{", b"}\n{") + b"\n"
+    return b"".join(map(_line, rows))
+
+
 def now_ns() -> int:
     """The history clock: CLOCK_MONOTONIC in ns, shared by every process on the machine."""
     return time.monotonic_ns()
@@ -90,7 +99,7 @@ class HistoryWriter:
                 self._buf = {t: [] for t in TABLES}
             for table, rows in pending.items():
                 f = self._files[table]
-                f.write(b"".join(map(_line, rows)))
+                f.write(jsonl(rows))
                 f.flush()
 
     def _loop(self, every: float) -> None:

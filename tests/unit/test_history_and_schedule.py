@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import orjson
 import pyarrow.parquet as pq
+from hypothesis import given
+from hypothesis import strategies as st
 
 from faults import ops, schedule
-from harness.history import HistoryWriter, read_jsonl
+from harness.history import HistoryWriter, jsonl, read_jsonl
 from harness.replicas import parse_dump
 from harness.scenario import FAULTS, FaultSpec
 from workloads.payload import decode, encode
@@ -17,6 +20,16 @@ def test_payload_roundtrip_and_damage_detected():
     damaged = v[:-1] + b"y"
     assert decode(damaged) == (3, 1234, False)
     assert decode(b"hello") is None
+
+
+FLAT = st.dictionaries(st.sampled_from(["detail", "topic", "seq", "ok"]),
+                       st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63 - 1),
+                                 st.text(st.sampled_from('},{"\\\n xé'), max_size=12)))
+
+
+@given(st.lists(FLAT, max_size=6))
+def test_batch_json_lines_equal_one_dump_per_row(rows):
+    assert jsonl(rows) == b"".join(orjson.dumps(r) + b"\n" for r in rows)
 
 
 def test_history_is_readable_before_close_and_compacts(tmp_path):
