@@ -14,10 +14,9 @@ from harness import images
 from harness.cluster import Cluster, ClusterSpec
 from harness.history import HistoryWriter, now_ns
 from harness.scenario import Scenario
+from workloads.client_process import ClientProcess
 from workloads.consumer import record_committed
-from workloads.consumer_process import ConsumerProcess
 from workloads.drain import final_drain
-from workloads.producer import ProducerClient
 from workloads.sampler import MetadataSampler
 
 
@@ -102,6 +101,9 @@ def execute(scenario: Scenario, run_dir: Path, on_tick: Callable[[Tick], None] =
     return info
 
 
+CLIENT_START_S = 60.0
+
+
 def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops, info: RunInfo,
               phase: Callable[[str], None], on_tick: Callable[[Tick], None], run_dir: Path) -> None:
     topic, parts = scenario.topic.name, scenario.topic.partitions
@@ -110,10 +112,17 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
                          replicas=scenario.topic.replicas)
     sampler = MetadataSampler(topic, lambda: cluster.partition_metadata(topic), cluster.controller, history).start()
     boot = cluster.bootstrap_servers()
-    consumers = [ConsumerProcess(i, scenario.consumer, topic, parts, boot, history.dir).start()
+    consumers = [ClientProcess("consumer", i, scenario.consumer, topic, parts, boot, history.dir).start()
                  for i in range(scenario.consumer.count)]
-    producers = [ProducerClient(i, scenario.producer, topic, boot, history).start()
+    producers = [ClientProcess("producer", i, scenario.producer, topic, parts, boot, history.dir).start()
                  for i in range(scenario.producer.count)]
+    # the schedule's `after` counts from the first sends, not from a spawning interpreter
+    late = [p.cid for p in producers if not p.wait_ready(CLIENT_START_S)]
+    if late:
+        for client in (*producers, *consumers):
+            client.stop()
+            client.join(5)
+        raise RuntimeError(f"producers {late} did not start within {CLIENT_START_S:.0f} s")
     nemesis = schedule.Nemesis(cluster, topic, scenario.faults, ops, scenario.seed, history, consumers).start()
     try:
         phase("faults")
@@ -129,7 +138,7 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
         phase("heal")
         info.recovered = schedule.heal_all(cluster, topic, history, scenario.recovery_timeout)
         for p in producers:
-            p.join(scenario.producer.message_timeout_ms / 1000 + 30)
+            p.join()
         info.nemesis_errors = nemesis.errors
         time.sleep(2.0)  # let live consumers catch up to the healed log before they stop
         for c in consumers:

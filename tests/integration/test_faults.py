@@ -16,8 +16,8 @@ from harness.cluster import Cluster, ClusterSpec
 from harness.history import HistoryWriter, now_ns, read_jsonl
 from harness.scenario import ConsumerSpec, FaultSpec
 from tests.integration.conftest import FAST_ISR
+from workloads.client_process import ClientProcess
 from workloads.consumer import record_committed
-from workloads.consumer_process import ConsumerProcess
 from workloads.payload import encode
 
 TIMEOUT = 60
@@ -126,8 +126,9 @@ def test_consumer_kill_crashes_a_member_and_the_group_takes_over_its_partitions(
     for seq in range(200):
         producer.produce(topic, encode(0, seq, 32), partition=seq % 4)
     assert producer.flush(30) == 0
-    consumers = [ConsumerProcess(i, ConsumerSpec(count=2, group=topic), topic, 4, c.bootstrap_servers(), tmp_path)
-                 .start() for i in range(2)]
+    spec = ConsumerSpec(count=2, group=topic)
+    consumers = [ClientProcess("consumer", i, spec, topic, 4, c.bootstrap_servers(), tmp_path).start()
+                 for i in range(2)]
     try:
         c.wait_for("both members assigned and all 200 records read",
                    lambda: {e["source"] for e in rows(tmp_path, "events")} == {"consumer-0", "consumer-1"}

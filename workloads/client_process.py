@@ -1,0 +1,104 @@
+"""Workload clients in processes of their own: a fault can SIGKILL a consumer the way a crash kills an
+application, and producers share no interpreter lock with each other, the nemesis or the metadata sampler."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+from pathlib import Path
+from typing import Literal, Self
+
+from harness.history import HistoryWriter
+from harness.scenario import ConsumerSpec, ProducerSpec
+from workloads.consumer import ConsumerClient
+from workloads.producer import ProducerClient
+
+SPAWN = mp.get_context("spawn")  # the parent runs threads and librdkafka; fork would copy them half-way
+Kind = Literal["producer", "consumer"]
+# Group members flush before they store or commit (at-least-once); the background flush only paces assign-mode
+# readers and the at-most-once mode, whose reads a crash loses for up to this long. Producers keep the default.
+FLUSH_S = {"producer": 0.2, "consumer": 1.0}
+COUNT_EVERY_S = 0.5  # how often a child publishes its acked/error counts for the progress line
+
+
+def _client(kind: Kind, cid: int, spec_json: str, topic: str, partitions: int, bootstrap: str,
+            history: HistoryWriter) -> ProducerClient | ConsumerClient:
+    if kind == "producer":
+        return ProducerClient(cid, ProducerSpec.model_validate_json(spec_json), topic, bootstrap, history)
+    return ConsumerClient(cid, ConsumerSpec.model_validate_json(spec_json), topic, partitions, bootstrap, history)
+
+
+def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topic: str, partitions: int, bootstrap: str,
+           history_dir: str, join_s: float, stop, ready, counts) -> None:
+    """The child: one client writing its own history part until the parent says stop (or dies)."""
+    parent = os.getppid()
+    history = HistoryWriter(Path(history_dir), flush_s=FLUSH_S[kind], part=f"{kind}-{cid}-{incarnation}")
+    client = _client(kind, cid, spec_json, topic, partitions, bootstrap, history).start()
+    ready.set()
+    while not stop.wait(COUNT_EVERY_S) and os.getppid() == parent:
+        counts[:] = [getattr(client, "acked", 0), getattr(client, "errors", 0)]
+    client.stop()
+    client.join(join_s)
+    counts[:] = [getattr(client, "acked", 0), getattr(client, "errors", 0)]
+    history.close(compact=False)
+
+
+class ClientProcess:
+    """Start, stop, kill and restart one workload client; each incarnation is a new process, same client name."""
+
+    def __init__(self, kind: Kind, cid: int, spec: ProducerSpec | ConsumerSpec, topic: str, partitions: int,
+                 bootstrap: str, history_dir: Path) -> None:
+        self.kind, self.cid = kind, cid
+        # a producer settles every outstanding send (each ends by message.timeout.ms) before it stops
+        self.join_s = spec.message_timeout_ms / 1000 + 30 if isinstance(spec, ProducerSpec) else 30.0
+        self._args = (spec.model_dump_json(), topic, partitions, bootstrap, str(history_dir), self.join_s)
+        self.incarnation = -1
+        self._proc: mp.Process | None = None
+        self._stop = SPAWN.Event()
+        self._ready = SPAWN.Event()
+        self._counts = SPAWN.Array("q", 2, lock=False)  # acked, errors, summed over incarnations by the caller
+        self._done = [0, 0]  # counts of earlier incarnations
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
+    @property
+    def acked(self) -> int:
+        return self._done[0] + self._counts[0]
+
+    @property
+    def errors(self) -> int:
+        return self._done[1] + self._counts[1]
+
+    def start(self) -> Self:
+        self._done = [self.acked, self.errors]
+        self._counts[:] = [0, 0]
+        self.incarnation += 1
+        self._stop, self._ready = SPAWN.Event(), SPAWN.Event()
+        self._proc = SPAWN.Process(target=_serve, name=f"{self.kind}-{self.cid}",
+                                   args=(self.kind, self.cid, self.incarnation, *self._args, self._stop,
+                                         self._ready, self._counts), daemon=True)
+        self._proc.start()
+        return self
+
+    def wait_ready(self, timeout: float) -> bool:
+        """True once the child's client runs (a spawned interpreter takes a second or two to import)."""
+        return self._ready.wait(timeout)
+
+    def kill(self) -> None:
+        """SIGKILL: no LeaveGroup, no commit, no flush; a group notices after session.timeout.ms."""
+        if self.alive:
+            os.kill(self._proc.pid, signal.SIGKILL)
+            self._proc.join(10)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for a graceful stop (by default as long as the child waits for its client, plus its history's
+        last flush); kill what does not stop in time."""
+        if self._proc is not None:
+            self._proc.join(self.join_s + 15 if timeout is None else timeout)
+            self.kill()
