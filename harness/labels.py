@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import time
 
 import docker
 import docker.errors
 
 OWNER = "org.kafka-chaos"
 RUN = "org.kafka-chaos.run"
+GONE_WITHIN_S = 60
 
 
 def labels(run_id: str, kind: str) -> dict[str, str]:
@@ -26,8 +28,12 @@ def clean(run_id: str | None = None) -> tuple[int, int]:
             if c.status == "paused":
                 c.unpause()
             c.remove(force=True, v=True)
-        except docker.errors.NotFound:
-            pass
+        except docker.errors.APIError as exc:
+            if exc.status_code not in (404, 409):  # gone already, or a teardown still under way removes it
+                raise
+    deadline = time.monotonic() + GONE_WITHIN_S  # a network with a container attached cannot be removed
+    while client.containers.list(all=True, filters={"label": selector}) and time.monotonic() < deadline:
+        time.sleep(0.5)
     networks = client.networks.list(filters={"label": selector})
     for n in networks:
         with contextlib.suppress(docker.errors.NotFound):
