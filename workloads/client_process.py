@@ -57,7 +57,7 @@ class ClientProcess:
         self._proc: mp.Process | None = None
         self._stop = SPAWN.Event()
         self._ready = SPAWN.Event()
-        self._counts = SPAWN.Array("q", 2, lock=False)  # acked, errors, summed over incarnations by the caller
+        self._counts = SPAWN.Array("q", 2, lock=False)  # acked, errors of the running incarnation
         self._done = [0, 0]  # counts of earlier incarnations
 
     @property
