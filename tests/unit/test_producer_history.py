@@ -36,16 +36,21 @@ def sends_of(directory) -> list[dict]:
     return read_jsonl(directory, "sends").to_pylist()
 
 
-def test_sends_without_a_delivery_report_are_recorded_as_info(tmp_path):
-    history = HistoryWriter(tmp_path)
-    client = ProducerClient(0, ProducerSpec(rate=200, message_timeout_ms=60000), "t", NOWHERE, history)
-    client._close = lambda producer: None  # stop without waiting for message.timeout.ms
+def run_for(client: ProducerClient, history: HistoryWriter, seconds: float) -> list[dict]:
+    """Run the client for a while and stop it without waiting for message.timeout.ms; its send rows."""
+    client._close = lambda producer: None
     client.start()
-    time.sleep(0.5)
+    time.sleep(seconds)
     client.stop()
     client.join(10)
     history.close(compact=False)
-    rows = sends_of(tmp_path)
+    return sends_of(history.dir)
+
+
+def test_sends_without_a_delivery_report_are_recorded_as_info(tmp_path):
+    history = HistoryWriter(tmp_path)
+    client = ProducerClient(0, ProducerSpec(rate=200, message_timeout_ms=60000), "t", NOWHERE, history)
+    rows = run_for(client, history, 0.5)
     assert client.seq > 10 and sorted(r["seq"] for r in rows) == list(range(client.seq))
     assert {(r["outcome"], r["error"]) for r in rows} == {("info", "NO_DELIVERY_REPORT")}
 
@@ -63,3 +68,14 @@ def test_a_client_that_keeps_failing_stops_and_leaves_no_send_unrecorded(tmp_pat
     events = read_jsonl(tmp_path, "events").to_pylist()
     assert sum(e["kind"] == "client-error" for e in events) == MAX_CLIENT_ERRORS
     assert events[-1]["kind"] == "stopped"
+
+
+def test_sends_librdkafka_refuses_are_fail_and_the_enqueued_rest_info(tmp_path):
+    history = HistoryWriter(tmp_path)
+    client = ProducerClient(0, ProducerSpec(rate=0, message_timeout_ms=60000), "t", NOWHERE, history)
+    client._new_producer = lambda: Producer({"bootstrap.servers": NOWHERE, "log_level": 0,
+                                             "queue.buffering.max.messages": 100})
+    rows = run_for(client, history, 0.3)
+    assert sorted(r["seq"] for r in rows) == list(range(client.seq)) and client.seq > 1000
+    assert {(r["outcome"], r["error"]) for r in rows} == {("info", "NO_DELIVERY_REPORT"), ("fail", "QUEUE_FULL")}
+    assert sum(r["outcome"] == "info" for r in rows) == 100
