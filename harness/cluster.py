@@ -391,10 +391,10 @@ class Cluster:
             (directory / f"{node.alias}.log").write_text(node.log_text())
 
     def dump_replica_logs(self, topic: str) -> list[dict]:
-        """Every record of every replica of a topic (DumpLogSegments in each running broker, in parallel)."""
+        """Every record of every replica of a topic, read from each running broker's segment files in parallel."""
         running = [n for n in self.nodes if n.state() == "running"]
         with cf.ThreadPoolExecutor(max_workers=len(running) or 1) as pool:
-            parts = pool.map(lambda n: dump_node_replicas(n, topic, self.spec.version), running)
+            parts = pool.map(lambda n: dump_node_replicas(n, topic), running)
         return [row for rows in parts for row in rows]
 
 

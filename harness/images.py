@@ -25,7 +25,7 @@ IMAGE_REPO = "kafka-chaos/kafka"
 CENTRAL = "https://repo1.maven.org/maven2"
 DEBIAN_MIRROR = os.environ.get("KCHAOS_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 BASE_PACKAGES = ("openjdk-17-jre-headless", "iproute2", "iptables", "procps", "ca-certificates")
-# The artifacts a usable release needs: the broker, and kafka-tools (ProducerPerformance, DumpLogSegments' peers).
+# The artifacts a usable release needs: the broker, and kafka-tools (ProducerPerformance for `make bench`).
 REQUIRED_ARTIFACTS = ("kafka_2.13", "kafka-tools")
 DOCKER_DIR = Path(__file__).parent / "docker"
 VERSION_RE = re.compile(r"^\d+\.\d+\.\d+$")

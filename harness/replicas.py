@@ -1,9 +1,13 @@
-"""Read every replica's records out of a broker with DumpLogSegments, for the analyzer's `replicas` table."""
+"""Read every replica's records straight from a broker's segment files, for the analyzer's `replicas` table."""
 
 from __future__ import annotations
 
+import io
 import re
+import tarfile
 from typing import TYPE_CHECKING
+
+from kafka.record.memory_records import MemoryRecords
 
 from workloads.payload import decode
 
@@ -11,46 +15,40 @@ if TYPE_CHECKING:
     from harness.node import KafkaNode
 
 DATA = "/var/lib/kafka/data"
-DUMPING = re.compile(r"^Dumping (?P<path>\S+)")
-BATCH = re.compile(r"^baseOffset: \d+ .*partitionLeaderEpoch: (?P<epoch>-?\d+)")
-RECORD = re.compile(r"^\| offset: (?P<offset>\d+) .*?payload: (?P<payload>.*)$")
-SEGMENT_DIR = re.compile(r"/(?P<topic>[^/]+)-(?P<partition>\d+)/\d+\.log$")
+SEGMENT = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)/\d+\.log$")  # skips -delete and -future directories
 
 
-def parse_dump(text: str, broker: int) -> list[dict]:
-    """Rows (broker, topic, partition, offset, leader_epoch, producer, seq, checksum_ok) from a dump's output."""
+def parse_segment(data: bytes, broker: int, topic: str, partition: int) -> list[dict]:
+    """Rows (broker, topic, partition, offset, leader_epoch, producer, seq, checksum_ok) of one segment file.
+    Control batches (transaction markers) carry no payload and are skipped; a torn last batch is ignored."""
     rows: list[dict] = []
-    topic, partition, epoch = None, -1, -1
-    for line in text.splitlines():
-        if m := DUMPING.match(line):
-            seg = SEGMENT_DIR.search(m["path"])
-            topic, partition = (seg["topic"], int(seg["partition"])) if seg else (None, -1)
-        elif m := BATCH.match(line):
-            epoch = int(m["epoch"])
-        elif (m := RECORD.match(line)) and topic is not None:
-            d = decode(m["payload"])
-            rows.append({"broker": broker, "topic": topic, "partition": partition, "offset": int(m["offset"]),
-                         "leader_epoch": epoch, "producer": d.producer if d else -1, "seq": d.seq if d else -1,
-                         "checksum_ok": bool(d and d.checksum_ok)})
+    batches = MemoryRecords(data)
+    while (batch := batches.next_batch()) is not None:
+        if batch.is_control_batch:
+            continue
+        for record in batch:
+            d = decode(record.value)
+            rows.append({"broker": broker, "topic": topic, "partition": partition, "offset": record.offset,
+                         "leader_epoch": batch.leader_epoch, "producer": d.producer if d else -1,
+                         "seq": d.seq if d else -1, "checksum_ok": bool(d and d.checksum_ok)})
     return rows
 
 
-def dump_tool(version: str) -> str:
-    """DumpLogSegments moved from core (Scala) to kafka-tools (Java) in Kafka 4.0."""
-    if int(version.split(".")[0]) >= 4:
-        return "org.apache.kafka.tools.DumpLogSegments"
-    return "kafka.tools.DumpLogSegments"
+def parse_segments_tar(archive: bytes, broker: int, topic: str) -> list[dict]:
+    """Rows of every segment of the topic in a tar of `<topic>-<partition>/<base offset>.log` files."""
+    rows: list[dict] = []
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        for member in tar:
+            m = SEGMENT.match(member.name)
+            if m and m["topic"] == topic and (f := tar.extractfile(member)) is not None:
+                rows += parse_segment(f.read(), broker, topic, int(m["partition"]))
+    return rows
 
 
-def dump_node_replicas(node: KafkaNode, topic: str, version: str) -> list[dict]:
-    """Run DumpLogSegments over every segment of the topic's replicas on one broker."""
-    code, files = node.sh(f"ls {DATA}/{topic}-*/*.log 2>/dev/null | tr '\\n' ','")
-    files = files.strip().rstrip(",")
-    if not files:
-        return []
-    code, out = node.sh(f"java -Xmx256m -XX:TieredStopAtLevel=1 -cp '/opt/kafka/libs/*' "
-                        f"-Dlog4j2.configurationFile=/etc/kafka/log4j2.properties "
-                        f"{dump_tool(version)} --deep-iteration --print-data-log --files {files}")
+def dump_node_replicas(node: KafkaNode, topic: str) -> list[dict]:
+    """Copy the topic's segment files out of one broker (as a tar) and read their records."""
+    script = f'cd {DATA} || exit 3; set -- {topic}-*/*.log; [ -e "$1" ] || exit 0; exec tar -cf - "$@"'
+    code, (out, err) = node.container.exec_run(["sh", "-c", script], user="root", demux=True)
     if code != 0:
-        raise RuntimeError(f"DumpLogSegments failed on {node.alias}: {out[-300:]}")
-    return parse_dump(out, node.node_id)
+        raise RuntimeError(f"reading the segments of {topic} on {node.alias} failed: {(err or b'')[-300:]!r}")
+    return parse_segments_tar(out, node.node_id, topic) if out else []

@@ -34,7 +34,8 @@ def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_of
     h = HistoryWriter(tmp_path / "history")
     boot = kraft.bootstrap_servers()
     consumer = ConsumerClient(0, ConsumerSpec(), TOPIC, 3, boot, h).start()
-    producers = [ProducerClient(i, ProducerSpec(rate=400), TOPIC, boot, h).start() for i in range(2)]
+    producers = [ProducerClient(i, ProducerSpec(rate=200, compression=codec), TOPIC, boot, h).start()
+                 for i, codec in enumerate(("none", "gzip", "snappy", "lz4", "zstd"))]
     time.sleep(5)
     for p in producers:
         p.stop()
@@ -44,6 +45,7 @@ def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_of
     consumer.stop()
     consumer.join(30)
     reached = final_drain(boot, TOPIC, 3, h)
+    h.write_many("replicas", kraft.dump_replica_logs(TOPIC))
     h.close()
     assert all(reached.values())
     sends = pq.read_table(tmp_path / "history" / "sends.parquet").to_pandas()
@@ -58,6 +60,13 @@ def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_of
     assert sum(ends.values()) == len(ok)  # Kafka's end offsets agree with our acks
     assert ok.groupby("partition").size().to_dict() == ends
     assert set(events.kind) >= {"assign", "final-end"}
+    # every replica's segment files hold each acked value at its acked offset, in the first leader's epoch
+    replicas = pq.read_table(tmp_path / "history" / "replicas.parquet").to_pandas()
+    acked = set(zip(ok.partition, ok.offset, ok.producer, ok.seq, strict=True))
+    for broker in (1, 2, 3):
+        r = replicas[replicas.broker == broker]
+        assert set(zip(r.partition, r.offset, r.producer, r.seq, strict=True)) == acked and len(r) == len(ok)
+    assert replicas.checksum_ok.all() and set(replicas.leader_epoch) == {0}
 
 
 def test_sends_with_the_cluster_stopped_end_info_or_fail_never_ok(kraft, tmp_path):

@@ -1,15 +1,21 @@
-"""History writing/compaction, payload checksums, replica dump parsing and seeded schedules."""
+"""History writing/compaction, payload checksums, replica segment parsing and seeded schedules."""
 
 from __future__ import annotations
+
+import io
+import struct
+import tarfile
 
 import orjson
 import pyarrow.parquet as pq
 from hypothesis import given
 from hypothesis import strategies as st
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.util import calc_crc32c
 
 from faults import ops, schedule
 from harness.history import HistoryWriter, jsonl, read_jsonl
-from harness.replicas import parse_dump
+from harness.replicas import parse_segment, parse_segments_tar
 from harness.scenario import FAULTS, FaultSpec
 from workloads.payload import decode, encode
 
@@ -56,21 +62,45 @@ def test_client_process_parts_are_read_and_compacted_together(tmp_path):
     assert pq.read_table(tmp_path / "reads.parquet").num_rows == 4 and not list(tmp_path.glob("*.jsonl"))
 
 
-DUMP = """Dumping /var/lib/kafka/data/chaos-2/00000000000000000000.log
-Log starting offset: 0
-baseOffset: 0 lastOffset: 1 count: 2 baseSequence: 0 lastSequence: 1 producerId: 7 producerEpoch: 0 \
-partitionLeaderEpoch: 4 isTransactional: false
-| offset: 0 CreateTime: 1 keySize: -1 valueSize: 20 sequence: 0 headerKeys: [] payload: {p0}
-| offset: 1 CreateTime: 1 keySize: 3 valueSize: 20 sequence: 1 headerKeys: [] key: 0-1 payload: {p1}
-"""
+def batch(base_offset: int, epoch: int, values: list[bytes], control: bool = False) -> bytes:
+    """One v2 record batch as a broker stores it: its base offset and partition leader epoch set in place."""
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=control, producer_id=7,
+                                  producer_epoch=0, base_sequence=base_offset, batch_size=1 << 20)
+    for i, v in enumerate(values):
+        b.append(i, timestamp=1, key=None, value=v, headers=[])
+    data = b.build()
+    struct.pack_into(">q", data, 0, base_offset)
+    struct.pack_into(">i", data, 12, epoch)
+    if control:  # attributes bit 5, and the crc32c over attributes..end that covers it
+        struct.pack_into(">h", data, 21, struct.unpack_from(">h", data, 21)[0] | 0x20)
+        struct.pack_into(">I", data, 17, calc_crc32c(bytes(data[21:])))
+    return bytes(data)
 
 
-def test_parse_dump_log_segments_output():
-    text = DUMP.format(p0=encode(0, 5).decode(), p1="not ours")
-    rows = parse_dump(text, broker=2)
-    assert [(r["topic"], r["partition"], r["offset"], r["leader_epoch"], r["producer"], r["seq"]) for r in rows] == [
-        ("chaos", 2, 0, 4, 0, 5), ("chaos", 2, 1, 4, -1, -1)]
-    assert rows[0]["checksum_ok"] and not rows[1]["checksum_ok"]
+def tar_of(files: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as t:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def test_segment_files_give_offset_epoch_and_payload_of_each_record():
+    seg = batch(0, 4, [encode(0, 5), b"not ours"]) + batch(2, 5, [encode(1, 9)])
+    rows = parse_segment(seg + seg[:30], broker=2, topic="chaos", partition=2)  # a torn batch at the end
+    assert [(r["broker"], r["partition"], r["offset"], r["leader_epoch"], r["producer"], r["seq"], r["checksum_ok"])
+            for r in rows] == [(2, 2, 0, 4, 0, 5, True), (2, 2, 1, 4, -1, -1, False), (2, 2, 2, 5, 1, 9, True)]
+
+
+def test_control_batches_and_other_directories_are_skipped():
+    archive = tar_of({"chaos-0/00000000000000000000.log": batch(0, 1, [encode(0, 0)]) + batch(1, 1, [b""], True),
+                      "chaos-1/00000000000000000000.log": batch(0, 1, [encode(0, 1)]),
+                      "chaos-1.3f2a-delete/00000000000000000000.log": batch(0, 0, [encode(0, 2)]),
+                      "chaos-other-0/00000000000000000000.log": batch(0, 0, [encode(0, 3)])})
+    rows = parse_segments_tar(archive, broker=1, topic="chaos")
+    assert sorted((r["partition"], r["offset"], r["seq"]) for r in rows) == [(0, 0, 0), (1, 0, 1)]
 
 
 def test_same_seed_same_schedule_and_jitter_moves_it():
