@@ -22,6 +22,7 @@ FAULTS = ("kill", "terminate", "pause", "restart", "isolate", "split", "bridge",
 TARGETS = ("one", "minority", "majority", "all", "leader", "followers", "controller", "isr", "non-isr")
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")  # Kafka's legal topic names
 
 
 def seconds(value: Any) -> float:
@@ -68,6 +69,13 @@ class TopicSpec(Strict):
     # majority (nodes 1-3) so that killing its whole ISR leaves the controller quorum alive.
     replicas: list[int] | None = None
     config: dict[str, str | int | float | bool] = {}
+
+    @field_validator("name")
+    @classmethod
+    def _legal_name(cls, v: str) -> str:
+        if not TOPIC_NAME.match(v):
+            raise ValueError("Expected a Kafka topic name (1-249 letters, digits, '.', '_' or '-')")
+        return v
 
 
 class ProducerSpec(Strict):

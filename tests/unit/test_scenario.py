@@ -27,6 +27,8 @@ def write(tmp_path: Path, text: str) -> Path:
     ("name: x\nkafka: {version: '4.3.1', metadata: zookeeper}", "ZooKeeper mode was removed in Kafka 4.0"),
     ("name: x\nproducer: {acks: '1', idempotence: true}", "producer.idempotence=true needs producer.acks='all'"),
     ("producer: {acks: all}", "Missing required field 'name'"),
+    ("name: x\ntopic: {name: 'a b'}", "Expected a Kafka topic name (1-249 letters, digits, '.', '_' or '-') "
+                                     "but got topic.name='a b'"),
     ("name: x\nproducer: [1", "not valid YAML at line"),
 ])
 def test_bad_scenarios_get_one_clear_message(tmp_path, text, message):
