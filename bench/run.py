@@ -157,7 +157,7 @@ def overhead(scenario: str = "acks-all-leader-kill", duration: str = "120s") -> 
             timings = json.loads((out.run_dir / "run.json").read_text())["timings"]
         total, workload = out.result["elapsed_s"], timings.get("faults", 0.0)
         before = sum(timings.get(k, 0.0) for k in ("start", "images", "cluster", "topic"))
-        after = sum(timings.get(k, 0.0) for k in ("heal", "drain", "replicas"))
+        after = sum(timings.get(k, 0.0) for k in ("heal", "drain", "replicas", "teardown"))
         shares.append((total - workload) / total)
         rows.append(f"| {seed} | {total:.0f} s | {workload:.0f} s | {before:.0f} s | {after:.0f} s | "
                     f"{total - workload - before - after:.0f} s | {shares[-1]:.0%} |")

@@ -157,3 +157,4 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
     history.write("events", {"t": now_ns(), "source": "runner", "kind": "replicas-dumped", "topic": topic,
                              "partition": -1, "offset": -1, "detail": ""})
     cluster.collect_logs(run_dir / "logs")
+    phase("teardown")
