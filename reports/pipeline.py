@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,16 +30,28 @@ class Outcome:
 
 
 _SPARK = None
+_SPARK_LOCK = threading.Lock()
 
 
 def spark_session(master: str | None = None):
-    """One Spark session per process, started on first use."""
+    """One Spark session per process, started on first use; a caller waits for one that is already starting."""
     global _SPARK
-    if _SPARK is None:
-        from reports.spark import session
+    with _SPARK_LOCK:
+        if _SPARK is None:
+            from reports.spark import session
 
-        _SPARK = session(master)
+            _SPARK = session(master)
     return _SPARK
+
+
+def warm_spark(master: str | None = None) -> None:
+    """Start the Spark session in the background while a run goes on, so its analysis does not wait ~15 s for
+    a JVM; a failure here is left for the analysis's own call to report."""
+    def start() -> None:
+        with contextlib.suppress(Exception):
+            spark_session(master)
+
+    threading.Thread(target=start, name="spark-warm-up", daemon=True).start()
 
 
 def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outcome:
@@ -69,6 +83,7 @@ def run_and_check(scenario: Scenario, root: Path, on_tick=lambda t: None, ops=No
     """Execute a scenario into runs/<name>/<stamp>-<seed>/ and check it."""
     run_dir = run_dir_for(root, scenario)
     started = time.monotonic()
+    warm_spark(master)
     try:
         execute(scenario, run_dir, on_tick, ops)
     finally:
