@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from harness.apt import apt_install
 from harness.errors import EngineError
 
 DOCKERD_LOG = Path("/var/log/kchaos-dockerd.log")
@@ -32,11 +33,7 @@ def ensure_engine(wait_s: float = 60.0, say=print) -> None:
         )
     if shutil.which("dockerd") is None:
         say("Installing Debian's docker.io (no Docker engine on this machine)...")
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "docker.io", "iptables"]):
-            done = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if done.returncode != 0:
-                raise EngineError(f"`{' '.join(cmd)}` failed: {done.stderr.strip()[-400:]}")
+        apt_install("docker.io", "iptables", error=EngineError)
     say(f"Starting dockerd in the background (log: {DOCKERD_LOG})...")
     with DOCKERD_LOG.open("ab") as log:
         subprocess.Popen(["dockerd"], stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
+from harness.apt import apt_install
 from harness.errors import ImageError, UsageError
 
 DEFAULT_VERSION = "4.3.1"
@@ -96,7 +97,7 @@ def ensure_base_image(say=print) -> str:
     if image_exists(BASE_IMAGE):
         return BASE_IMAGE
     if shutil.which("debootstrap") is None:
-        _apt_install("debootstrap")
+        apt_install("debootstrap", error=ImageError)
     say(f"Building base image {BASE_IMAGE} with debootstrap (about a minute, once)...")
     with tempfile.TemporaryDirectory(prefix="kchaos-rootfs-") as tmp:
         root = Path(tmp) / "rootfs"
@@ -111,12 +112,6 @@ def ensure_base_image(say=print) -> str:
         _run(["docker", "import", "-c", "ENV LANG=C.UTF-8", "-", BASE_IMAGE], "docker import", stdin=tar.stdout)
         tar.wait()
     return BASE_IMAGE
-
-
-def _apt_install(package: str) -> None:
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    _run(["apt-get", "update", "-qq"], "apt-get update", env=env)
-    _run(["apt-get", "install", "-y", "-qq", package], f"apt-get install {package}", env=env)
 
 
 def _run(cmd: list[str], what: str, **kw) -> None:

@@ -15,6 +15,7 @@ import docker
 import matplotlib.image as mpimg
 import pytest
 
+from harness.apt import apt_install
 from harness.labels import OWNER
 
 KCHAOS = [sys.executable, "-m", "harness.cli"]
@@ -39,8 +40,7 @@ def labelled() -> int:
 def chromium() -> str:
     """Debian's Chromium, installed on first use (root on Debian), for looking at the report as a person would."""
     if not shutil.which("chromium"):
-        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], check=True, capture_output=True,
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        apt_install("chromium")
     return shutil.which("chromium") or "chromium"
 
 
