@@ -25,6 +25,8 @@ from harness.node import KafkaNode
 from harness.replicas import dump_node_replicas
 
 INTERNAL_PORT, CONTROLLER_PORT, ZK_PORT = 9092, 9093, 2181
+# Kafka's default before KIP-537 (18 s since 2.5): a SIGKILLed broker can restart that much sooner (see KafkaNode).
+ZK_SESSION_MS = 6000
 QUORUM_STATE = "/var/lib/kafka/data/__cluster_metadata-0/quorum-state"
 
 
@@ -138,7 +140,7 @@ class Cluster:
         listeners = {"INTERNAL": INTERNAL_PORT, "EXTERNAL": node.external_port}
         if self.spec.metadata == "zookeeper":
             props |= {"broker.id": str(node.node_id), "zookeeper.connect": f"zookeeper:{ZK_PORT}",
-                      "zookeeper.session.timeout.ms": "18000"}
+                      "zookeeper.session.timeout.ms": str(ZK_SESSION_MS)}
         else:
             voters = self.controllers()
             roles = "broker,controller" if node.node_id in voters else "broker"

@@ -33,6 +33,7 @@ class KafkaNode(DockerContainer):
         self.external_port: int | None = None
         self.properties: dict[str, str] = {}
         self._starts = 0
+        self._killed_at: float | None = None
         self.with_command(["sh", "-c", START_SCRIPT]).with_env("KCHAOS_ROLE", role)
 
     # -- builder -----------------------------------------------------------------------------------------
@@ -112,6 +113,7 @@ class KafkaNode(DockerContainer):
     def kill(self) -> None:
         """SIGKILL the node's process; return once the container has exited."""
         self._stop_with(lambda: self.container.kill(signal="SIGKILL"))
+        self._killed_at = time.monotonic()
 
     def terminate(self, timeout_s: int = 60) -> None:
         """SIGTERM (a clean, controlled shutdown); return once the container has exited."""
@@ -148,8 +150,18 @@ class KafkaNode(DockerContainer):
         if self.state() in ("running", "paused"):
             self.resume()
             return
+        self._await_zk_session_expiry()
         self._starts = self.started_count() + 1
         self.container.start()
+
+    def _await_zk_session_expiry(self) -> None:
+        """A ZooKeeper-mode broker SIGKILLed less than zookeeper.session.timeout.ms ago still has its ephemeral
+        /brokers/ids znode, and restarting it then exits with NodeExists; wait until that session has expired."""
+        if self.role != "zk-broker" or self._killed_at is None:
+            return
+        expiry = self._killed_at + int(self.properties["zookeeper.session.timeout.ms"]) / 1000 + 1.0
+        time.sleep(max(0.0, expiry - time.monotonic()))
+        self._killed_at = None
 
     def remove(self) -> None:
         """Remove the container and its anonymous volumes, whatever its state."""

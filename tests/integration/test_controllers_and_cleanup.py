@@ -23,6 +23,8 @@ def test_zookeeper_mode_comes_up_and_controller_failover_elects_another():
         new = c.wait_for("a new ZooKeeper-era controller", lambda: (x := c.controller()) not in (-1, old) and x,
                          TIMEOUT)
         assert new in set(c.node_ids()) - {old}
+        c.start_node(old)  # at once: the killed broker's ephemeral znode must not make the restart exit
+        c.wait_for("the killed broker back in the ISR", lambda: old in c.isr(topic, 0) or None, TIMEOUT)
 
 
 def test_kraft_controller_is_a_voter_and_failover_elects_another():
