@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.errors import UsageError
 from harness.images import DEFAULT_VERSION
 
-ANOMALIES = ("lost-write", "unseen", "duplicate", "inconsistent-offset", "nonmonotonic-send", "poll-skip",
-             "nonmonotonic-poll", "aborted-read", "unexpected", "vanished-read", "replica-divergence",
+ANOMALIES = ("lost-write", "unseen", "duplicate", "timeout-duplicate", "inconsistent-offset", "nonmonotonic-send",
+             "poll-skip", "nonmonotonic-poll", "aborted-read", "unexpected", "vanished-read", "replica-divergence",
              "committed-unread")
 FAULTS = ("kill", "terminate", "pause", "restart", "isolate", "split", "bridge", "one-way", "zombie",
           "isolate-controller", "packet-loss", "bandwidth", "tcp-reset", "block-clients", "rolling-restart",

@@ -186,11 +186,16 @@ def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None
     anomalies["unseen"] = _examples(missing.filter(~F.col("live") & ~lost).select(*VALUE), VALUE, the_sends)
 
     placed = obs.filter("placed")
-    anomalies["duplicate"] = _examples(
-        values.filter("moved").select(*VALUE), VALUE,
-        lambda keys: placed.join(keys, VALUE, "left_semi").groupBy(*VALUE).agg(
+
+    def positions(keys: DataFrame) -> DataFrame:
+        return placed.join(keys, VALUE, "left_semi").groupBy(*VALUE).agg(
             F.countDistinct(*POSITION).alias("positions"),
-            F.slice(F.sort_array(F.collect_set(F.struct(*POSITION))), 1, 5).alias("at")))
+            F.slice(F.sort_array(F.collect_set(F.struct(*POSITION))), 1, 5).alias("at"))
+
+    moved = values.filter("moved").select(*VALUE).localCheckpoint()
+    at_timeout = _outstanding_at_timeout(sends, moved).localCheckpoint()
+    anomalies["duplicate"] = _examples(moved.join(at_timeout, VALUE, "left_anti"), VALUE, positions)
+    anomalies["timeout-duplicate"] = _examples(at_timeout, VALUE, positions)
     spot = ["tid", "partition", "offset"]
     source = F.element_at(F.array(*map(F.lit, SOURCES)), F.col("src") + 1).alias("source")
     anomalies["inconsistent-offset"] = _examples(
@@ -234,6 +239,19 @@ def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None
 
     metrics, series = _metrics(t, values)
     return Analysis(anomalies, metrics, facts, series)
+
+
+def _outstanding_at_timeout(sends: DataFrame, keys: DataFrame) -> DataFrame:
+    """The values of `keys` their producer was still awaiting when one of its messages timed out (_MSG_TIMED_OUT):
+    librdkafka then bumps the producer's epoch and re-sends what was unacknowledged, which the broker cannot
+    de-duplicate. Only the duplicated values are joined with the timeouts, so a clean run joins nothing."""
+    timeouts = sends.filter((F.col("outcome") == "info") & (F.col("error") == "_MSG_TIMED_OUT")).select(
+        "producer", F.col("t_complete").alias("t_out"))
+    awaited = sends.join(keys, VALUE, "left_semi").select(*VALUE, "t_invoke", "t_complete")
+    return (awaited.join(timeouts, "producer")
+            .filter((F.col("t_invoke") <= F.col("t_out"))
+                    & F.coalesce(F.col("t_complete") >= F.col("t_out"), F.lit(True)))
+            .select(*VALUE).distinct())
 
 
 def _committed_unread(events: DataFrame, ours: DataFrame, values: DataFrame, facts: Facts) -> Anomaly:

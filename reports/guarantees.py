@@ -16,6 +16,9 @@ IN_FLIGHT = DOCS + "#producerconfigs_max.in.flight.requests.per.connection"
 REPLICATION = DOCS + "#replication"
 SEMANTICS = DOCS + "#semantics"
 CONSUMER = DOCS + "#consumerconfigs_enable.auto.commit"
+# The client's own documentation, for what librdkafka (confluent-kafka's core) does when a message times out.
+LIBRDKAFKA_TIMEOUTS = ("https://github.com/confluentinc/librdkafka/blob/master/INTRODUCTION.md"
+                       "#message-timeout-considerations")
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,11 @@ def rules(s: Scenario) -> list[Rule]:
              "enable.idempotence=true: the broker de-duplicates retries by producer id and sequence" if p.idempotence
              else "enable.idempotence=false: a retried batch whose first attempt was written is written again",
              IDEMPOTENCE),
+        Rule("timeout-duplicate", True,
+             "a message of the same producer timed out (message.timeout.ms) while this one awaited its ack: "
+             "librdkafka drains, bumps the producer epoch and re-sends what was unacknowledged under the new "
+             "epoch, where the broker cannot recognise a copy written before; its maintainers: only transactions "
+             "keep exactly-once across message timeouts (confluentinc/librdkafka#4953)", LIBRDKAFKA_TIMEOUTS),
         Rule("nonmonotonic-send", reorder or loss,
              ("retries with max.in.flight.requests.per.connection>1 and no idempotence may reorder batches"
               if reorder else "") + ("; " if reorder and loss else "")

@@ -22,10 +22,11 @@ class History:
         self.rows.setdefault(table, []).append(row)
         return self
 
-    def send(self, producer: int, seq: int, partition: int, offset: int, outcome: str = "ok") -> History:
+    def send(self, producer: int, seq: int, partition: int, offset: int, outcome: str = "ok", error: str = "X",
+             took_ns: int = 5_000_000) -> History:
         return self._add("sends", {"producer": producer, "seq": seq, "key": None, "topic": TOPIC,
-                                   "partition": partition, "t_invoke": self.t, "t_complete": self.t + 5_000_000,
-                                   "outcome": outcome, "error": None if outcome == "ok" else "X",
+                                   "partition": partition, "t_invoke": self.t, "t_complete": self.t + took_ns,
+                                   "outcome": outcome, "error": None if outcome == "ok" else error,
                                    "offset": offset if outcome == "ok" else -1})
 
     def read(self, reader: str, partition: int, offset: int, producer: int, seq: int, poll: int = 1,

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from harness.scenario import ANOMALIES
 from reports.analysis import analyze
 from tests.histories import clean
 
-NONE = {"lost-write": 0, "unseen": 0, "duplicate": 0, "inconsistent-offset": 0, "nonmonotonic-send": 0,
-        "poll-skip": 0, "nonmonotonic-poll": 0, "aborted-read": 0, "unexpected": 0, "vanished-read": 0,
-        "replica-divergence": 0, "committed-unread": 0}
+NONE = dict.fromkeys(ANOMALIES, 0)
 
 
 def run(spark, tmp_path, history, **kw):
@@ -66,6 +65,26 @@ def test_duplicate_counts_each_value_at_two_offsets_once(spark, tmp_path):
     a = run(spark, tmp_path, h)
     assert a.counts() == only(duplicate=1)
     assert a.anomalies["duplicate"].examples[0]["positions"] == 2
+
+
+def test_a_copy_re_sent_after_a_sibling_message_timed_out_is_a_timeout_duplicate(spark, tmp_path):
+    # producer 0: seq 6 times out in flight 15 ms after its send, while seq 7 (sent 10 ms after 6) awaits its ack;
+    # seq 7 is then written twice (offsets 6 and 7: the first write, and the re-send under a bumped epoch).
+    # seq 8, sent after that timeout, is also written twice: a duplicate no timeout explains.
+    h = clean()
+    h.send(0, 6, 0, -1, outcome="info", error="_MSG_TIMED_OUT", took_ns=15_000_000)
+    h.send(0, 7, 0, 7, took_ns=100_000_000)
+    h.send(0, 8, 0, 9)
+    for offset, seq in ((6, 7), (7, 7), (8, 8), (9, 8)):
+        h.read("drain", 0, offset, 0, seq)
+        for b in (1, 2, 3):
+            h.replica(b, 0, offset, 0, seq)
+    h.drop("events", kind="final-end", partition=0).event("drain", "final-end", partition=0, offset=10,
+                                                           detail="reached")
+    a = run(spark, tmp_path, h)
+    assert a.counts() == only(duplicate=1, timeout_duplicate=1)
+    assert [(e["seq"], e["positions"]) for e in a.anomalies["duplicate"].examples] == [(8, 2)]
+    assert [(e["seq"], e["positions"]) for e in a.anomalies["timeout-duplicate"].examples] == [(7, 2)]
 
 
 def test_inconsistent_offset_between_ack_and_log(spark, tmp_path):

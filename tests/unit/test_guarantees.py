@@ -6,7 +6,7 @@ import pytest
 
 from harness.scenario import ANOMALIES, Scenario
 from reports.analysis import Analysis, Anomaly, Facts
-from reports.guarantees import allowed, rules, verdict
+from reports.guarantees import LIBRDKAFKA_TIMEOUTS, allowed, rules, verdict
 
 SAFE = {"name": "s", "producer": {"acks": "all", "idempotence": True},
         "topic": {"min_insync_replicas": 2, "unclean_leader_election": False}}
@@ -27,8 +27,8 @@ def analysis(drain_complete=True, replicas=True, **counts) -> Analysis:
     return Analysis(anomalies, {}, facts)
 
 
-def test_safe_settings_allow_nothing_but_unseen():
-    assert allowed(scenario()) == {"unseen"}
+def test_safe_settings_allow_nothing_but_unseen_and_copies_re_sent_after_a_message_timeout():
+    assert allowed(scenario()) == {"unseen", "timeout-duplicate"}
 
 
 @pytest.mark.parametrize("over", [{"producer__acks": "1", "producer__idempotence": False},
@@ -71,7 +71,8 @@ def test_unread_group_commits_make_the_verdict_unknown():
 
 def test_every_rule_cites_kafka_documentation():
     for r in rules(scenario()):
-        assert r.doc.startswith("https://kafka.apache.org/documentation/") and r.why
+        assert r.doc.startswith("https://kafka.apache.org/documentation/") or r.doc == LIBRDKAFKA_TIMEOUTS
+        assert r.why
 
 
 def test_verdict_false_beats_unknown_beats_true():
