@@ -15,7 +15,7 @@ from rich.live import Live
 from rich.table import Table
 
 from harness import images, labels
-from harness.errors import ChaosError, UsageError
+from harness.errors import ChaosError, ClusterError, UsageError
 from harness.runner import Tick
 from harness.scenario import Scenario, expand, load, seconds
 
@@ -108,10 +108,12 @@ def summary(results: list[dict]) -> Table:
     for r in results:
         seen = [f"{k}={n}{'*' if k in r['allowed'] else ''}" for k, n in r["counts"].items() if n]
         verdict = f"[{colors[r['verdict']]}]{r['verdict']}[/]"
+        if "error" in r:
+            verdict += " [red](harness error)[/]"
         if r["missing_expect"]:
             verdict += f" [red](missed expect: {', '.join(r['missing_expect'])})[/]"
         table.add_row(r["scenario"], r["kafka"], verdict, ", ".join(seen) or "-",
-                      f"{r['metrics']['unavailable_s']}s")
+                      f"{r['metrics']['unavailable_s']}s" if r["metrics"] else "-")
     return table
 
 
@@ -126,9 +128,12 @@ def run_many(scenarios: list[Scenario], root: Path, suite: str, ops=None) -> lis
     results = []
     for s in scenarios:
         with Progress(s.name) as progress:
-            outcome = run_and_check(s, root, progress, ops)
+            outcome = run_and_check(s, root, progress, ops, keep_going=True)
         r = outcome.result
-        console.print(f"{s.name}: valid={r['verdict']} → {outcome.run_dir / 'report.html'}")
+        if "error" in r:
+            console.print(f"[red]{s.name}: harness error, going on with the next run: {r['error']}[/red]")
+        else:
+            console.print(f"{s.name}: valid={r['verdict']} → {outcome.run_dir / 'report.html'}")
         results.append(r)
     junit = write_junit(results, root / f"junit-{suite}.xml", suite)
     out.print(summary(results))
@@ -153,6 +158,9 @@ def cmd_suite(a) -> int:
 
 
 def exit_code(results: list[dict]) -> int:
+    """4 when the harness could not complete a run, 1 when a verdict failed, else 0."""
+    if any("error" in r for r in results):
+        return ClusterError.exit_code
     return 1 if any(r["failed"] for r in results) else 0
 
 

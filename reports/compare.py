@@ -27,8 +27,11 @@ def cell(runs: list[dict]) -> str:
     seen = ", ".join(f"{k}={n}{'*' if k in allowed else ''}" for k, n in sorted(totals.items()))
     missed = sum(1 for r in runs if r["missing_expect"])
     miss = f"; missed expect in {missed}/{len(runs)}" if missed else ""
-    unavailable = max(r["metrics"]["unavailable_s"] for r in runs)
-    return f"{head}{miss}; {seen or 'no anomalies'}; unavailable ≤ {unavailable} s"
+    errors = sum(1 for r in runs if "error" in r)
+    miss += f"; harness error in {errors}/{len(runs)}" if errors else ""
+    unavailable = max((r["metrics"]["unavailable_s"] for r in runs if r["metrics"]), default=None)
+    return f"{head}{miss}; {seen or 'no anomalies'}" + (f"; unavailable ≤ {unavailable} s" if unavailable is not None
+                                                         else "")
 
 
 def table(results: list[dict]) -> tuple[list[str], dict[str, dict[str, list[dict]]]]:

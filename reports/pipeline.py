@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.errors import EngineError, ImageError, UsageError
 from harness.runner import Tick, execute, run_dir_for
 from harness.scenario import Scenario
 from reports import guarantees, render
@@ -21,7 +22,7 @@ class Outcome:
     """One checked run: the results.json content, the analysis, and where it all lives."""
 
     result: dict
-    analysis: Analysis
+    analysis: Analysis | None  # None when the harness could not complete the run
     run_dir: Path
 
     @property
@@ -78,14 +79,33 @@ def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outco
     return Outcome(result, a, run_dir)
 
 
+def harness_error(scenario: Scenario, run_dir: Path, exc: Exception, elapsed_s: float) -> dict:
+    """The result of a run the harness could not complete: failed, verdict unknown, the error named."""
+    return {"scenario": scenario.name, "description": scenario.description or scenario.guarantee,
+            "kafka": scenario.kafka.version, "seed": scenario.seed, "run_dir": str(run_dir), "status": "error",
+            "elapsed_s": elapsed_s, "verdict": "unknown", "failed": True, "error": f"{type(exc).__name__}: {exc}",
+            "forbidden": {}, "allowed_seen": {}, "missing_expect": [], "liveness": "", "counts": {},
+            "unknown_because": [f"the harness could not complete the run ({type(exc).__name__})"],
+            "examples": {}, "allowed": sorted(guarantees.allowed(scenario)), "metrics": {}}
+
+
 def run_and_check(scenario: Scenario, root: Path, on_tick=lambda t: None, ops=None,
-                  master: str | None = None) -> Outcome:
-    """Execute a scenario into runs/<name>/<stamp>-<seed>/ and check it."""
+                  master: str | None = None, keep_going: bool = False) -> Outcome:
+    """Execute a scenario into runs/<name>/<stamp>-<seed>/ and check it. With `keep_going`, a run the harness
+    could not complete (a broker that never came up, a fault that did not take effect) ends as a failed result
+    naming the error instead of raising, so a suite goes on to its next scenario; bad input or a missing
+    Docker engine still raise."""
     run_dir = run_dir_for(root, scenario)
     started = time.monotonic()
     warm_spark(master)
     try:
         execute(scenario, run_dir, on_tick, ops)
+    except Exception as exc:
+        if not keep_going or isinstance(exc, UsageError | EngineError | ImageError):
+            raise
+        result = harness_error(scenario, run_dir, exc, round(time.monotonic() - started, 1))
+        render.write_results(result, run_dir)
+        return Outcome(result, None, run_dir)
     finally:
         on_tick(Tick("analysis"))
     out = check(scenario, run_dir, master)

@@ -33,14 +33,18 @@ def write_report(result: dict, series: dict, run_dir: Path) -> Path:
 
 
 def write_junit(results: list[dict], path: Path, suite: str) -> Path:
-    """One test case per scenario run: failure on a violated guarantee or missed expectation, skipped on unknown."""
-    failures = sum(1 for r in results if r["failed"])
+    """One test case per scenario run: error when the harness could not complete it, failure on a violated
+    guarantee or missed expectation, skipped on unknown."""
+    failures = sum(1 for r in results if r["failed"] and "error" not in r)
     root = ET.Element("testsuite", name=f"kafka-chaos.{suite}", tests=str(len(results)), failures=str(failures),
+                      errors=str(sum(1 for r in results if "error" in r)),
                       skipped=str(sum(1 for r in results if r["verdict"] == "unknown" and not r["failed"])))
     for r in results:
         case = ET.SubElement(root, "testcase", classname=f"kafka-chaos.{r['kafka']}", name=r["scenario"],
                              time=str(r.get("elapsed_s", 0)))
-        if r["failed"]:
+        if "error" in r:
+            ET.SubElement(case, "error", message=r["error"])
+        elif r["failed"]:
             what = (f"forbidden anomalies {r['forbidden']}" if r["verdict"] == "false"
                     else f"expected anomalies not seen: {r['missing_expect']}")
             ET.SubElement(case, "failure", message=what).text = json.dumps(r["counts"])

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from xml.etree import ElementTree as ET
 
+import pytest
+
+from harness.errors import ClusterError
+from harness.scenario import Scenario
+from reports import pipeline
 from reports.compare import write_compare
 from reports.render import write_junit
 
@@ -39,3 +45,26 @@ def test_junit_one_case_per_run_with_failures_and_skips(tmp_path):
     assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("4", "2", "1")
     failures = {c.get("name"): c.find("failure").get("message") for c in root if c.find("failure") is not None}
     assert "forbidden anomalies" in failures["b"] and "expected anomalies not seen" in failures["c"]
+
+
+def test_a_run_the_harness_could_not_complete_is_an_error_and_the_suite_goes_on(tmp_path, monkeypatch):
+    def broker_never_up(scenario, run_dir, on_tick, ops):
+        run_dir.mkdir(parents=True)
+        raise ClusterError("kafka-2 did not start within 90s")
+
+    monkeypatch.setattr(pipeline, "warm_spark", lambda master: None)
+    monkeypatch.setattr(pipeline, "execute", broker_never_up)
+    scenario = Scenario.model_validate({"name": "e", "kafka": {"version": "3.9.2"}})
+    with pytest.raises(ClusterError):
+        pipeline.run_and_check(scenario, tmp_path / "raised")
+    out = pipeline.run_and_check(scenario, tmp_path / "runs", keep_going=True)
+    r = out.result
+    assert (r["verdict"], r["failed"]) == ("unknown", True)
+    assert r["error"] == "ClusterError: kafka-2 did not start within 90s"
+    assert json.loads((out.run_dir / "results.json").read_text())["status"] == "error"
+
+    root = ET.parse(write_junit([r, result("a", "3.9.2", "true")], tmp_path / "j.xml", "s")).getroot()
+    assert (root.get("tests"), root.get("errors"), root.get("failures")) == ("2", "1", "0")
+    assert root.find("testcase/error").get("message") == r["error"]
+    _, md = write_compare([r], tmp_path / "compare")
+    assert "| e | unknown; harness error in 1/1; no anomalies |" in md.read_text()
