@@ -19,7 +19,11 @@ def session(master: str | None = None, driver_memory: str | None = None) -> Spar
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.driver.host", "127.0.0.1")
-               .config("spark.sql.session.timeZone", "UTC"))
+               .config("spark.sql.session.timeZone", "UTC")
+               # C1 only: a run's analysis is many short jobs, and a cold one took 33 s with C2 vs 20 s without;
+               # 2M-send histories take the same time either way (BENCHMARKS.md).
+               .config("spark.driver.extraJavaOptions", os.environ.get("KCHAOS_SPARK_JAVA_OPTIONS",
+                                                                       "-XX:TieredStopAtLevel=1")))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
