@@ -20,8 +20,8 @@ def session(master: str | None = None, driver_memory: str | None = None) -> Spar
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.sql.session.timeZone", "UTC")
-               # C1 only: a run's analysis is many short jobs, and a cold one took 33 s with C2 vs 20 s without;
-               # 2M-send histories take the same time either way (BENCHMARKS.md).
+               # C1 only: a run's analysis is many short jobs; cold, one took 33 s with C2 and 20 s without,
+               # while a 2M-send synthetic history took 64 s either way (measured 2026-11-23).
                .config("spark.driver.extraJavaOptions", os.environ.get("KCHAOS_SPARK_JAVA_OPTIONS",
                                                                        "-XX:TieredStopAtLevel=1")))
     spark = builder.getOrCreate()
