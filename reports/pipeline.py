@@ -112,6 +112,7 @@ def run_and_check(scenario: Scenario, root: Path, on_tick=lambda t: None, ops=No
         if not keep_going or isinstance(exc, UsageError | EngineError | ImageError):
             raise
         result = harness_error(scenario, run_dir, exc, round(time.monotonic() - started, 1))
+        run_dir.mkdir(parents=True, exist_ok=True)  # the error may have come before the run wrote anything
         render.write_results(result, run_dir)
         return Outcome(result, None, run_dir)
     finally:
