@@ -57,7 +57,8 @@ def write_compare(results: list[dict], directory: Path) -> tuple[Path, Path]:
                   "scenario's settings.\n\n" + "\n".join(lines) + "\n")
     html = directory / "comparison.html"
     def link(run: dict) -> str:  # relative, so the comparison and its runs can move together (CI artifacts)
-        return os.path.relpath(Path(run["run_dir"]) / "report.html", directory)
+        page = "results.json" if "error" in run else "report.html"  # a run the harness could not complete
+        return os.path.relpath(Path(run["run_dir"]) / page, directory)
 
     html.write_text(ENV.get_template("compare.html.j2").render(versions=versions, grid=grid, cell=cell,
                                                                worst=worst, link=link))

@@ -66,5 +66,6 @@ def test_a_run_the_harness_could_not_complete_is_an_error_and_the_suite_goes_on(
     root = ET.parse(write_junit([r, result("a", "3.9.2", "true")], tmp_path / "j.xml", "s")).getroot()
     assert (root.get("tests"), root.get("errors"), root.get("failures")) == ("2", "1", "0")
     assert root.find("testcase/error").get("message") == r["error"]
-    _, md = write_compare([r], tmp_path / "compare")
+    html, md = write_compare([r], tmp_path / "compare")
     assert "| e | unknown; harness error in 1/1; no anomalies |" in md.read_text()
+    assert f'href="../runs/e/{out.run_dir.name}/results.json"' in html.read_text()
