@@ -1,6 +1,6 @@
 """`make bench`: each figure beside the baseline it names, measured in the same run; writes BENCHMARKS.md.
 
-Sections can be chosen with BENCH=bringup,throughput,analysis,overhead and sizes with BENCH_SIZES=1e6,1e7,5e7.
+Sections can be chosen with BENCH=bringup,throughput,analysis,overhead,smoke and sizes with BENCH_SIZES=1e6,1e7,5e7.
 """
 
 from __future__ import annotations
@@ -175,6 +175,27 @@ def overhead(scenario: str = "acks-all-leader-kill", duration: str = "120s") -> 
             f"Median overhead {med:.0%} of the run (target under 20%: {'met' if med < 0.2 else 'NOT met'}).", ""]
 
 
+def smoke() -> list[str]:
+    """`kchaos suite smoke` end to end, each time a fresh process, against the workload minutes its runs spent."""
+    rows, walls = [], []
+    for i in range(REPEAT):
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.monotonic()
+            done = subprocess.run([sys.executable, "-m", "harness.cli", "suite", "smoke", "--runs-dir", tmp],
+                                  capture_output=True, text=True)
+            walls.append(time.monotonic() - t0)
+            runs = [json.loads(p.read_text()) for p in Path(tmp).glob("*/*/run.json")]
+        workload = sum(r["timings"].get("faults", 0.0) for r in runs) or float("nan")  # nan: no run got that far
+        rows.append(f"| {i} | {len(runs)} | {walls[-1]:.0f} s | {workload:.0f} s | {walls[-1] / workload:.1f}x | "
+                    f"{done.returncode} |")
+    return ["## End-to-end smoke suite", "", f"Measured {time.strftime('%Y-%m-%d')}.", "",
+            f"Command: `BENCH=smoke make bench` ({REPEAT} runs of `kchaos suite smoke`, each a fresh process, Kafka "
+            f"{DEFAULT_VERSION}). The baseline is the workload minutes of its scenarios (each run's `faults` "
+            "phase); everything else is bring-up, heal, drain, replica dump, teardown and analysis, per scenario.",
+            "", "| run | scenarios | wall time | workload | wall / workload | exit code |", "|---|---|---|---|---|---|",
+            *rows, "", f"Median wall time {statistics.median(walls):.0f} s.", ""]
+
+
 def merge(existing: str, fresh: dict[str, list[str]]) -> list[str]:
     """Replace the sections that were re-measured; keep the figures of the others as they were."""
     kept: dict[str, list[str]] = {}
@@ -191,10 +212,10 @@ def merge(existing: str, fresh: dict[str, list[str]]) -> list[str]:
 
 
 def main() -> None:
-    chosen = os.environ.get("BENCH", "bringup,throughput,analysis,overhead").split(",")
+    chosen = os.environ.get("BENCH", "bringup,throughput,analysis,overhead,smoke").split(",")
     sizes = [int(float(s)) for s in os.environ.get("BENCH_SIZES", "1e6,1e7,5e7").split(",")]
     sections = {"bringup": bringup, "throughput": throughput, "analysis": lambda: analysis(sizes),
-                "overhead": overhead}
+                "overhead": overhead, "smoke": smoke}
     fresh = {}
     for name in chosen:
         fresh[name] = sections[name]()
