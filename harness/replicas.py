@@ -8,7 +8,9 @@ import tarfile
 from typing import TYPE_CHECKING
 
 from kafka.record.memory_records import MemoryRecords
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
+from harness.errors import ClusterError
 from workloads.payload import decode
 
 if TYPE_CHECKING:
@@ -45,10 +47,22 @@ def parse_segments_tar(archive: bytes, broker: int, topic: str) -> list[dict]:
     return rows
 
 
-def dump_node_replicas(node: KafkaNode, topic: str) -> list[dict]:
-    """Copy the topic's segment files out of one broker (as a tar) and read their records."""
+def dump_node_replicas(node: KafkaNode, topic: str, attempts: int = 3) -> list[dict]:
+    """Copy the topic's segment files out of one broker (as a tar) and read their records. A copy can come back
+    cut short (docker exec output, a segment a follower truncates while tar reads it), so it is tried again."""
+    retrying = Retrying(stop=stop_after_attempt(attempts), wait=wait_fixed(1.0), reraise=True,
+                        retry=retry_if_exception_type((tarfile.TarError, ClusterError)))
+    try:
+        return retrying(_read_segments, node, topic)
+    except tarfile.TarError as exc:
+        raise ClusterError(f"the segments of {topic} copied out of {node.alias} were cut short {attempts} times "
+                           f"({exc})") from exc
+
+
+def _read_segments(node: KafkaNode, topic: str) -> list[dict]:
     script = f'cd {DATA} || exit 3; set -- {topic}-*/*.log; [ -e "$1" ] || exit 0; exec tar -cf - "$@"'
     code, (out, err) = node.container.exec_run(["sh", "-c", script], user="root", demux=True)
     if code != 0:
-        raise RuntimeError(f"reading the segments of {topic} on {node.alias} failed: {(err or b'')[-300:]!r}")
+        raise ClusterError(f"reading the segments of {topic} on {node.alias} failed (exit {code}): "
+                           f"{(err or b'')[-300:]!r}")
     return parse_segments_tar(out, node.node_id, topic) if out else []

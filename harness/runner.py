@@ -12,6 +12,7 @@ from pathlib import Path
 from faults import schedule
 from harness import images
 from harness.cluster import Cluster, ClusterSpec
+from harness.errors import ClusterError
 from harness.history import HistoryWriter, now_ns
 from harness.scenario import Scenario
 from workloads.client_process import ClientProcess
@@ -153,8 +154,12 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
     sampler.stop()
     sampler.join(15)
     phase("replicas")
-    history.write_many("replicas", cluster.dump_replica_logs(topic))
-    history.write("events", {"t": now_ns(), "source": "runner", "kind": "replicas-dumped", "topic": topic,
-                             "partition": -1, "offset": -1, "detail": ""})
+    try:  # without every replica's records the verdict is unknown, not lost: the rest of the history stands
+        history.write_many("replicas", cluster.dump_replica_logs(topic))
+        kind, detail = "replicas-dumped", ""
+    except ClusterError as exc:
+        kind, detail = "replicas-failed", str(exc)
+    history.write("events", {"t": now_ns(), "source": "runner", "kind": kind, "topic": topic,
+                             "partition": -1, "offset": -1, "detail": detail})
     cluster.collect_logs(run_dir / "logs")
     phase("teardown")

@@ -8,14 +8,16 @@ import tarfile
 
 import orjson
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
 from faults import ops, schedule
+from harness.errors import ClusterError
 from harness.history import HistoryWriter, jsonl, read_jsonl
-from harness.replicas import parse_segment, parse_segments_tar
+from harness.replicas import dump_node_replicas, parse_segment, parse_segments_tar
 from harness.scenario import FAULTS, FaultSpec
 from workloads.payload import decode, encode
 
@@ -101,6 +103,27 @@ def test_control_batches_and_other_directories_are_skipped():
                       "chaos-other-0/00000000000000000000.log": batch(0, 0, [encode(0, 3)])})
     rows = parse_segments_tar(archive, broker=1, topic="chaos")
     assert sorted((r["partition"], r["offset"], r["seq"]) for r in rows) == [(0, 0, 0), (1, 0, 1)]
+
+
+class FlakyBroker:
+    """A broker whose `docker exec` hands back the given outputs in turn, as docker-py's exec_run(demux=True)."""
+
+    alias, node_id = "kafka-1", 1
+
+    def __init__(self, *outputs: bytes) -> None:
+        self.outputs = list(outputs)
+        self.container = self
+
+    def exec_run(self, cmd, user, demux):
+        return 0, (self.outputs.pop(0), None)
+
+
+def test_a_segment_copy_cut_short_is_read_again_and_three_in_a_row_are_a_cluster_error():
+    whole = tar_of({"chaos-0/00000000000000000000.log": batch(0, 1, [encode(0, 0), encode(0, 1)])})
+    rows = dump_node_replicas(FlakyBroker(whole[:700], whole), "chaos")
+    assert [(r["offset"], r["seq"]) for r in rows] == [(0, 0), (1, 1)]
+    with pytest.raises(ClusterError, match="cut short 3 times"):
+        dump_node_replicas(FlakyBroker(whole[:700], whole[:700], whole[:700], whole), "chaos")
 
 
 def test_same_seed_same_schedule_and_jitter_moves_it():
