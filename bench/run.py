@@ -143,19 +143,25 @@ def analysis(sizes: list[int]) -> list[str]:
             "| sends | engine | wall time | peak memory | result |", "|---|---|---|---|---|", *rows, ""]
 
 
+def fresh_kchaos(*args: str, check: bool = False) -> tuple[float, list[dict], int]:
+    """Run `kchaos ARGS` in a fresh process with a throw-away runs directory, as CI starts it: its wall time,
+    the timings of each run.json it wrote, and its exit code."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "harness.cli", *args, "--runs-dir", tmp], check=check,
+                              capture_output=True)
+        wall = time.monotonic() - t0
+        timings = [json.loads(p.read_text())["timings"] for p in Path(tmp).glob("*/*/run.json")]
+    return wall, timings, done.returncode
+
+
 def overhead(scenario: str = "acks-all-leader-kill", duration: str = "120s") -> list[str]:
     """Everything a `kchaos run` spends outside its workload minutes (process start, bring-up, heal, drain,
     replica dump, teardown, analysis) as a share of a 2-minute scenario's wall time; each run in a fresh
     process, as CI starts it."""
     rows, shares = [], []
     for seed in range(REPEAT):
-        with tempfile.TemporaryDirectory() as tmp:
-            t0 = time.monotonic()
-            subprocess.run([sys.executable, "-m", "harness.cli", "run", scenario, "--seed", str(seed),
-                            "--duration", duration, "--runs-dir", tmp], check=True, capture_output=True)
-            total = time.monotonic() - t0
-            (run_json,) = Path(tmp).glob("*/*/run.json")
-            timings = json.loads(run_json.read_text())["timings"]
+        total, (timings,), _ = fresh_kchaos("run", scenario, "--seed", str(seed), "--duration", duration, check=True)
         workload = timings.get("faults", 0.0)
         before = sum(timings.get(k, 0.0) for k in ("start", "images", "cluster", "topic"))
         after = sum(timings.get(k, 0.0) for k in ("heal", "drain", "replicas", "teardown"))
@@ -179,15 +185,10 @@ def smoke() -> list[str]:
     """`kchaos suite smoke` end to end, each time a fresh process, against the workload minutes its runs spent."""
     rows, walls = [], []
     for i in range(REPEAT):
-        with tempfile.TemporaryDirectory() as tmp:
-            t0 = time.monotonic()
-            done = subprocess.run([sys.executable, "-m", "harness.cli", "suite", "smoke", "--runs-dir", tmp],
-                                  capture_output=True, text=True)
-            walls.append(time.monotonic() - t0)
-            runs = [json.loads(p.read_text()) for p in Path(tmp).glob("*/*/run.json")]
-        workload = sum(r["timings"].get("faults", 0.0) for r in runs) or float("nan")  # nan: no run got that far
-        rows.append(f"| {i} | {len(runs)} | {walls[-1]:.0f} s | {workload:.0f} s | {walls[-1] / workload:.1f}x | "
-                    f"{done.returncode} |")
+        wall, runs, code = fresh_kchaos("suite", "smoke")
+        walls.append(wall)
+        workload = sum(r.get("faults", 0.0) for r in runs) or float("nan")  # nan: no run got that far
+        rows.append(f"| {i} | {len(runs)} | {wall:.0f} s | {workload:.0f} s | {wall / workload:.1f}x | {code} |")
     return ["## End-to-end smoke suite", "", f"Measured {time.strftime('%Y-%m-%d')}.", "",
             f"Command: `BENCH=smoke make bench` ({REPEAT} runs of `kchaos suite smoke`, each a fresh process, Kafka "
             f"{DEFAULT_VERSION}). The baseline is the workload minutes of its scenarios (each run's `faults` "
