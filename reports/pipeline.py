@@ -63,9 +63,8 @@ def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outco
     v = guarantees.verdict(scenario, a)
     liveness = "" if a.facts.recovered else "the cluster did not regain a full ISR after healing (see events)"
     result = {
-        "scenario": scenario.name, "description": scenario.description or scenario.guarantee,
-        "kafka": scenario.kafka.version, "seed": scenario.seed, "run_dir": str(run_dir),
-        "status": info.get("status", "unknown"), "elapsed_s": round(sum(info.get("timings", {}).values()), 1),
+        **_identity(scenario, run_dir), "status": info.get("status", "unknown"),
+        "elapsed_s": round(sum(info.get("timings", {}).values()), 1),
         "verdict": v.valid, "failed": v.failed, "forbidden": v.forbidden, "allowed_seen": v.allowed_seen,
         "missing_expect": v.missing_expect, "unknown_because": v.unknown_because, "liveness": liveness,
         "counts": a.counts(), "examples": {k: x.examples for k, x in a.anomalies.items()},
@@ -79,10 +78,15 @@ def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outco
     return Outcome(result, a, run_dir)
 
 
+def _identity(scenario: Scenario, run_dir: Path) -> dict:
+    """What every result says of its run: which scenario, on which Kafka, with which seed, where."""
+    return {"scenario": scenario.name, "description": scenario.description or scenario.guarantee,
+            "kafka": scenario.kafka.version, "seed": scenario.seed, "run_dir": str(run_dir)}
+
+
 def harness_error(scenario: Scenario, run_dir: Path, exc: Exception, elapsed_s: float) -> dict:
     """The result of a run the harness could not complete: failed, verdict unknown, the error named."""
-    return {"scenario": scenario.name, "description": scenario.description or scenario.guarantee,
-            "kafka": scenario.kafka.version, "seed": scenario.seed, "run_dir": str(run_dir), "status": "error",
+    return {**_identity(scenario, run_dir), "status": "error",
             "elapsed_s": elapsed_s, "verdict": "unknown", "failed": True, "error": f"{type(exc).__name__}: {exc}",
             "forbidden": {}, "allowed_seen": {}, "missing_expect": [], "liveness": "", "counts": {},
             "unknown_because": [f"the harness could not complete the run ({type(exc).__name__})"],
