@@ -1,13 +1,17 @@
 """`make detect`: false-alarm rate of must-pass scenarios and hit rate of known-unsafe ones; writes DETECTION.md.
 
 DETECT_RUNS_PASS (default 20) and DETECT_RUNS_UNSAFE (default 10) set the runs per scenario; DETECT_ONLY=a,b
-limits it to some scenarios, whose rows replace theirs in DETECTION.md (the other rows stay).
+limits it to some scenarios, whose rows replace theirs in DETECTION.md (the other rows stay). DETECT_RESUME=1
+keeps each row's seeds 0..runs-1 and runs only the seeds after them, adding to its counts: a detect longer than
+one sitting is measured in parts.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.cli import catalog, override
@@ -19,30 +23,63 @@ MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-res
              "zombie-leader-acks-all", "isr-shrink-paused-follower", "consumer-group-rebalance"]
 UNSAFE = ["acks1-leader-kill", "zombie-leader-acks1", "non-idempotent-retries", "unclean-election-true",
           "consumer-group-at-most-once"]
+ENV = ("DETECT_RUNS_PASS", "DETECT_RUNS_UNSAFE", "DETECT_ONLY", "DETECT_RESUME")
 OUT = Path(__file__).resolve().parents[1] / "DETECTION.md"
 
 
-def rows_for(name: str, runs: int, root: Path) -> dict[str, str]:
-    """One row per scenario (per matrix combination): its verdicts over seeds 0..runs-1."""
-    rows = {}
+@dataclass
+class Row:
+    """One scenario's counts over seeds 0..runs-1 and the dates they were measured."""
+
+    name: str
+    expect: str
+    runs: int = 0
+    violations: int = 0
+    unknown: int = 0
+    errors: int = 0
+    hits: int = 0
+    measured: str = ""
+
+    def line(self) -> str:
+        rate = f"{self.hits}/{self.runs}" if self.expect != "-" else "-"
+        return (f"| {self.name} | {self.runs} | {self.violations} | {self.unknown} | {self.errors} | {self.expect} | "
+                f"{rate} | {self.measured} |")
+
+    @classmethod
+    def parse(cls, line: str) -> Row:
+        """A row as DETECTION.md's table holds it."""
+        name, runs, violations, unknown, errors, expect, rate, measured = (c.strip() for c in line.split("|")[1:9])
+        hits = int(rate.split("/")[0]) if rate != "-" else 0
+        return cls(name, expect, int(runs), int(violations), int(unknown), int(errors), hits, measured)
+
+    def count(self, verdict: str | None, hit: bool) -> None:
+        """Add one seed's outcome (verdict None: a harness error) and today's date to the row."""
+        self.runs += 1
+        self.errors += verdict is None
+        self.violations += verdict == "false"
+        self.unknown += verdict == "unknown"
+        self.hits += hit
+        today = time.strftime("%Y-%m-%d")
+        first = self.measured.split(" to ")[0] or today
+        self.measured = today if first == today else f"{first} to {today}"
+
+
+def run_rows(name: str, runs: int, root: Path, rows: dict[str, str], resume: bool, save: Callable[[], None]) -> None:
+    """Run each row (matrix combination) of a scenario up to seed runs-1, updating rows and saving after each seed."""
     for base in load(catalog()[name]):
-        violations = hits = unknown = errors = 0
-        for seed in range(runs):
+        kept = rows.get(base.name)
+        row = Row.parse(kept) if resume and kept else Row(base.name, ", ".join(base.expect) or "-")
+        for seed in range(row.runs, runs):
             (s,) = override([base], None, seed, None)
             try:
                 r = run_and_check(s, root).result
+                row.count(r["verdict"], bool(s.expect) and not r["missing_expect"])
             except Exception as exc:  # noqa: BLE001 - a harness error is a finding of its own, not the end of detect
-                errors += 1
+                row.count(None, False)
                 print(f"{s.name} seed {seed}: harness error {type(exc).__name__}: {exc}", flush=True)
-                continue
-            violations += r["verdict"] == "false"
-            unknown += r["verdict"] == "unknown"
-            hits += bool(s.expect) and not r["missing_expect"]
-        rate = f"{hits}/{runs}" if base.expect else "-"
-        rows[base.name] = (f"| {base.name} | {runs} | {violations} | {unknown} | {errors} | "
-                           f"{', '.join(base.expect) or '-'} | {rate} | {time.strftime('%Y-%m-%d')} |")
-        print(rows[base.name], flush=True)
-    return rows
+            rows[base.name] = row.line()
+            save()
+        print(rows.get(base.name, f"{base.name}: nothing to run"), flush=True)
 
 
 HEADER = ("| scenario | runs | violations (false alarms if it must pass) | unknown | harness errors | expected anomaly "
@@ -59,12 +96,13 @@ def kept_rows() -> dict[str, str]:
 
 
 def write(rows: dict[str, str], command: str, minutes: float, done: bool) -> None:
-    """DETECTION.md, rewritten after every scenario so an interrupted detect keeps what it measured."""
+    """DETECTION.md, rewritten after every seed so an interrupted detect keeps what it measured."""
     OUT.write_text("\n".join([
         "# Detection power", "",
         "Each row: its scenario run with seeds 0..runs-1 by `make detect` on the date it names. Must-pass scenarios "
         "(violations are false alarms) run DETECT_RUNS_PASS times, known-unsafe ones DETECT_RUNS_UNSAFE times; a "
-        "detect limited by DETECT_ONLY replaces only its own rows.", "",
+        "detect limited by DETECT_ONLY replaces only its own rows; with DETECT_RESUME=1 it adds the seeds after a "
+        "row's last one to its counts (a row measured over several days names the first and the last).", "",
         f"Last command: `{command}`; {'took' if done else 'still running after'} {minutes:.0f} min.", "",
         HEADER, "|---|---|---|---|---|---|---|---|", *rows.values(), ""]))
 
@@ -74,16 +112,19 @@ def main() -> None:
     root = Path(os.environ.get("DETECT_RUNS_DIR", "runs/detect"))
     n_pass, n_unsafe = int(os.environ.get("DETECT_RUNS_PASS", "20")), int(os.environ.get("DETECT_RUNS_UNSAFE", "10"))
     only = [n for n in os.environ.get("DETECT_ONLY", "").split(",") if n]
-    command = " ".join([*(f"{k}={os.environ[k]}" for k in ("DETECT_RUNS_PASS", "DETECT_RUNS_UNSAFE", "DETECT_ONLY")
-                          if os.environ.get(k)), "make detect"])
+    resume = os.environ.get("DETECT_RESUME") == "1"
+    command = " ".join([*(f"{k}={os.environ[k]}" for k in ENV if os.environ.get(k)), "make detect"])
     started = time.monotonic()
     rows = kept_rows()
+
+    def save(done: bool = False) -> None:
+        write(rows, command, (time.monotonic() - started) / 60, done)
+
     for names, runs in ((MUST_PASS, n_pass), (UNSAFE, n_unsafe)):
         for name in names:
             if not only or name in only:
-                rows |= rows_for(name, runs, root)
-                write(rows, command, (time.monotonic() - started) / 60, done=False)
-    write(rows, command, (time.monotonic() - started) / 60, done=True)
+                run_rows(name, runs, root, rows, resume, save)
+    save(done=True)
     print(f"wrote {OUT}")
 
 
