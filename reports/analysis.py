@@ -55,17 +55,36 @@ class Analysis:
         return {k: a.count for k, a in self.anomalies.items()}
 
 
-def _examples(df: DataFrame, order: list[str], detail: Callable[[DataFrame], DataFrame] | None = None,
-              shown: list[str] | None = None) -> Anomaly:
-    """Count and the first EXAMPLES rows of an anomaly; `detail` widens those few rows (a join back to the raw
-    rows, shown in `shown` order), so the big aggregates stay fixed-width and wide columns exist for 20 keys only."""
-    count = df.count()
-    if not count:
-        return Anomaly(0, [])
-    first = df.orderBy(*order).limit(EXAMPLES)
-    if detail is not None:
-        first = detail(F.broadcast(first)).orderBy(*(shown or order))
-    return Anomaly(count, [r.asDict(recursive=True) for r in first.collect()])
+@dataclass
+class Finding:
+    """An anomaly's rows (lazy), the order its examples are taken in, and how those few rows are widened: `detail`
+    joins them back to the raw rows (shown in `shown` order), so the big aggregates stay fixed-width and wide
+    columns exist for 20 keys only."""
+
+    rows: DataFrame
+    order: list[str]
+    detail: Callable[[DataFrame], DataFrame] | None = None
+    shown: list[str] | None = None
+
+    def examples(self) -> list[dict]:
+        first = self.rows.orderBy(*self.order).limit(EXAMPLES)
+        if self.detail is not None:
+            first = self.detail(F.broadcast(first)).orderBy(*(self.shown or self.order))
+        return [r.asDict(recursive=True) for r in first.collect()]
+
+
+def _settle(findings: dict[str, Finding | None]) -> dict[str, Anomaly]:
+    """Every anomaly's count from one Spark job (a union of their rows, labelled), then examples only for those that
+    occurred: a clean run pays one job, not one per anomaly. None: the anomaly does not apply to this run."""
+    live = {k: f for k, f in findings.items() if f is not None}
+    counts: dict[str, int] = {}
+    if live:
+        labelled = [f.rows.select(F.lit(k).alias("anomaly")) for k, f in live.items()]
+        union = labelled[0]
+        for df in labelled[1:]:
+            union = union.unionAll(df)
+        counts = {r["anomaly"]: r["count"] for r in union.groupBy("anomaly").count().collect()}
+    return {k: Anomaly(counts.get(k, 0), live[k].examples() if counts.get(k) else []) for k in findings}
 
 
 def facts_of(events: DataFrame, assign_readers: list[str]) -> tuple[Facts, DataFrame]:
@@ -180,10 +199,10 @@ def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None
     def the_sends(keys: DataFrame) -> DataFrame:
         return sends.join(keys.select(*VALUE), VALUE, "left_semi").select(*send_cols)
 
-    anomalies: dict[str, Anomaly] = {}
+    found: dict[str, Finding | None] = {}
     lost = covered | absent_everywhere
-    anomalies["lost-write"] = _examples(missing.filter(lost).select(*VALUE), VALUE, the_sends)
-    anomalies["unseen"] = _examples(missing.filter(~F.col("live") & ~lost).select(*VALUE), VALUE, the_sends)
+    found["lost-write"] = Finding(missing.filter(lost).select(*VALUE), VALUE, the_sends)
+    found["unseen"] = Finding(missing.filter(~F.col("live") & ~lost).select(*VALUE), VALUE, the_sends)
 
     placed = obs.filter("placed")
 
@@ -192,13 +211,13 @@ def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None
             F.countDistinct(*POSITION).alias("positions"),
             F.slice(F.sort_array(F.collect_set(F.struct(*POSITION))), 1, 5).alias("at"))
 
-    moved = values.filter("moved").select(*VALUE).localCheckpoint()
-    at_timeout = _outstanding_at_timeout(sends, moved).localCheckpoint()
-    anomalies["duplicate"] = _examples(moved.join(at_timeout, VALUE, "left_anti"), VALUE, positions)
-    anomalies["timeout-duplicate"] = _examples(at_timeout, VALUE, positions)
+    moved = values.filter("moved").select(*VALUE)
+    at_timeout = _outstanding_at_timeout(sends, moved)
+    found["duplicate"] = Finding(moved.join(at_timeout, VALUE, "left_anti"), VALUE, positions)
+    found["timeout-duplicate"] = Finding(at_timeout, VALUE, positions)
     spot = ["tid", "partition", "offset"]
     source = F.element_at(F.array(*map(F.lit, SOURCES)), F.col("src") + 1).alias("source")
-    anomalies["inconsistent-offset"] = _examples(
+    found["inconsistent-offset"] = Finding(
         places.select(*spot), spot,
         lambda keys: placed.join(keys, spot, "left_semi").groupBy(*POSITION).agg(
             F.countDistinct(*VALUE).alias("values"),
@@ -209,36 +228,36 @@ def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None
         Window.unboundedPreceding, -1)
     reordered = (acked_pos.withColumn("prev_max", F.max("offset").over(w_send))
                  .filter(F.col("offset") < F.col("prev_max")))
-    anomalies["nonmonotonic-send"] = _examples(reordered.select(*VALUE, "partition", "offset", "prev_max"), VALUE)
+    found["nonmonotonic-send"] = Finding(reordered.select(*VALUE, "partition", "offset", "prev_max"), VALUE)
 
     skip, back = _poll_order(reads, events)
-    anomalies["poll-skip"] = _examples(skip, ["reader", "partition", "offset"])
-    anomalies["nonmonotonic-poll"] = _examples(back, ["reader", "partition", "offset"])
+    found["poll-skip"] = Finding(skip, ["reader", "partition", "offset"])
+    found["nonmonotonic-poll"] = Finding(back, ["reader", "partition", "offset"])
 
     read_cols = ["reader", "phase", "topic", "partition", "offset", "producer", "seq"]
     aborted = ours.join(values.filter("failed").select(*VALUE), VALUE, "left_semi")
-    anomalies["aborted-read"] = _examples(aborted.select(*read_cols), ["reader", "offset"])
+    found["aborted-read"] = Finding(aborted.select(*read_cols), ["reader", "offset"])
 
     foreign = reads.filter((F.col("producer") < 0) | ~F.col("checksum_ok"))
     never_sent = ours.join(values.filter("NOT sent").select(*VALUE), VALUE, "left_semi")
-    anomalies["unexpected"] = _examples(foreign.unionByName(never_sent).select(*read_cols, "checksum_ok"),
+    found["unexpected"] = Finding(foreign.unionByName(never_sent).select(*read_cols, "checksum_ok"),
                                         ["reader", "offset"])
 
     drained = ends.filter("reached").select(F.col("partition").alias("read_partition"))
     vanished = (values.filter("live AND NOT final")
                 .join(F.broadcast(drained), ["read_partition"], "left_semi"))
-    anomalies["vanished-read"] = _examples(vanished.select(*VALUE, F.col("read_partition").alias("partition"),
+    found["vanished-read"] = Finding(vanished.select(*VALUE, F.col("read_partition").alias("partition"),
                                                            "first_read_t"), VALUE)
-    anomalies["committed-unread"] = _committed_unread(events, ours, values, facts)
+    found["committed-unread"] = _committed_unread(events, ours, values, facts)
 
-    anomalies["replica-divergence"] = _examples(
+    found["replica-divergence"] = Finding(
         places.filter("diverged").select(*spot), spot,
         lambda keys: placed.filter(F.col("src") == REPLICA).join(keys, spot, "left_semi").groupBy(*POSITION).agg(
             F.countDistinct(*VALUE).alias("values"),
             F.sort_array(F.collect_list(F.struct("broker", *VALUE))).alias("replicas")), POSITION)
 
     metrics, series = _metrics(t, values)
-    return Analysis(anomalies, metrics, facts, series)
+    return Analysis(_settle(found), metrics, facts, series)
 
 
 def _outstanding_at_timeout(sends: DataFrame, keys: DataFrame) -> DataFrame:
@@ -254,17 +273,17 @@ def _outstanding_at_timeout(sends: DataFrame, keys: DataFrame) -> DataFrame:
             .select(*VALUE).distinct())
 
 
-def _committed_unread(events: DataFrame, ours: DataFrame, values: DataFrame, facts: Facts) -> Anomaly:
+def _committed_unread(events: DataFrame, ours: DataFrame, values: DataFrame, facts: Facts) -> Finding | None:
     """At-least-once for a group: every record below its partition's final committed offset was read by a member."""
     if facts.group_commits == "none":
-        return Anomaly(0, [])
+        return None
     committed = events.filter(F.col("kind") == "committed").select("topic", "partition",
                                                                    F.col("offset").alias("committed"))
     never_live = values.filter("final AND NOT live").select(*VALUE)
     skipped = (ours.filter(F.col("phase") == "final").join(never_live, VALUE, "left_semi")
                .select(*VALUE, *POSITION).distinct()
                .join(F.broadcast(committed), ["topic", "partition"]).filter(F.col("offset") < F.col("committed")))
-    return _examples(skipped, POSITION)
+    return Finding(skipped, POSITION)
 
 
 def _poll_order(reads: DataFrame, events: DataFrame) -> tuple[DataFrame, DataFrame]:
