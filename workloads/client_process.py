@@ -14,7 +14,11 @@ from harness.scenario import ConsumerSpec, ProducerSpec
 from workloads.consumer import ConsumerClient
 from workloads.producer import ProducerClient
 
-SPAWN = mp.get_context("spawn")  # the parent runs threads and librdkafka; fork would copy them half-way
+# The parent runs threads and librdkafka, so it never forks itself: a fork server, started once with this module
+# imported (confluent-kafka, pyarrow, pydantic; ~1 s of a spawned interpreter), forks each client from a clean
+# single-threaded process. Starting or restarting a client then takes milliseconds, not an interpreter's start.
+CTX = mp.get_context("forkserver")
+CTX.set_forkserver_preload([__name__])
 Kind = Literal["producer", "consumer"]
 # Group members flush before they store or commit (at-least-once); the background flush only paces assign-mode
 # readers and the at-most-once mode, whose reads a crash loses for up to this long. Producers keep the default.
@@ -55,9 +59,9 @@ class ClientProcess:
         self._args = (spec.model_dump_json(), topic, partitions, bootstrap, str(history_dir), self.join_s)
         self.incarnation = -1
         self._proc: mp.Process | None = None
-        self._stop = SPAWN.Event()
-        self._ready = SPAWN.Event()
-        self._counts = SPAWN.Array("q", 2, lock=False)  # acked, errors of the running incarnation
+        self._stop = CTX.Event()
+        self._ready = CTX.Event()
+        self._counts = CTX.Array("q", 2, lock=False)  # acked, errors of the running incarnation
         self._done = [0, 0]  # counts of earlier incarnations
 
     @property
@@ -76,15 +80,15 @@ class ClientProcess:
         self._done = [self.acked, self.errors]
         self._counts[:] = [0, 0]
         self.incarnation += 1
-        self._stop, self._ready = SPAWN.Event(), SPAWN.Event()
-        self._proc = SPAWN.Process(target=_serve, name=f"{self.kind}-{self.cid}",
+        self._stop, self._ready = CTX.Event(), CTX.Event()
+        self._proc = CTX.Process(target=_serve, name=f"{self.kind}-{self.cid}",
                                    args=(self.kind, self.cid, self.incarnation, *self._args, self._stop,
                                          self._ready, self._counts), daemon=True)
         self._proc.start()
         return self
 
     def wait_ready(self, timeout: float) -> bool:
-        """True once the child's client runs (a spawned interpreter takes a second or two to import)."""
+        """True once the child's client runs."""
         return self._ready.wait(timeout)
 
     def kill(self) -> None:
