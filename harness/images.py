@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -85,11 +87,19 @@ def _client() -> docker.DockerClient:
 
 def image_exists(tag: str) -> bool:
     """True when the image is present locally."""
+    return _image(tag) is not None
+
+
+def _image(tag: str):
     try:
-        _client().images.get(tag)
+        return _client().images.get(tag)
     except docker.errors.ImageNotFound:
-        return False
-    return True
+        return None
+
+
+def recipe() -> str:
+    """A digest of the Dockerfile our Kafka images are built from: an image built from an older one is rebuilt."""
+    return hashlib.sha256((DOCKER_DIR / "Dockerfile").read_bytes()).hexdigest()[:12]
 
 
 def ensure_base_image(say=print) -> str:
@@ -191,11 +201,13 @@ def fetch_jars(version: str, say=print) -> Path:
 
 
 def ensure_kafka_image(version: str, say=print) -> str:
-    """Return the image for a Kafka version, building what is missing (jars, base, image)."""
+    """Return the image for a Kafka version, building what is missing (jars, base, image) or stale (its recipe)."""
     tag = image_for(version)
-    if image_exists(tag):
+    ours = tag.startswith(f"{IMAGE_REPO}:")
+    image = _image(tag)
+    if image is not None and (not ours or image.labels.get("org.kafka-chaos.recipe") == recipe()):
         return tag
-    if not tag.startswith(f"{IMAGE_REPO}:"):
+    if not ours:
         raise ImageError(f"Image {tag} (from KCHAOS_KAFKA_IMAGE) is not present locally; pull or load it first.")
     libs = fetch_jars(version, say)
     base = ensure_base_image(say)
@@ -208,11 +220,14 @@ def ensure_kafka_image(version: str, say=print) -> str:
     try:
         _client().images.build(path=str(ctx), tag=tag, rm=True,
                                buildargs={"BASE": base, "KAFKA_VERSION": version},
-                               labels={"org.kafka-chaos": "image"})
+                               labels={"org.kafka-chaos": "image", "org.kafka-chaos.recipe": recipe()})
     except docker.errors.BuildError as exc:
         raise ImageError(f"docker build of {tag} failed: {exc.msg}") from exc
     finally:
         shutil.rmtree(ctx, ignore_errors=True)
+    if image is not None:  # the stale build it replaces, now untagged
+        with contextlib.suppress(docker.errors.APIError):
+            _client().images.remove(image.id)
     return tag
 
 
