@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
-from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
+from tenacity import RetryError, Retrying, retry_if_exception, retry_if_result, stop_after_delay, wait_fixed
 from testcontainers.core.network import Network
 
 from harness import images, labels, netrules
@@ -379,7 +379,14 @@ class Cluster:
         else:
             topic = NewTopic(name, partitions, replication_factor, config=cfg)
         admin = self.admin()  # keep the handle alive until the future resolves
-        admin.create_topics([topic], request_timeout=30)[name].result(timeout=60)
+        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(1.0), reraise=True,
+                                retry=retry_if_exception(_not_yet)):
+            with attempt:
+                try:
+                    admin.create_topics([topic], request_timeout=30)[name].result(timeout=60)
+                except KafkaException as exc:  # an earlier attempt may have created it after all
+                    if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                        raise
         self.wait_full_isr(name, timeout_s)
 
     def wait_full_isr(self, topic: str, timeout_s: float = 60.0) -> None:
@@ -402,6 +409,13 @@ class Cluster:
         with cf.ThreadPoolExecutor(max_workers=len(running) or 1) as pool:
             parts = pool.map(lambda n: dump_node_replicas(n, topic), running)
         return [row for rows in parts for row in rows]
+
+
+def _not_yet(exc: BaseException) -> bool:
+    """A topic creation worth retrying: a retriable error, or fewer brokers registered than its replicas."""
+    if not isinstance(exc, KafkaException) or not isinstance(exc.args[0], KafkaError):
+        return False
+    return exc.args[0].retriable() or exc.args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR
 
 
 def _cluster_id() -> str:
