@@ -22,7 +22,7 @@ from testcontainers.core.network import Network
 from harness import images, labels, netrules
 from harness.errors import ClusterError
 from harness.node import KafkaNode
-from harness.replicas import dump_node_replicas
+from harness.replicas import Parsed, node_segments, parse_segment
 
 INTERNAL_PORT, CONTROLLER_PORT, ZK_PORT = 9092, 9093, 2181
 # Kafka's default before KIP-537 (18 s since 2.5): a SIGKILLed broker can restart that much sooner (see KafkaNode).
@@ -404,11 +404,14 @@ class Cluster:
             (directory / f"{node.alias}.log").write_text(node.log_text())
 
     def dump_replica_logs(self, topic: str) -> list[dict]:
-        """Every record of every replica of a topic, read from each running broker's segment files in parallel."""
+        """Every record of every replica of a topic, from each running broker's segment files: copied in parallel,
+        then read one broker after another, so a batch the followers hold byte for byte is decoded once."""
         running = [n for n in self.nodes if n.state() == "running"]
         with cf.ThreadPoolExecutor(max_workers=len(running) or 1) as pool:
-            parts = pool.map(lambda n: dump_node_replicas(n, topic), running)
-        return [row for rows in parts for row in rows]
+            copies = list(pool.map(lambda n: node_segments(n, topic), running))
+        parsed: Parsed = {}
+        return [row for node, segments in zip(running, copies, strict=True) for partition, data in segments
+                for row in parse_segment(data, node.node_id, topic, partition, parsed)]
 
 
 def _not_yet(exc: BaseException) -> bool:

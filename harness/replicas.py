@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+import struct
 import tarfile
 from typing import TYPE_CHECKING
 
@@ -20,49 +21,73 @@ DATA = "/var/lib/kafka/data"
 SEGMENT = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)/\d+\.log$")  # skips -delete and -future directories
 
 
-def parse_segment(data: bytes, broker: int, topic: str, partition: int) -> list[dict]:
+# (partition, a batch's bytes) -> its records as (offset, leader epoch, producer, seq, checksum ok). Followers
+# store the leader's batches byte for byte, so the brokers of one dump share one parse of each batch.
+Parsed = dict[tuple[int, bytes], list[tuple[int, int, int, int, bool]]]
+BATCH_HEAD = struct.Struct(">qi")  # base offset, then the length of the rest of the batch
+
+
+def parse_segment(data: bytes, broker: int, topic: str, partition: int, parsed: Parsed | None = None) -> list[dict]:
     """Rows (broker, topic, partition, offset, leader_epoch, producer, seq, checksum_ok) of one segment file.
-    Control batches (transaction markers) carry no payload and are skipped; a torn last batch is ignored."""
+    Control batches (transaction markers) carry no payload and are skipped; a torn last batch is ignored. A batch
+    already in `parsed` (the same bytes at the same partition, from another replica) is not decoded again."""
+    parsed = {} if parsed is None else parsed
     rows: list[dict] = []
-    batches = MemoryRecords(data)
-    while (batch := batches.next_batch()) is not None:
-        if batch.is_control_batch:
-            continue
-        for record in batch:
-            d = decode(record.value)
-            rows.append({"broker": broker, "topic": topic, "partition": partition, "offset": record.offset,
-                         "leader_epoch": batch.leader_epoch, "producer": d.producer if d else -1,
-                         "seq": d.seq if d else -1, "checksum_ok": bool(d and d.checksum_ok)})
+    pos = 0
+    while pos + BATCH_HEAD.size <= len(data):
+        end = pos + BATCH_HEAD.size + BATCH_HEAD.unpack_from(data, pos)[1]
+        if end > len(data):
+            break
+        raw = data[pos:end]
+        pos = end
+        records = parsed.get((partition, raw))
+        if records is None:
+            records = parsed[(partition, raw)] = _records(raw)
+        rows += [{"broker": broker, "topic": topic, "partition": partition, "offset": offset, "leader_epoch": epoch,
+                  "producer": producer, "seq": seq, "checksum_ok": ok} for offset, epoch, producer, seq, ok in records]
     return rows
 
 
-def parse_segments_tar(archive: bytes, broker: int, topic: str) -> list[dict]:
-    """Rows of every segment of the topic in a tar of `<topic>-<partition>/<base offset>.log` files."""
-    rows: list[dict] = []
+def _records(raw: bytes) -> list[tuple[int, int, int, int, bool]]:
+    batch = MemoryRecords(raw).next_batch()
+    if batch is None or batch.is_control_batch:
+        return []
+    out = []
+    for record in batch:
+        d = decode(record.value)
+        out.append((record.offset, batch.leader_epoch, d.producer if d else -1, d.seq if d else -1,
+                    bool(d and d.checksum_ok)))
+    return out
+
+
+def segments_of_tar(archive: bytes, topic: str) -> list[tuple[int, bytes]]:
+    """(partition, bytes) of every segment of the topic in a tar of `<topic>-<partition>/<base offset>.log` files;
+    a tar cut short raises tarfile.TarError."""
+    segments = []
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         for member in tar:
             m = SEGMENT.match(member.name)
             if m and m["topic"] == topic and (f := tar.extractfile(member)) is not None:
-                rows += parse_segment(f.read(), broker, topic, int(m["partition"]))
-    return rows
+                segments.append((int(m["partition"]), f.read()))
+    return segments
 
 
-def dump_node_replicas(node: KafkaNode, topic: str, attempts: int = 3) -> list[dict]:
-    """Copy the topic's segment files out of one broker (as a tar) and read their records. A copy can come back
-    cut short (docker exec output, a segment a follower truncates while tar reads it), so it is tried again."""
+def node_segments(node: KafkaNode, topic: str, attempts: int = 3) -> list[tuple[int, bytes]]:
+    """Copy the topic's segment files out of one broker (as a tar). A copy can come back cut short (docker exec
+    output, a segment a follower truncates while tar reads it), so it is tried again."""
     retrying = Retrying(stop=stop_after_attempt(attempts), wait=wait_fixed(1.0), reraise=True,
                         retry=retry_if_exception_type((tarfile.TarError, ClusterError)))
     try:
-        return retrying(_read_segments, node, topic)
+        return retrying(_copy_segments, node, topic)
     except tarfile.TarError as exc:
         raise ClusterError(f"the segments of {topic} copied out of {node.alias} were cut short {attempts} times "
                            f"({exc})") from exc
 
 
-def _read_segments(node: KafkaNode, topic: str) -> list[dict]:
+def _copy_segments(node: KafkaNode, topic: str) -> list[tuple[int, bytes]]:
     script = f'cd {DATA} || exit 3; set -- {topic}-*/*.log; [ -e "$1" ] || exit 0; exec tar -cf - "$@"'
     code, (out, err) = node.container.exec_run(["sh", "-c", script], user="root", demux=True)
     if code != 0:
         raise ClusterError(f"reading the segments of {topic} on {node.alias} failed (exit {code}): "
                            f"{(err or b'')[-300:]!r}")
-    return parse_segments_tar(out, node.node_id, topic) if out else []
+    return segments_of_tar(out, topic) if out else []

@@ -17,7 +17,7 @@ from kafka.record.util import calc_crc32c
 from faults import ops, schedule
 from harness.errors import ClusterError
 from harness.history import HistoryWriter, jsonl, read_jsonl
-from harness.replicas import dump_node_replicas, parse_segment, parse_segments_tar
+from harness.replicas import node_segments, parse_segment, segments_of_tar
 from harness.scenario import FAULTS, FaultSpec
 from workloads.payload import decode, encode
 
@@ -101,8 +101,21 @@ def test_control_batches_and_other_directories_are_skipped():
                       "chaos-1/00000000000000000000.log": batch(0, 1, [encode(0, 1)]),
                       "chaos-1.3f2a-delete/00000000000000000000.log": batch(0, 0, [encode(0, 2)]),
                       "chaos-other-0/00000000000000000000.log": batch(0, 0, [encode(0, 3)])})
-    rows = parse_segments_tar(archive, broker=1, topic="chaos")
+    rows = [r for partition, data in segments_of_tar(archive, "chaos")
+            for r in parse_segment(data, broker=1, topic="chaos", partition=partition)]
     assert sorted((r["partition"], r["offset"], r["seq"]) for r in rows) == [(0, 0, 0), (1, 0, 1)]
+
+
+def test_replicas_holding_the_same_batch_share_its_parse_and_a_diverging_one_is_read_as_it_is():
+    same, theirs = batch(0, 3, [encode(0, 0), encode(0, 1)]), batch(2, 3, [encode(1, 7)])
+    parsed: dict = {}
+    leader = parse_segment(same + theirs, broker=1, topic="chaos", partition=0, parsed=parsed)
+    follower = parse_segment(same + batch(2, 3, [encode(1, 8)]), broker=2, topic="chaos", partition=0, parsed=parsed)
+    other_partition = parse_segment(same, broker=2, topic="chaos", partition=1, parsed=parsed)
+    assert [(r["offset"], r["seq"]) for r in leader] == [(0, 0), (1, 1), (2, 7)]
+    assert [(r["broker"], r["offset"], r["seq"]) for r in follower] == [(2, 0, 0), (2, 1, 1), (2, 2, 8)]
+    assert [(r["partition"], r["offset"]) for r in other_partition] == [(1, 0), (1, 1)]
+    assert len(parsed) == 4  # the shared batch once per partition, and each of the two diverging ones
 
 
 class FlakyBroker:
@@ -120,10 +133,11 @@ class FlakyBroker:
 
 def test_a_segment_copy_cut_short_is_read_again_and_three_in_a_row_are_a_cluster_error():
     whole = tar_of({"chaos-0/00000000000000000000.log": batch(0, 1, [encode(0, 0), encode(0, 1)])})
-    rows = dump_node_replicas(FlakyBroker(whole[:700], whole), "chaos")
+    ((partition, data),) = node_segments(FlakyBroker(whole[:700], whole), "chaos")
+    rows = parse_segment(data, broker=1, topic="chaos", partition=partition)
     assert [(r["offset"], r["seq"]) for r in rows] == [(0, 0), (1, 1)]
     with pytest.raises(ClusterError, match="cut short 3 times"):
-        dump_node_replicas(FlakyBroker(whole[:700], whole[:700], whole[:700], whole), "chaos")
+        node_segments(FlakyBroker(whole[:700], whole[:700], whole[:700], whole), "chaos")
 
 
 def test_same_seed_same_schedule_and_jitter_moves_it():
