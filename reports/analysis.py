@@ -241,13 +241,13 @@ def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None
     foreign = reads.filter((F.col("producer") < 0) | ~F.col("checksum_ok"))
     never_sent = ours.join(values.filter("NOT sent").select(*VALUE), VALUE, "left_semi")
     found["unexpected"] = Finding(foreign.unionByName(never_sent).select(*read_cols, "checksum_ok"),
-                                        ["reader", "offset"])
+                                  ["reader", "offset"])
 
     drained = ends.filter("reached").select(F.col("partition").alias("read_partition"))
     vanished = (values.filter("live AND NOT final")
                 .join(F.broadcast(drained), ["read_partition"], "left_semi"))
     found["vanished-read"] = Finding(vanished.select(*VALUE, F.col("read_partition").alias("partition"),
-                                                           "first_read_t"), VALUE)
+                                                     "first_read_t"), VALUE)
     found["committed-unread"] = _committed_unread(events, ours, values, facts)
 
     found["replica-divergence"] = Finding(
