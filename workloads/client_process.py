@@ -82,8 +82,8 @@ class ClientProcess:
         self.incarnation += 1
         self._stop, self._ready = CTX.Event(), CTX.Event()
         self._proc = CTX.Process(target=_serve, name=f"{self.kind}-{self.cid}",
-                                   args=(self.kind, self.cid, self.incarnation, *self._args, self._stop,
-                                         self._ready, self._counts), daemon=True)
+                                 args=(self.kind, self.cid, self.incarnation, *self._args, self._stop,
+                                       self._ready, self._counts), daemon=True)
         self._proc.start()
         return self
 

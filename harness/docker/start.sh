@@ -33,15 +33,17 @@ if [ "$KCHAOS_ROLE" = zookeeper ]; then
 fi
 DATA=/var/lib/kafka/data
 FORMATTED=/opt/kafka/formatted
-if [ "$KCHAOS_ROLE" = kraft ] && [ ! -f $DATA/meta.properties ] && [ -f $FORMATTED/bootstrap.checkpoint ]; then
-  # the image's build-time format with this node's ids; a directory id is 16 random bytes, URL-safe base64
-  NODE_ID=$(printf '%s\n' "$KCHAOS_PROPERTIES" | sed -n 's/^node\.id=//p')
-  DIR_ID=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
-  cp $FORMATTED/bootstrap.checkpoint $DATA/
-  sed -e "s/^node\.id=.*/node.id=$NODE_ID/" -e "s/^cluster\.id=.*/cluster.id=$KCHAOS_CLUSTER_ID/" \
-    -e "s/^directory\.id=.*/directory.id=$DIR_ID/" $FORMATTED/meta.properties > $DATA/meta.properties
-elif [ "$KCHAOS_ROLE" = kraft ] && [ ! -f $DATA/meta.properties ]; then
-  java -Xmx256m -XX:TieredStopAtLevel=1 $LOGOPTS -cp "$CP" kafka.tools.StorageTool format \
-    -t "$KCHAOS_CLUSTER_ID" -c /etc/kafka/node.properties
+if [ "$KCHAOS_ROLE" = kraft ] && [ ! -f $DATA/meta.properties ]; then
+  if [ -f $FORMATTED/bootstrap.checkpoint ]; then
+    # the image's build-time format with this node's ids; a directory id is 16 random bytes, URL-safe base64
+    NODE_ID=$(printf '%s\n' "$KCHAOS_PROPERTIES" | sed -n 's/^node\.id=//p')
+    DIR_ID=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+    cp $FORMATTED/bootstrap.checkpoint $DATA/
+    sed -e "s/^node\.id=.*/node.id=$NODE_ID/" -e "s/^cluster\.id=.*/cluster.id=$KCHAOS_CLUSTER_ID/" \
+      -e "s/^directory\.id=.*/directory.id=$DIR_ID/" $FORMATTED/meta.properties > $DATA/meta.properties
+  else
+    java -Xmx256m -XX:TieredStopAtLevel=1 $LOGOPTS -cp "$CP" kafka.tools.StorageTool format \
+      -t "$KCHAOS_CLUSTER_ID" -c /etc/kafka/node.properties
+  fi
 fi
 exec java $JVM $LOGOPTS -cp "$CP" kafka.Kafka /etc/kafka/node.properties
