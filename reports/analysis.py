@@ -200,16 +200,16 @@ def _fingerprints(obs: DataFrame, need_live: bool) -> DataFrame:
 def _suspect_rows(obs: DataFrame, sends: DataFrame, need_live: bool, always: bool) -> DataFrame:
     """Every sighting of the values that can take part in an anomaly: values sighted in a bucket that is not clean,
     sends that placed nothing (fail, info, ok without an offset), and all values of a producer whose send rows
-    repeat a seq (each (producer, seq) is sent once; a history that says otherwise is judged in full). A clean
-    run's rows are almost all left out; when over a quarter of the buckets are not clean, `obs` itself is
-    cheaper (unless `always`)."""
+    repeat a seq (a value acked twice, at two positions the log agrees with, leaves every bucket clean). A clean
+    run's rows are almost all left out; when over a quarter of the buckets are not clean or the suspects exceed
+    MAX_SUSPECTS, `obs` itself is cheaper (unless `always`)."""
     buckets = _fingerprints(obs, need_live).localCheckpoint()
     tally = {r["clean"]: r["count"] for r in buckets.groupBy("clean").count().collect()}
     if not always and tally.get(False, 0) * 4 > sum(tally.values()):
         return obs
     unclean = F.broadcast(buckets.filter(~F.col("clean")).drop("clean"))
-    repeated = (sends.groupBy("producer", F.shiftright("seq", BUCKET_BITS)).agg((F.count("*") != _distinct_in_64("seq"))
-                                                                      .alias("repeats"))
+    repeats = F.count("*") != _distinct_in_64("seq")
+    repeated = (sends.groupBy("producer", F.shiftright("seq", BUCKET_BITS)).agg(repeats.alias("repeats"))
                 .filter("repeats").select("producer").distinct())
     keyed = obs.withColumn("bucket", F.shiftright("offset", BUCKET_BITS))
     values = (keyed.filter("placed").join(unclean, ["tid", "partition", "bucket"], "left_semi").select(*VALUE)
