@@ -11,7 +11,8 @@ from tests.histories import History, clean
 SETTINGS = settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-def _value_at(h: History, i: int) -> dict:
+def _send_at(h: History, i: int) -> dict:
+    """The i-th send row (wrapping), the value a mutation bends."""
     sends = h.rows["sends"]
     return sends[i % len(sends)]
 
@@ -25,29 +26,29 @@ def _retag(h: History, tables: tuple[str, ...], where: dict, to: tuple[int, int]
 
 
 def lose(h: History, i: int, _: int) -> None:
-    s = _value_at(h, i)
+    s = _send_at(h, i)
     h.drop("reads", reader="drain", producer=s["producer"], seq=s["seq"])
     h.drop("replicas", producer=s["producer"], seq=s["seq"])
 
 
 def drop_drain_read(h: History, i: int, _: int) -> None:
-    s = _value_at(h, i)
+    s = _send_at(h, i)
     h.drop("reads", reader="drain", producer=s["producer"], seq=s["seq"])
 
 
 def drop_live_read(h: History, i: int, _: int) -> None:
-    s = _value_at(h, i)
+    s = _send_at(h, i)
     h.drop("reads", reader="consumer-0", producer=s["producer"], seq=s["seq"])
 
 
 def drop_replica(h: History, i: int, j: int) -> None:
-    s = _value_at(h, i)
+    s = _send_at(h, i)
     h.drop("replicas", producer=s["producer"], seq=s["seq"], broker=1 + j % 3)
 
 
 def write_twice(h: History, i: int, j: int) -> None:
     """The value also sits at a second offset of its partition, in the log and on every replica."""
-    s = _value_at(h, i)
+    s = _send_at(h, i)
     offset = 1000 + j % 50
     h.read("drain", s["partition"], offset, s["producer"], s["seq"])
     for b in (1, 2, 3):
@@ -55,23 +56,23 @@ def write_twice(h: History, i: int, j: int) -> None:
 
 
 def ack_elsewhere(h: History, i: int, j: int) -> None:
-    s = _value_at(h, i)
-    s["offset"] = _value_at(h, j)["offset"]
+    s = _send_at(h, i)
+    s["offset"] = _send_at(h, j)["offset"]
 
 
 def diverge(h: History, i: int, j: int) -> None:
-    s, other = _value_at(h, i), _value_at(h, j)
+    s, other = _send_at(h, i), _send_at(h, j)
     _retag(h, ("replicas",), {"broker": 1 + j % 3, "partition": s["partition"], "offset": s["offset"]},
            (other["producer"], other["seq"]))
 
 
 def indeterminate(h: History, i: int, j: int) -> None:
-    s = _value_at(h, i)
+    s = _send_at(h, i)
     s["outcome"], s["error"], s["offset"] = ("info", "_MSG_TIMED_OUT", -1) if j % 2 else ("fail", "X", -1)
 
 
 def never_sent(h: History, i: int, j: int) -> None:
-    s = _value_at(h, i)
+    s = _send_at(h, i)
     reader = "drain" if j % 2 else "consumer-0"
     _retag(h, ("reads",), {"reader": reader, "partition": s["partition"], "offset": s["offset"]}, (7, 1000 + j))
 
@@ -92,7 +93,7 @@ def reorder(h: History, i: int, _: int) -> None:
 
 def sent_twice(h: History, i: int, j: int) -> None:
     """Two acked send rows of one value, each at its own position, consistent everywhere: every bucket agrees."""
-    a, b = _value_at(h, i), _value_at(h, j)
+    a, b = _send_at(h, i), _send_at(h, j)
     if a is not b:
         where = {"partition": b["partition"], "offset": b["offset"]}
         _retag(h, ("reads", "replicas"), where, (a["producer"], a["seq"]))
@@ -101,7 +102,7 @@ def sent_twice(h: History, i: int, j: int) -> None:
 
 def commit(h: History, i: int, _: int) -> None:
     """The group committed past a record no member read."""
-    s = _value_at(h, i)
+    s = _send_at(h, i)
     drop_live_read(h, i, 0)
     for p in (0, 1):
         h.event("chaos", "committed", partition=p, offset=s["offset"] + 1 if p == s["partition"] else 0)
