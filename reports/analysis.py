@@ -166,6 +166,11 @@ def _per_position(obs: DataFrame) -> DataFrame:
             .filter("mixed"))
 
 
+def _bucket(c: str) -> F.Column:
+    """The fingerprint bucket of column `c`: all but its low BUCKET_BITS bits."""
+    return F.shiftright(c, BUCKET_BITS)
+
+
 def _distinct_in_64(c: str) -> F.Column:
     """How many distinct values column `c` takes over a group whose values share all but their low BUCKET_BITS
     bits: a 64-bit map of them, fixed width (no sets)."""
@@ -182,7 +187,7 @@ def _fingerprints(obs: DataFrame, need_live: bool) -> DataFrame:
     low = F.lit(0xFFFFFFFF)
     sid = F.when(F.col("src") == REPLICA, 10 + F.col("broker")).otherwise(F.col("src"))
     per_source = (obs.filter("placed")
-                  .groupBy("tid", "partition", F.shiftright("offset", BUCKET_BITS).alias("bucket"), sid.alias("sid"))
+                  .groupBy("tid", "partition", _bucket("offset").alias("bucket"), sid.alias("sid"))
                   .agg(F.count("*").alias("n"),
                        _distinct_in_64("offset").alias("distinct"),
                        F.sum(h.bitwiseAND(low)).alias("s1"), F.sum(F.shiftrightunsigned(h, 32)).alias("s2"),
@@ -209,16 +214,16 @@ def _suspect_rows(obs: DataFrame, sends: DataFrame, need_live: bool, always: boo
         return obs
     unclean = F.broadcast(buckets.filter(~F.col("clean")).drop("clean"))
     repeats = F.count("*") != _distinct_in_64("seq")
-    repeated = (sends.groupBy("producer", F.shiftright("seq", BUCKET_BITS)).agg(repeats.alias("repeats"))
+    repeated = (sends.groupBy("producer", _bucket("seq")).agg(repeats.alias("repeats"))
                 .filter("repeats").select("producer").distinct())
-    keyed = obs.withColumn("bucket", F.shiftright("offset", BUCKET_BITS))
-    values = (keyed.filter("placed").join(unclean, ["tid", "partition", "bucket"], "left_semi").select(*VALUE)
+    keyed = obs.withColumn("bucket", _bucket("offset"))
+    suspects = (keyed.filter("placed").join(unclean, ["tid", "partition", "bucket"], "left_semi").select(*VALUE)
               .unionByName(obs.filter((F.col("src") == SEND) & ~F.col("placed")).select(*VALUE))
               .unionByName(obs.join(F.broadcast(repeated), "producer", "left_semi").select(*VALUE))
               .distinct()).localCheckpoint()
-    if not always and values.count() > MAX_SUSPECTS:
+    if not always and suspects.count() > MAX_SUSPECTS:
         return obs
-    return obs.join(F.broadcast(values), VALUE, "left_semi").localCheckpoint()
+    return obs.join(F.broadcast(suspects), VALUE, "left_semi").localCheckpoint()
 
 
 def _sends_in(history: Path) -> int:
