@@ -10,10 +10,10 @@ from pathlib import Path
 def main() -> None:
     engine, history = sys.argv[1], Path(sys.argv[2])
     if engine == "spark":
-        from reports.analysis import analyze
+        from reports.analysis import analyze, is_large
         from reports.spark import session
 
-        counts = analyze(session(), history).counts()  # the product's own settings (4g driver)
+        counts = analyze(session(large=is_large(history)), history).counts()  # the product's own settings
     else:
         from bench.pandas_checks import check
 

@@ -10,11 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from reports.history_io import load_all
+from reports.history_io import load_all, sends_in
 
 EXAMPLES = 20
 GAP_NS = 1_000_000_000
@@ -226,17 +225,16 @@ def _suspect_rows(obs: DataFrame, sends: DataFrame, need_live: bool, always: boo
     return obs.join(F.broadcast(suspects), VALUE, "left_semi").localCheckpoint()
 
 
-def _sends_in(history: Path) -> int:
-    """Rows of a compacted sends table from its Parquet footer (0 for JSON Lines: a run killed half-way)."""
-    sends = history / "sends.parquet"
-    return pq.read_metadata(sends).num_rows if sends.is_file() else 0
+def is_large(history: Path) -> bool:
+    """A history of millions of sends: worth fingerprinting first, and worth a JVM compiled for long jobs."""
+    return sends_in(history) >= PREFILTER_FROM
 
 
 def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None = None,
             prefilter: bool | None = None) -> Analysis:
     """Every anomaly and metric of one history directory. `prefilter`: judge only the suspect rows (True), every
     row (False), or whichever is cheaper for this history (None); the results are the same (the tests prove it)."""
-    if prefilter is None and _sends_in(history) < PREFILTER_FROM:
+    if prefilter is None and not is_large(history):
         prefilter = False  # e.g. a chaos run's own history: too small for the fingerprint's jobs to pay off
     t = load_all(spark, history)
     sends, reads, replicas, events = t["sends"], t["reads"], t["replicas"], t["events"]

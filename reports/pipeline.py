@@ -13,7 +13,7 @@ from harness.errors import EngineError, ImageError, UsageError
 from harness.runner import Tick, execute, run_dir_for
 from harness.scenario import Scenario
 from reports import guarantees, render
-from reports.analysis import Analysis, analyze
+from reports.analysis import Analysis, analyze, is_large
 from workloads.consumer import reader_name
 
 
@@ -34,14 +34,15 @@ _SPARK = None
 _SPARK_LOCK = threading.Lock()
 
 
-def spark_session(master: str | None = None):
-    """One Spark session per process, started on first use; a caller waits for one that is already starting."""
+def spark_session(master: str | None = None, large: bool = False):
+    """One Spark session per process, started on first use (`large`: see reports.spark.session); a caller waits
+    for one that is already starting."""
     global _SPARK
     with _SPARK_LOCK:
         if _SPARK is None:
             from reports.spark import session
 
-            _SPARK = session(master)
+            _SPARK = session(master, large=large)
     return _SPARK
 
 
@@ -59,7 +60,8 @@ def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outco
     """Analyze a run directory, judge it against the guarantee model, write results.json and report.html."""
     info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
     readers = [reader_name(i) for i in range(scenario.consumer.count)] if scenario.consumer.mode == "assign" else []
-    a = analyze(spark_session(master), run_dir / "history", readers)
+    history = run_dir / "history"
+    a = analyze(spark_session(master, large=is_large(history)), history, readers)
     v = guarantees.verdict(scenario, a)
     liveness = "" if a.facts.recovered else "the cluster did not regain a full ISR after healing (see events)"
     result = {

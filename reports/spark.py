@@ -6,9 +6,16 @@ import os
 
 from pyspark.sql import SparkSession
 
+# A run's analysis is many short jobs: cold, one took 33 s with C2 and 20 s with C1 only. A history of millions of
+# sends is a few long jobs that C2 pays back: 10M synthetic sends took 134 s with C1 only, 85 s with C2 and the
+# parallel collector (102 s with G1). Measured 2026-11-23.
+SHORT_JOBS = "-XX:TieredStopAtLevel=1"
+LONG_JOBS = "-XX:+UseParallelGC"
 
-def session(master: str | None = None, driver_memory: str | None = None) -> SparkSession:
-    """A quiet Spark session sized for this machine; `master` e.g. spark://127.0.0.1:7077."""
+
+def session(master: str | None = None, driver_memory: str | None = None, large: bool = False) -> SparkSession:
+    """A quiet Spark session sized for this machine; `master` e.g. spark://127.0.0.1:7077. `large`: it will
+    analyze a history of millions of sends (its JIT compiler is chosen for that when the JVM starts)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # never bind or advertise a non-loopback address
     builder = (SparkSession.builder.appName("kafka-chaos")
                .master(master or os.environ.get("KCHAOS_SPARK_MASTER", "local[*]"))
@@ -20,10 +27,8 @@ def session(master: str | None = None, driver_memory: str | None = None) -> Spar
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.sql.session.timeZone", "UTC")
-               # C1 only: a run's analysis is many short jobs; cold, one took 33 s with C2 and 20 s without,
-               # while a 2M-send synthetic history took 64 s either way (measured 2026-11-23).
                .config("spark.driver.extraJavaOptions", os.environ.get("KCHAOS_SPARK_JAVA_OPTIONS",
-                                                                       "-XX:TieredStopAtLevel=1")))
+                                                                       LONG_JOBS if large else SHORT_JOBS)))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
