@@ -14,10 +14,9 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from reports.history_io import load_all, sends_in
+from reports.metrics import send_metrics
 
 EXAMPLES = 20
-GAP_NS = 1_000_000_000
-BUCKET_NS = 100_000_000
 PREFILTER_FROM = 1_000_000  # sends; below, one pass over every row is cheaper than fingerprinting first
 MAX_SUSPECTS = 2_000_000  # values a broadcast join carries cheaply (16 bytes each)
 BUCKET_BITS = 6  # fingerprint buckets of 64 offsets, one bit each in a long (see _distinct_in_64)
@@ -379,21 +378,8 @@ def _poll_order(reads: DataFrame, events: DataFrame) -> tuple[DataFrame, DataFra
 
 
 def _metrics(t: dict[str, DataFrame], values: DataFrame):
-    sends = t["sends"]
-    outcome, ok = F.col("outcome"), F.col("outcome") == "ok"
-    s = sends.agg(*(F.count(F.when(outcome == o, 1)).alias(o) for o in ("ok", "fail", "info")),
-                  F.min("t_invoke").alias("t0"), F.max("t_complete").alias("t1"),
-                  F.percentile_approx(F.when(ok, (F.col("t_complete") - F.col("t_invoke")) / 1e6),
-                                      [0.5, 0.95, 0.99], 1000).alias("q"),
-                  F.max(F.when(ok, (F.col("t_complete") - F.col("t_invoke")) / 1e6)).alias("max")).first()
-    recovered = values.filter("info AND (live OR final OR in_replica)").count()
-    t0 = s["t0"] or 0
-    buckets = sorted(r[0] for r in sends.filter(ok).select((F.col("t_complete") / BUCKET_NS).cast("long"))
-                     .distinct().collect())
-    windows = _gaps(buckets, t0, s["t1"] or t0)
-    per_s = (sends.groupBy(((F.col("t_complete") - t0) / 1e9).cast("long").alias("s"), "outcome")
-             .agg(F.count("*").alias("n"), F.expr("percentile_approx((t_complete - t_invoke) / 1e6, 0.99)")
-                  .alias("p99_ms")).orderBy("s").toPandas())
+    """The sends' metrics (reports.metrics), recovered values, reads, and leader changes and ISR size over time."""
+    metrics, per_s, t0 = send_metrics(t["sends"])
     meta = t["metadata"].orderBy("t").toPandas()
     faults = t["faults"].orderBy("t_start").toPandas()
     leader_changes: dict[int, int] = {}
@@ -402,29 +388,6 @@ def _metrics(t: dict[str, DataFrame], values: DataFrame):
             lead = g["leader"].tolist()
             leader_changes[int(p)] = sum(1 for a, b in zip(lead, lead[1:], strict=False) if a != b)
         meta["isr_size"] = meta["isr"].fillna("").map(lambda s: len([x for x in s.split(",") if x]))
-    metrics = {
-        "acked": s["ok"], "failed": s["fail"], "indeterminate": s["info"], "recovered": recovered,
-        "latency_ms": {"p50": _r(s["q"], 0), "p95": _r(s["q"], 1), "p99": _r(s["q"], 2), "max": s["max"]},
-        "unavailability": windows,
-        "unavailable_s": round(sum(w["length_s"] for w in windows), 2),
-        "leader_changes": leader_changes,
-        "reads": t["reads"].count(),
-    }
-    return metrics, {"per_second": per_s, "metadata": meta, "faults": faults, "t0": t0}
-
-
-def _r(q, i):
-    return round(q[i], 2) if q else None
-
-
-def _gaps(buckets: list[int], t0: int, t1: int) -> list[dict]:
-    """Windows with no successful ack for more than 1 s (from 100 ms buckets), as seconds since the first send."""
-    if not t0:
-        return []
-    edges = [t0 // BUCKET_NS, *buckets, t1 // BUCKET_NS]
-    out = []
-    for a, b in zip(edges, edges[1:], strict=False):
-        length = (b - a - 1) * BUCKET_NS
-        if length > GAP_NS:
-            out.append({"start_s": round(((a + 1) * BUCKET_NS - t0) / 1e9, 1), "length_s": round(length / 1e9, 1)})
-    return out
+    metrics.update(recovered=values.filter("info AND (live OR final OR in_replica)").count(),
+                   leader_changes=leader_changes, reads=t["reads"].count())
+    return metrics, {"per_second": per_s.toPandas(), "metadata": meta, "faults": faults, "t0": t0}

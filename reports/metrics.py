@@ -1,0 +1,87 @@
+"""A run's metrics from one pass over its sends: a latency histogram per second and outcome, and what derives from it
+(counts, latency percentiles, unavailability windows, the per-second series the charts draw)."""
+
+from __future__ import annotations
+
+import math
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+GAP_NS = 1_000_000_000  # no successful ack for longer than this is an unavailability window
+BUCKET_NS = 100_000_000  # the resolution of those windows
+LATENCY_DIGITS = 3  # significant digits a latency keeps in the histogram (as HdrHistogram's usual precision)
+PERCENTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
+
+
+def latency_bin(ns: Column) -> Column:
+    """`ns` rounded down to LATENCY_DIGITS significant digits: the histogram bucket, under 1% below the value."""
+    scale = F.pow(F.lit(10.0), F.greatest(F.lit(0), F.floor(F.log10(ns)) - (LATENCY_DIGITS - 1)))
+    return (F.floor(ns / scale) * scale).cast("long")
+
+
+def histogram(sends: DataFrame, t0: int) -> DataFrame:
+    """One row per (second since t0, outcome, latency bin): sends, which of the second's ten BUCKET_NS slices
+    they completed in (a bit each), the last completion and the largest latency. Fixed-width: one hash aggregate."""
+    since = F.col("t_complete") - t0
+    latency = F.col("t_complete") - F.col("t_invoke")
+    return (sends.groupBy((since / 1e9).cast("long").alias("s"), "outcome", latency_bin(latency).alias("bin"))
+            .agg(F.count("*").alias("n"),
+                 F.bit_or(F.expr(f"shiftleft(1, CAST(floor((t_complete - {t0}) / {BUCKET_NS}) % 10 AS INT))"))
+                 .alias("slices"),
+                 F.max("t_complete").alias("t1"), F.max(latency).alias("max")))
+
+
+def nearest_rank(bins: list[tuple[int, int]], q: float) -> int | None:
+    """The bin holding the ceil(q * n)-th smallest of n latencies, from sorted (bin, count) pairs."""
+    need, seen = math.ceil(q * sum(n for _, n in bins)), 0
+    for b, n in bins:
+        seen += n
+        if seen >= max(need, 1):
+            return b
+    return None
+
+
+def per_second(hist: DataFrame) -> DataFrame:
+    """Sends and p99 latency (ms, nearest rank) per second and outcome, from the histogram."""
+    group = Window.partitionBy("s", "outcome")
+    below = F.sum("n").over(group.orderBy("bin").rowsBetween(Window.unboundedPreceding, 0))
+    ranked = hist.select("s", "outcome", "bin", below.alias("below"), F.sum("n").over(group).alias("total"))
+    p99 = F.min(F.when(F.col("below") >= F.greatest(F.ceil(F.col("total") * 0.99), F.lit(1)), F.col("bin")))
+    return ranked.groupBy("s", "outcome").agg(F.first("total").alias("n"), (p99 / 1e6).alias("p99_ms")).orderBy("s")
+
+
+def gaps(slices: list[int], end: int) -> list[dict]:
+    """Windows with no successful ack for more than GAP_NS, from the BUCKET_NS slices (since t0) that had one; `end`
+    is the last slice of the run."""
+    edges = [0, *slices, end]
+    out = []
+    for a, b in zip(edges, edges[1:], strict=False):
+        length = (b - a - 1) * BUCKET_NS
+        if length > GAP_NS:
+            out.append({"start_s": round((a + 1) * BUCKET_NS / 1e9, 1), "length_s": round(length / 1e9, 1)})
+    return out
+
+
+def send_metrics(sends: DataFrame) -> tuple[dict, DataFrame, int]:
+    """Counts per outcome, ack latency percentiles and max, unavailability windows; the per-second series and t0,
+    the first send's invoke time (0 without sends)."""
+    t0 = sends.agg(F.min("t_invoke")).first()[0] or 0
+    hist = histogram(sends, t0).localCheckpoint()
+    totals = {r["outcome"]: r for r in hist.groupBy("outcome").agg(
+        F.sum("n").alias("n"), F.max("t1").alias("t1"), F.max("max").alias("max")).collect()}
+    ok = hist.filter(F.col("outcome") == "ok")
+    bins = sorted((r["bin"], r["n"]) for r in ok.groupBy("bin").agg(F.sum("n").alias("n")).collect())
+    slices = sorted(r["s"] * 10 + i for r in ok.groupBy("s").agg(F.bit_or("slices").alias("slices")).collect()
+                    for i in range(10) if r["slices"] >> i & 1)
+    windows = gaps(slices, (max(r["t1"] for r in totals.values()) - t0) // BUCKET_NS) if totals else []
+    latency = {k: _ms(nearest_rank(bins, q)) for k, q in PERCENTILES.items()}
+    latency["max"] = _ms(totals["ok"]["max"]) if "ok" in totals else None
+    counts = {name: totals[o]["n"] if o in totals else 0
+              for name, o in (("acked", "ok"), ("failed", "fail"), ("indeterminate", "info"))}
+    return ({**counts, "latency_ms": latency, "unavailability": windows,
+             "unavailable_s": round(sum(w["length_s"] for w in windows), 2)}, per_second(hist), t0)
+
+
+def _ms(ns: int | None) -> float | None:
+    return None if ns is None else round(ns / 1e6, 2)

@@ -1,0 +1,33 @@
+"""Metrics of a hand-built history with known latencies and one outage: exact percentiles, windows and series."""
+
+from __future__ import annotations
+
+from reports.analysis import analyze
+from tests.histories import History
+
+MS = 1_000_000
+
+
+def test_latency_percentiles_unavailability_and_per_second_series(spark, tmp_path):
+    # 100 acks 10 ms apart with latencies 1..100 ms (the last 100.456 ms), all completed by 1.09 s; then nothing
+    # but a failed send at 4.0 s: no ack from 1.1 s to 4.0 s.
+    h = History()
+    for i in range(100):
+        h.send(0, i, 0, i, took_ns=100_456_000 if i == 99 else (i + 1) * MS)
+    h.t += 3_000 * MS
+    h.send(0, 100, 0, -1, outcome="fail")
+    a = analyze(spark, h.write(tmp_path / "history"))
+    m = a.metrics
+    assert (m["acked"], m["failed"], m["indeterminate"]) == (100, 1, 0)
+    assert m["latency_ms"] == {"p50": 50.0, "p95": 95.0, "p99": 99.0, "max": 100.46}
+    assert m["unavailability"] == [{"start_s": 1.1, "length_s": 2.9}] and m["unavailable_s"] == 2.9
+    series = a.series["per_second"]
+    rows = sorted(zip(series["s"], series["outcome"], series["n"], series["p99_ms"], strict=True))
+    # second 0 holds the acks completed before 1 s (latencies 1..91 ms), second 1 the other 9.
+    assert rows == [(0, "ok", 91, 91.0), (1, "ok", 9, 100.0), (4, "fail", 1, 5.0)]
+
+
+def test_no_sends_no_latency(spark, tmp_path):
+    h = History().event("runner", "replicas-dumped")
+    m = analyze(spark, h.write(tmp_path / "history")).metrics
+    assert (m["acked"], m["unavailability"], m["latency_ms"]["p99"], m["latency_ms"]["max"]) == (0, [], None, None)
