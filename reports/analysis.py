@@ -210,15 +210,15 @@ def _suspect_rows(obs: DataFrame, sends: DataFrame, need_live: bool, always: boo
     tally = {r["clean"]: r["count"] for r in buckets.groupBy("clean").count().collect()}
     if not always and tally.get(False, 0) * 4 > sum(tally.values()):
         return obs
-    unclean = F.broadcast(buckets.filter(~F.col("clean")).drop("clean"))
+    unclean = buckets.filter(~F.col("clean")).select("tid", "partition", "bucket", F.lit(True).alias("unclean"))
     repeats = F.count("*") != _distinct_in_64("seq")
     repeated = (sends.groupBy("producer", _bucket("seq")).agg(repeats.alias("repeats"))
-                .filter("repeats").select("producer").distinct())
-    keyed = obs.withColumn("bucket", _bucket("offset"))
-    suspects = (keyed.filter("placed").join(unclean, ["tid", "partition", "bucket"], "left_semi").select(*VALUE)
-              .unionByName(obs.filter((F.col("src") == SEND) & ~F.col("placed")).select(*VALUE))
-              .unionByName(obs.join(F.broadcast(repeated), "producer", "left_semi").select(*VALUE))
-              .distinct()).localCheckpoint()
+                .filter("repeats").select("producer", F.lit(True).alias("repeated")).distinct())
+    flagged = (obs.withColumn("bucket", _bucket("offset"))  # one scan; both small tables are broadcast
+               .join(F.broadcast(unclean), ["tid", "partition", "bucket"], "left")
+               .join(F.broadcast(repeated), "producer", "left"))
+    suspect = (F.col("placed") & F.col("unclean").isNotNull()) | ~F.col("placed") | F.col("repeated").isNotNull()
+    suspects = flagged.filter(suspect).select(*VALUE).distinct().localCheckpoint()
     if not always and suspects.count() > MAX_SUSPECTS:
         return obs
     return obs.join(F.broadcast(suspects), VALUE, "left_semi").localCheckpoint()
@@ -296,8 +296,9 @@ def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None
             F.countDistinct(*VALUE).alias("values"),
             F.slice(F.sort_array(F.collect_set(F.struct(*VALUE, source))), 1, 6).alias("seen")), POSITION)
 
-    acked_pos = sends.filter((F.col("outcome") == "ok") & (F.col("offset") >= 0))
-    w_send = Window.partitionBy("producer", "topic", "partition").orderBy("seq").rowsBetween(
+    acked_pos = _with_tid(sends.filter((F.col("outcome") == "ok") & (F.col("offset") >= 0))).select(
+        *VALUE, "tid", "partition", "offset")
+    w_send = Window.partitionBy("producer", "tid", "partition").orderBy("seq").rowsBetween(
         Window.unboundedPreceding, -1)
     reordered = (acked_pos.withColumn("prev_max", F.max("offset").over(w_send))
                  .filter(F.col("offset") < F.col("prev_max")))
