@@ -17,7 +17,7 @@ def main() -> None:
     else:
         from bench.pandas_checks import check
 
-        counts = check(history)
+        counts = check(history)["counts"]
     print(json.dumps(counts))
 
 

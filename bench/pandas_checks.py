@@ -1,42 +1,123 @@
-"""The baseline: the same core checks as reports.analysis, in plain pandas (one machine, all in memory)."""
+"""The baseline: reports.analysis's checks in plain pandas (one machine, all in memory): every anomaly's count and
+first examples, and the send metrics."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 VALUE = ["producer", "seq"]
 POS = ["topic", "partition", "offset"]
+EXAMPLES = 20
+BUCKET_NS, GAP_NS = 100_000_000, 1_000_000_000
 
 
-def check(history: Path) -> dict[str, int]:
-    """lost-write, duplicate, inconsistent-offset, nonmonotonic-send, aborted-read and vanished-read counts."""
-    sends = pd.read_parquet(history / "sends.parquet")
-    reads = pd.read_parquet(history / "reads.parquet", columns=["reader", "phase", *POS, *VALUE, "checksum_ok"])
-    replicas = pd.read_parquet(history / "replicas.parquet", columns=[*POS, *VALUE])
+def _without(df: pd.DataFrame, other: pd.DataFrame, on: list[str]) -> pd.DataFrame:
+    """Rows of `df` whose `on` columns match no row of `other`."""
+    m = df.merge(other[on].drop_duplicates(), on=on, how="left", indicator=True)
+    return m[m["_merge"] == "left_only"].drop(columns="_merge")
+
+
+def _with(df: pd.DataFrame, other: pd.DataFrame, on: list[str]) -> pd.DataFrame:
+    return df.merge(other[on].drop_duplicates(), on=on)
+
+
+def _steps(live: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """Consecutive live reads per reader, assignment generation and partition, with the previous offset."""
+    marks = events[events.kind.isin(["assign", "revoke", "lost"])].rename(columns={"source": "reader"})
+    both = pd.concat([live.assign(marker=0), marks[["reader", "t"]].assign(marker=1, poll=-1)])
+    both = both.sort_values(["reader", "t", "marker", "poll", "offset"], ascending=[True, True, False, True, True])
+    both["generation"] = both.groupby("reader")["marker"].cumsum()
+    steps = both[both.marker == 0].sort_values(["reader", "generation", "topic", "partition", "poll", "offset"])
+    steps["prev"] = steps.groupby(["reader", "generation", "topic", "partition"])["offset"].shift()
+    return steps[steps.prev.notna()]
+
+
+def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
+    ends = events[events.kind == "final-end"].rename(columns={"offset": "end"})
+    ends = ends.assign(reached=ends.detail == "reached")[["topic", "partition", "end", "reached"]]
+    dumped = bool((events.kind == "replicas-dumped").any())
+    ours = reads[(reads.producer >= 0) & reads.checksum_ok]
+    rep = replicas[replicas.producer >= 0].merge(ends[["topic", "partition", "end"]], how="left")
+    rep = rep[rep.end.isna() | (rep.offset < rep.end)]
     ok = sends[sends.outcome == "ok"]
-    in_rep = replicas[VALUE].drop_duplicates()
-    live = reads.loc[reads.phase == "live", VALUE].drop_duplicates()
-    final = reads.loc[reads.phase == "final", VALUE].drop_duplicates()
-    missing = ok.merge(final, on=VALUE, how="left", indicator=True)
-    missing = missing[missing["_merge"] == "left_only"].drop(columns="_merge")
-    missing = missing.merge(live.assign(live=True), on=VALUE, how="left")
-    covered = reads[reads.reader == "drain"].groupby(["topic", "partition"])["offset"].max().rename("covered")
-    missing = missing.merge(covered, on=["topic", "partition"], how="left")
-    not_rep = missing.merge(in_rep, on=VALUE, how="left", indicator=True)["_merge"].eq("left_only").to_numpy()
-    never_read = missing.live.isna().to_numpy()
-    lost = int((never_read & (missing.offset <= missing.covered).to_numpy() | not_rep).sum())
-    positions = pd.concat([ok.loc[ok.offset >= 0, [*VALUE, *POS]], reads[[*VALUE, *POS]], replicas[[*VALUE, *POS]]])
-    positions = positions.drop_duplicates()
-    dup = int((positions.groupby(VALUE).size() > 1).sum())
-    inconsistent = int((positions.drop_duplicates([*POS, *VALUE]).groupby(POS).size() > 1).sum())
-    acked = ok[ok.offset >= 0].sort_values(["producer", "partition", "seq"])
-    prev_max = acked.groupby(["producer", "partition"])["offset"].cummax().groupby(
-        [acked.producer, acked.partition]).shift()
-    reorder = int((acked.offset < prev_max).sum())
-    failed = sends.loc[sends.outcome == "fail", VALUE]
-    aborted = len(reads.merge(failed, on=VALUE))
-    vanished = int(live.merge(final, on=VALUE, how="left", indicator=True)["_merge"].eq("left_only").sum())
-    return {"lost-write": lost, "duplicate": dup, "inconsistent-offset": inconsistent, "nonmonotonic-send": reorder,
-            "aborted-read": aborted, "vanished-read": vanished}
+    live, final = ours[ours.phase == "live"], ours[ours.phase == "final"]
+    found: dict[str, pd.DataFrame] = {}
+
+    missing = _without(ok, final, VALUE)
+    missing = missing.assign(live=missing.merge(live[VALUE].drop_duplicates(), how="left", indicator=True)
+                             ["_merge"].eq("both").to_numpy(),
+                             in_rep=missing.merge(rep[VALUE].drop_duplicates(), how="left", indicator=True)
+                             ["_merge"].eq("both").to_numpy())
+    covered_to = reads[reads.reader == "drain"].groupby(["topic", "partition"])["offset"].max()
+    missing = missing.merge(covered_to.rename("covered_to").reset_index(), how="left").merge(ends, how="left")
+    covered = ~missing.live & (missing.offset >= 0) & (missing.offset <= missing.covered_to)
+    lost = covered | (missing.reached.fillna(False).astype(bool) & ~missing.in_rep & dumped)
+    found["lost-write"], found["unseen"] = missing[lost], missing[~missing.live & ~lost]
+
+    placed = pd.concat([ok.loc[ok.offset >= 0, [*VALUE, *POS]], ours[[*VALUE, *POS]], rep[[*VALUE, *POS]]])
+    placed = placed.drop_duplicates()
+    per_value = placed.groupby(VALUE).size()
+    moved = per_value[per_value > 1].reset_index()[VALUE]
+    timeouts = sends[(sends.outcome == "info") & (sends.error == "_MSG_TIMED_OUT")][["producer", "t_complete"]]
+    awaited = _with(sends, moved, VALUE).merge(timeouts.rename(columns={"t_complete": "t_out"}), on="producer")
+    at_timeout = awaited[(awaited.t_invoke <= awaited.t_out)
+                         & (awaited.t_complete.isna() | (awaited.t_complete >= awaited.t_out))][VALUE]
+    found["duplicate"], found["timeout-duplicate"] = _without(moved, at_timeout, VALUE), at_timeout.drop_duplicates()
+    per_pos = placed.groupby(POS).size()
+    found["inconsistent-offset"] = per_pos[per_pos > 1].reset_index()
+    per_replica_pos = rep[[*POS, *VALUE]].drop_duplicates().groupby(POS).size()
+    found["replica-divergence"] = per_replica_pos[per_replica_pos > 1].reset_index()
+
+    acked = ok[ok.offset >= 0].sort_values(["producer", "topic", "partition", "seq"])
+    keys = [acked.producer, acked.topic, acked.partition]
+    prev_max = acked.groupby(keys)["offset"].cummax().groupby(keys).shift()
+    found["nonmonotonic-send"] = acked[acked.offset < prev_max]
+
+    steps = _steps(reads[reads.phase == "live"], events)
+    found["poll-skip"] = steps[steps.offset > steps.prev + 1]
+    found["nonmonotonic-poll"] = steps[steps.offset <= steps.prev]
+    found["aborted-read"] = _with(ours, sends[sends.outcome == "fail"], VALUE)
+    found["unexpected"] = pd.concat([reads[(reads.producer < 0) | ~reads.checksum_ok], _without(ours, sends, VALUE)])
+    vanished = _without(live, final, VALUE)
+    found["vanished-read"] = _with(vanished, ends[ends.reached], ["topic", "partition"])[VALUE].drop_duplicates()
+    committed = events[events.kind == "committed"].rename(columns={"offset": "committed"})
+    if not committed.empty:  # a group committed offsets
+        unread = _without(final, live, VALUE).merge(committed[["topic", "partition", "committed"]])
+        found["committed-unread"] = unread[unread.offset < unread.committed]
+    found["recovered"] = _with(sends[sends.outcome == "info"], placed, VALUE)  # a metric: info sends in the log
+    return found
+
+
+def _metrics(sends: pd.DataFrame) -> dict:
+    """Counts per outcome, ack latency percentiles, unavailability windows and the per-second series."""
+    ok = sends[sends.outcome == "ok"]
+    latency = (ok.t_complete - ok.t_invoke).to_numpy()
+    t0 = int(sends.t_invoke.min()) if len(sends) else 0
+    slices = np.unique((ok.t_complete.to_numpy() - t0) // BUCKET_NS)
+    edges = np.concatenate([[0], slices, [(sends.t_complete.max() - t0) // BUCKET_NS if len(sends) else 0]])
+    gaps = (np.diff(edges) - 1) * BUCKET_NS
+    since = (sends.t_complete - t0) // 1_000_000_000
+    per_s = (sends.assign(s=since, latency=sends.t_complete - sends.t_invoke).groupby(["s", "outcome"])["latency"]
+             .agg(["size", lambda x: x.quantile(0.99, interpolation="higher")]))
+    return {"counts": sends.outcome.value_counts().to_dict(),
+            "latency": np.percentile(latency, [50, 95, 99], method="inverted_cdf").tolist() if len(ok) else None,
+            "unavailability": [(int(a + 1), int(g)) for a, g in zip(edges[:-1], gaps, strict=True) if g > GAP_NS],
+            "per_second": per_s}
+
+
+def check(history: Path) -> dict:
+    """Every anomaly's count and first examples, and the send metrics, as reports.analysis finds them."""
+    def table(name: str) -> pd.DataFrame:
+        path = history / f"{name}.parquet"
+        return pd.read_parquet(path) if path.exists() else pd.DataFrame()
+
+    sends, reads, replicas, events = (table(t) for t in ("sends", "reads", "replicas", "events"))
+    found = _anomalies(sends, reads, replicas, events)
+    recovered = found.pop("recovered")
+    return {"counts": {k: len(v) for k, v in found.items()},
+            "examples": {k: v.sort_values([c for c in (*VALUE, *POS) if c in v]).head(EXAMPLES).to_dict("records")
+                         for k, v in found.items() if len(v)},
+            "metrics": {**_metrics(sends), "recovered": len(recovered), "reads": len(reads)}}

@@ -120,14 +120,18 @@ def _judged_alike(spark, directory) -> dict[str, int]:
     return full.counts()
 
 
-def test_each_mutation_in_its_own_bucket_is_found_by_both(spark, tmp_path):
+def every_mutation() -> History:
     """Every mutation at once, each in a bucket of its own, so every other bucket stays clean."""
     h = clean(per_producer=400)  # 400 offsets per partition: 7 buckets each
     index = {(s["partition"], s["offset"]): i for i, s in enumerate(h.rows["sends"])}
     for k, mutate in enumerate(MUTATIONS):
         p, offset = k % 2, 64 * (k // 2) + 10
         mutate(h, index[p, offset], index[p, offset + 1])
-    counts = _judged_alike(spark, h.write(tmp_path / "history"))
+    return h
+
+
+def test_each_mutation_in_its_own_bucket_is_found_by_both(spark, tmp_path):
+    counts = _judged_alike(spark, every_mutation().write(tmp_path / "history"))
     seen = {"lost-write", "duplicate", "inconsistent-offset", "nonmonotonic-send", "unexpected", "vanished-read",
             "committed-unread", "replica-divergence"}
     assert {k for k, n in counts.items() if n} >= seen

@@ -1,0 +1,16 @@
+"""The benchmark's pandas baseline finds what the analysis finds, so `make bench` compares the same checks."""
+
+from __future__ import annotations
+
+from bench.pandas_checks import check
+from reports.analysis import analyze
+from tests.unit.test_prefilter import every_mutation
+
+
+def test_pandas_baseline_counts_what_the_analysis_counts(spark, tmp_path):
+    d = every_mutation().write(tmp_path / "history")
+    a, baseline = analyze(spark, d), check(d)
+    assert baseline["counts"] == a.counts()
+    assert sum(n > 0 for n in a.counts().values()) >= 9
+    assert (baseline["metrics"]["recovered"], baseline["metrics"]["reads"]) == (a.metrics["recovered"],
+                                                                              a.metrics["reads"])
