@@ -1,5 +1,5 @@
 """The baseline: reports.analysis's checks in plain pandas (one machine, all in memory): every anomaly's count and
-first examples, and the send metrics."""
+first examples, and the send metrics. A value (producer, seq) is one packed int64 `v`, a topic its index."""
 
 from __future__ import annotations
 
@@ -14,14 +14,17 @@ EXAMPLES = 20
 BUCKET_NS, GAP_NS = 100_000_000, 1_000_000_000
 
 
-def _without(df: pd.DataFrame, other: pd.DataFrame, on: list[str]) -> pd.DataFrame:
-    """Rows of `df` whose `on` columns match no row of `other`."""
-    m = df.merge(other[on].drop_duplicates(), on=on, how="left", indicator=True)
-    return m[m["_merge"] == "left_only"].drop(columns="_merge")
+def _has(df: pd.DataFrame, other: pd.DataFrame) -> np.ndarray:
+    """Which rows of `df` hold a value (packed key `v`) some row of `other` holds: a hash-table lookup."""
+    return pd.Series(df.v.to_numpy()).isin(other.v.to_numpy()).to_numpy()
 
 
-def _with(df: pd.DataFrame, other: pd.DataFrame, on: list[str]) -> pd.DataFrame:
-    return df.merge(other[on].drop_duplicates(), on=on)
+def _without(df: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    return df[~_has(df, other)]
+
+
+def _with(df: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    return df[_has(df, other)]
 
 
 def _steps(live: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
@@ -46,29 +49,26 @@ def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
     live, final = ours[ours.phase == "live"], ours[ours.phase == "final"]
     found: dict[str, pd.DataFrame] = {}
 
-    missing = _without(ok, final, VALUE)
-    missing = missing.assign(live=missing.merge(live[VALUE].drop_duplicates(), how="left", indicator=True)
-                             ["_merge"].eq("both").to_numpy(),
-                             in_rep=missing.merge(rep[VALUE].drop_duplicates(), how="left", indicator=True)
-                             ["_merge"].eq("both").to_numpy())
+    missing = _without(ok, final)
+    missing = missing.assign(live=_has(missing, live), in_rep=_has(missing, rep))
     covered_to = reads[reads.reader == "drain"].groupby(["topic", "partition"])["offset"].max()
     missing = missing.merge(covered_to.rename("covered_to").reset_index(), how="left").merge(ends, how="left")
     covered = ~missing.live & (missing.offset >= 0) & (missing.offset <= missing.covered_to)
     lost = covered | (missing.reached.fillna(False).astype(bool) & ~missing.in_rep & dumped)
     found["lost-write"], found["unseen"] = missing[lost], missing[~missing.live & ~lost]
 
-    placed = pd.concat([ok.loc[ok.offset >= 0, [*VALUE, *POS]], ours[[*VALUE, *POS]], rep[[*VALUE, *POS]]])
+    placed = pd.concat([ok.loc[ok.offset >= 0, ["v", *POS]], ours[["v", *POS]], rep[["v", *POS]]])
     placed = placed.drop_duplicates()
-    per_value = placed.groupby(VALUE).size()
-    moved = per_value[per_value > 1].reset_index()[VALUE]
+    per_value = placed.groupby("v").size()
+    moved = per_value[per_value > 1].reset_index()[["v"]]
     timeouts = sends[(sends.outcome == "info") & (sends.error == "_MSG_TIMED_OUT")][["producer", "t_complete"]]
-    awaited = _with(sends, moved, VALUE).merge(timeouts.rename(columns={"t_complete": "t_out"}), on="producer")
+    awaited = _with(sends, moved).merge(timeouts.rename(columns={"t_complete": "t_out"}), on="producer")
     at_timeout = awaited[(awaited.t_invoke <= awaited.t_out)
-                         & (awaited.t_complete.isna() | (awaited.t_complete >= awaited.t_out))][VALUE]
-    found["duplicate"], found["timeout-duplicate"] = _without(moved, at_timeout, VALUE), at_timeout.drop_duplicates()
+                         & (awaited.t_complete.isna() | (awaited.t_complete >= awaited.t_out))][["v"]]
+    found["duplicate"], found["timeout-duplicate"] = _without(moved, at_timeout), at_timeout.drop_duplicates()
     per_pos = placed.groupby(POS).size()
     found["inconsistent-offset"] = per_pos[per_pos > 1].reset_index()
-    per_replica_pos = rep[[*POS, *VALUE]].drop_duplicates().groupby(POS).size()
+    per_replica_pos = rep[[*POS, "v"]].drop_duplicates().groupby(POS).size()
     found["replica-divergence"] = per_replica_pos[per_replica_pos > 1].reset_index()
 
     acked = ok[ok.offset >= 0].sort_values(["producer", "topic", "partition", "seq"])
@@ -79,15 +79,15 @@ def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
     steps = _steps(reads[reads.phase == "live"], events)
     found["poll-skip"] = steps[steps.offset > steps.prev + 1]
     found["nonmonotonic-poll"] = steps[steps.offset <= steps.prev]
-    found["aborted-read"] = _with(ours, sends[sends.outcome == "fail"], VALUE)
-    found["unexpected"] = pd.concat([reads[(reads.producer < 0) | ~reads.checksum_ok], _without(ours, sends, VALUE)])
-    vanished = _without(live, final, VALUE)
-    found["vanished-read"] = _with(vanished, ends[ends.reached], ["topic", "partition"])[VALUE].drop_duplicates()
+    found["aborted-read"] = _with(ours, sends[sends.outcome == "fail"])
+    found["unexpected"] = pd.concat([reads[(reads.producer < 0) | ~reads.checksum_ok], _without(ours, sends)])
+    vanished = _without(live, final).merge(ends[ends.reached][["topic", "partition"]])
+    found["vanished-read"] = vanished[VALUE].drop_duplicates()
     committed = events[events.kind == "committed"].rename(columns={"offset": "committed"})
     if not committed.empty:  # a group committed offsets
-        unread = _without(final, live, VALUE).merge(committed[["topic", "partition", "committed"]])
+        unread = _without(final, live).merge(committed[["topic", "partition", "committed"]])
         found["committed-unread"] = unread[unread.offset < unread.committed]
-    found["recovered"] = _with(sends[sends.outcome == "info"], placed, VALUE)  # a metric: info sends in the log
+    found["recovered"] = _with(sends[sends.outcome == "info"], placed)  # a metric: info sends in the log
     return found
 
 
@@ -115,6 +115,12 @@ def check(history: Path) -> dict:
         return pd.read_parquet(path) if path.exists() else pd.DataFrame()
 
     sends, reads, replicas, events = (table(t) for t in ("sends", "reads", "replicas", "events"))
+    topics = pd.Index(pd.concat([t.topic for t in (sends, reads, replicas, events) if len(t)]).unique())
+    for t in (sends, reads, replicas, events):  # numbers, not strings, in every key (as the analysis's topic hash)
+        if len(t):
+            t["topic"] = topics.get_indexer(t.topic)
+    for t in (sends, reads, replicas):
+        t["v"] = (t.producer.to_numpy() << 32) + t.seq.to_numpy() if len(t) else pd.Series(dtype="int64")
     found = _anomalies(sends, reads, replicas, events)
     recovered = found.pop("recovered")
     return {"counts": {k: len(v) for k, v in found.items()},
