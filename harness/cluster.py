@@ -102,8 +102,14 @@ class Cluster:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        """Tear down; when the run itself failed, a teardown error is noted on that failure, never put in its place."""
+        try:
+            self.stop()
+        except Exception as stop_exc:
+            if exc is None:
+                raise
+            exc.add_note(f"teardown also failed: {type(stop_exc).__name__}: {stop_exc}")
 
     def start(self, timeout_s: float = 120.0) -> Cluster:
         """Create the network and every node, then wait until each broker is registered and answers metadata."""
@@ -182,15 +188,22 @@ class Cluster:
                                f"(registered: {sorted(seen)}).\n{tails}") from exc
 
     def stop(self) -> None:
-        """Remove every node and the network; safe to call twice and after a failed start."""
+        """Remove every node and the network; safe to call twice and after a failed start. A node that cannot be
+        removed does not keep the others: the first such error is raised once everything else is gone."""
+        errors = []
         for node in [*self.nodes, *([self.zookeeper] if self.zookeeper else [])]:
-            node.remove()
+            try:
+                node.remove()
+            except Exception as exc:
+                errors.append(exc)
         if self.network is not None and self.network._network is not None:
             with contextlib.suppress(Exception):  # already gone is fine; labels.clean() is the fallback
                 self.network.remove()
             self.network._network = None
         labels.clean(self.spec.run_id)
         self._restore_signal_handlers()
+        if errors:
+            raise errors[0]
 
     def _install_signal_handlers(self) -> None:
         def raise_exit(signum, _frame):

@@ -176,10 +176,13 @@ class KafkaNode(DockerContainer):
         self._killed_at = None
 
     def remove(self) -> None:
-        """Remove the container and its anonymous volumes, whatever its state."""
+        """Remove the container and its anonymous volumes, whatever its state (gone, or being removed, is done)."""
         try:
             if self._container is not None:
                 self.resume()
                 self._container.remove(force=True, v=True)
         except docker.errors.NotFound:
             pass
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409 or "removal" not in str(exc):  # 409: "removal ... already in progress"
+                raise

@@ -1,0 +1,64 @@
+"""Teardown never hides why a run failed, and a container the engine is already removing counts as removed."""
+
+from __future__ import annotations
+
+import docker
+import pytest
+import requests
+
+from harness.cluster import Cluster, ClusterSpec
+from harness.node import KafkaNode
+
+
+def _api_error(status: int, message: str) -> docker.errors.APIError:
+    response = requests.Response()
+    response.status_code = status
+    return docker.errors.APIError(f"{status} Client Error", response=response, explanation=message)
+
+
+class _Removing:
+    """A container the engine answers for with `error` when asked to remove it."""
+
+    status = "running"
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def reload(self) -> None:
+        pass
+
+    def remove(self, **_) -> None:
+        raise self.error
+
+
+def _node(error: Exception) -> KafkaNode:
+    node = KafkaNode.__new__(KafkaNode)  # no engine needed: only remove() is exercised
+    node._container = _Removing(error)
+    return node
+
+
+def test_a_container_already_being_removed_is_removed():
+    _node(_api_error(409, "removal of container kchaos-x-kafka-1 is already in progress")).remove()
+
+
+def test_other_engine_errors_on_remove_are_raised():
+    with pytest.raises(docker.errors.APIError):
+        _node(_api_error(500, "driver failed")).remove()
+
+
+def test_a_failed_teardown_is_noted_on_the_failure_it_would_have_hidden(monkeypatch):
+    cluster = Cluster(ClusterSpec(brokers=3))
+
+    def broken_stop() -> None:
+        raise RuntimeError("engine went away")
+
+    monkeypatch.setattr(cluster, "stop", broken_stop)
+    with pytest.raises(ValueError, match="broker 2 never came back") as failure:
+        try:
+            raise ValueError("broker 2 never came back")
+        except ValueError as exc:
+            cluster.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+    assert failure.value.__notes__ == ["teardown also failed: RuntimeError: engine went away"]
+    with pytest.raises(RuntimeError, match="engine went away"):  # with nothing to hide, it is the error
+        cluster.__exit__(None, None, None)
