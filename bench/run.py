@@ -156,8 +156,8 @@ def _analysis_verdict(sizes: list[int], results: dict) -> list[str]:
                      + (f"{p_s:.0f} s / {p_gib:.1f} GiB" if p_ok else "failed")
                      + f" (target not slower and less memory: {'met' if met else 'NOT met'}).")
     failed = [n for n in sizes if not results[n, "pandas"][2]]
-    lines.append(f"pandas stops coping at {failed[0]:,} sends." if failed else
-                 f"pandas coped with every size up to {max(sizes):,} sends.")
+    lines.append(f"Of the sizes run, pandas first failed at {failed[0]:,} sends." if failed else
+                 f"pandas coped with every size run, up to {max(sizes):,} sends.")
     return [" ".join(lines)]
 
 
