@@ -244,11 +244,13 @@ def cmd_scenarios(a) -> int:
 
 def cmd_setup(a) -> int:
     from harness.engine import ensure_engine
+    from reports import class_archive
 
     ensure_engine(say=lambda m: console.print(m))
     for v in a.kafka.split(","):
         images.ensure_kafka_image(v.strip(), say=lambda m: console.print(m))
-    console.print("Docker engine and images ready")
+    class_archive.ensure(say=lambda m: console.print(m))
+    console.print("Docker engine, images and the Spark class archive ready")
     return 0
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
+
+from reports import class_archive
 
 # A run's analysis is many short jobs: cold, one took 33 s with C2 and 20 s with C1 only. A history of millions of
 # sends is a few long jobs that C2 pays back: 10M synthetic sends took 134 s with C1 only, 85 s with C2 and the
@@ -13,10 +16,16 @@ SHORT_JOBS = "-XX:TieredStopAtLevel=1"
 LONG_JOBS = "-XX:+UseParallelGC"
 
 
-def session(master: str | None = None, driver_memory: str | None = None, large: bool = False) -> SparkSession:
+def session(master: str | None = None, driver_memory: str | None = None, large: bool = False,
+            java_options: str | None = None) -> SparkSession:
     """A quiet Spark session sized for this machine; `master` e.g. spark://127.0.0.1:7077. `large`: it will
-    analyze a history of millions of sends (its JIT compiler is chosen for that when the JVM starts)."""
+    analyze a history of millions of sends (its JIT compiler is chosen for that when the JVM starts).
+    `java_options` replace the driver JVM's (default: as `large` says, with the class archive once built)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # never bind or advertise a non-loopback address
+    archive = class_archive.option()
+    if java_options is None:
+        java_options = os.environ.get("KCHAOS_SPARK_JAVA_OPTIONS",
+                                      f"{LONG_JOBS if large else SHORT_JOBS} {archive}".strip())
     builder = (SparkSession.builder.appName("kafka-chaos")
                .master(master or os.environ.get("KCHAOS_SPARK_MASTER", "local[*]"))
                .config("spark.driver.memory", driver_memory or os.environ.get("KCHAOS_SPARK_MEMORY", "4g"))
@@ -27,8 +36,13 @@ def session(master: str | None = None, driver_memory: str | None = None, large: 
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.driver.extraJavaOptions", os.environ.get("KCHAOS_SPARK_JAVA_OPTIONS",
-                                                                       LONG_JOBS if large else SHORT_JOBS)))
-    spark = builder.getOrCreate()
+               .config("spark.driver.extraJavaOptions", java_options))
+    try:
+        spark = builder.getOrCreate()
+    except PySparkRuntimeError:
+        if not archive or archive not in java_options:
+            raise
+        class_archive.path().unlink(missing_ok=True)  # a JVM that cannot use the archive: drop it, start without
+        spark = builder.config("spark.driver.extraJavaOptions", java_options.replace(archive, "")).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
