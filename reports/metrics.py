@@ -27,8 +27,7 @@ def histogram(sends: DataFrame, t0: int) -> DataFrame:
     latency = F.col("t_complete") - F.col("t_invoke")
     return (sends.groupBy((since / 1e9).cast("long").alias("s"), "outcome", latency_bin(latency).alias("bin"))
             .agg(F.count("*").alias("n"),
-                 F.bit_or(F.expr(f"shiftleft(1, CAST(floor((t_complete - {t0}) / {BUCKET_NS}) % 10 AS INT))"))
-                 .alias("slices"),
+                 F.bit_or(F.pow(F.lit(2), F.floor(since / BUCKET_NS) % 10).cast("int")).alias("slices"),
                  F.max("t_complete").alias("t1"), F.max(latency).alias("max")))
 
 
@@ -48,7 +47,7 @@ def per_second(hist: DataFrame) -> DataFrame:
     below = F.sum("n").over(group.orderBy("bin").rowsBetween(Window.unboundedPreceding, 0))
     ranked = hist.select("s", "outcome", "bin", below.alias("below"), F.sum("n").over(group).alias("total"))
     p99 = F.min(F.when(F.col("below") >= F.greatest(F.ceil(F.col("total") * 0.99), F.lit(1)), F.col("bin")))
-    return ranked.groupBy("s", "outcome").agg(F.first("total").alias("n"), (p99 / 1e6).alias("p99_ms")).orderBy("s")
+    return ranked.groupBy("s", "outcome").agg(F.max("total").alias("n"), (p99 / 1e6).alias("p99_ms")).orderBy("s")
 
 
 def gaps(slices: list[int], end: int) -> list[dict]:
