@@ -30,7 +30,10 @@ def _java() -> str:
 @cache
 def path() -> Path:
     """Where the archive lives: one per pyspark release and JDK build, since a JVM accepts only its own."""
-    version = subprocess.run([_java(), "-version"], capture_output=True, text=True, timeout=60).stderr
+    try:
+        version = subprocess.run([_java(), "-version"], capture_output=True, text=True, timeout=60).stderr
+    except OSError:  # no JVM at all: Spark itself reports that when a session starts
+        version = "no java"
     key = hashlib.sha256(f"{pyspark.__version__}\n{version}".encode()).hexdigest()[:12]
     return cache_dir() / f"spark-classes-{key}.jsa"
 
@@ -45,7 +48,7 @@ def option() -> str:
 
 def ensure(say: Callable[[str], None]) -> None:
     """Build the archive unless it exists: a subprocess analyzes a small history and its JVM dumps the classes it
-    loaded as it exits."""
+    loaded as it exits. Without it Spark only starts slower, so a failed build is said, not raised."""
     target = path()
     if target.is_file():
         return
@@ -53,9 +56,15 @@ def ensure(say: Callable[[str], None]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".partial-{os.getpid()}")
     try:
-        subprocess.run([sys.executable, "-m", "reports.class_archive", str(partial)], check=True,
-                       capture_output=True, timeout=BUILD_TIMEOUT_S)
-        partial.replace(target)
+        done = subprocess.run([sys.executable, "-m", "reports.class_archive", str(partial)], capture_output=True,
+                              text=True, timeout=BUILD_TIMEOUT_S)
+        if done.returncode == 0 and partial.is_file():
+            partial.replace(target)
+        else:
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            say(f"The Spark class archive was not built ({tail}); analyses start without it, only slower.")
+    except subprocess.TimeoutExpired:
+        say(f"The Spark class archive was not built within {BUILD_TIMEOUT_S} s; analyses start without it.")
     finally:
         partial.unlink(missing_ok=True)
 
