@@ -137,8 +137,9 @@ def analysis(sizes: list[int]) -> list[str]:
             "Command: `BENCH=analysis BENCH_SIZES=" + ",".join(f"{n:.0e}" for n in sizes) + " make bench`. "
             "Synthetic histories: N sends, their final reads and one replica record each, with "
             f"{synthetic.LOST} lost writes and {synthetic.DUPLICATED} duplicates injected; both engines must "
-            "find exactly those. One run per engine and size. Peak memory is the whole process tree (Spark's JVM included), sampled every "
-            "200 ms. PySpark runs local[*] on this machine's 2 cores with the product's settings (4 GiB driver). The "
+            "find exactly those. One run per engine and size. Peak memory is the whole process tree (Spark's JVM "
+            "included), sampled every 200 ms. PySpark runs local[*] on this machine's 2 cores with the product's "
+            "settings (4 GiB driver). The "
             "pandas baseline runs the same checks (bench/pandas_checks.py: every anomaly with examples, and the send "
             "metrics; a unit test holds its counts equal to the analysis's).", "",
             "| sends | engine | wall time | peak memory | result |", "|---|---|---|---|---|", *rows, "",
