@@ -97,13 +97,17 @@ class Cluster:
         self._install_signal_handlers()
         try:
             self.start()
-        except BaseException:
-            self.stop()
+        except BaseException as exc:
+            self._stop_after(exc)
             raise
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        """Tear down; when the run itself failed, a teardown error is noted on that failure, never put in its place."""
+        self._stop_after(exc)
+
+    def _stop_after(self, exc: BaseException | None) -> None:
+        """Tear down; when the run itself failed (`exc`), a teardown error is noted on that failure, never put in
+        its place."""
         try:
             self.stop()
         except Exception as stop_exc:

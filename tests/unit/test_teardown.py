@@ -62,3 +62,22 @@ def test_a_failed_teardown_is_noted_on_the_failure_it_would_have_hidden(monkeypa
     assert failure.value.__notes__ == ["teardown also failed: RuntimeError: engine went away"]
     with pytest.raises(RuntimeError, match="engine went away"):  # with nothing to hide, it is the error
         cluster.__exit__(None, None, None)
+
+
+def test_a_failed_start_keeps_its_error_when_teardown_fails_too(monkeypatch):
+    cluster = Cluster(ClusterSpec(brokers=3))
+
+    def no_registration() -> None:
+        raise TimeoutError("broker 1 did not register")
+
+    def broken_stop() -> None:
+        raise RuntimeError("engine went away")
+
+    monkeypatch.setattr(cluster, "start", no_registration)
+    monkeypatch.setattr(cluster, "stop", broken_stop)
+    try:
+        with pytest.raises(TimeoutError, match="did not register") as failure, cluster:
+            pass
+    finally:
+        cluster._restore_signal_handlers()  # the broken stop skipped it
+    assert failure.value.__notes__ == ["teardown also failed: RuntimeError: engine went away"]
