@@ -70,10 +70,12 @@ def send_metrics(sends: DataFrame) -> tuple[dict, DataFrame, int]:
     totals = {r["outcome"]: r for r in hist.groupBy("outcome").agg(
         F.sum("n").alias("n"), F.max("t1").alias("t1"), F.max("max").alias("max")).collect()}
     ok = hist.filter(F.col("outcome") == "ok")
-    bins = sorted((r["bin"], r["n"]) for r in ok.groupBy("bin").agg(F.sum("n").alias("n")).collect())
+    bins = sorted((r["bin"], r["n"]) for r in ok.groupBy("bin").agg(F.sum("n").alias("n")).collect()
+                  if r["bin"] is not None)  # a row without a completion time has no latency
     slices = sorted(r["s"] * 10 + i for r in ok.groupBy("s").agg(F.bit_or("slices").alias("slices")).collect()
-                    for i in range(10) if r["slices"] >> i & 1)
-    windows = gaps(slices, (max(r["t1"] for r in totals.values()) - t0) // BUCKET_NS) if totals else []
+                    if r["s"] is not None for i in range(10) if r["slices"] >> i & 1)
+    t1 = max((r["t1"] for r in totals.values() if r["t1"] is not None), default=None)
+    windows = gaps(slices, (t1 - t0) // BUCKET_NS) if t1 is not None else []
     latency = {k: _ms(nearest_rank(bins, q)) for k, q in PERCENTILES.items()}
     latency["max"] = _ms(totals["ok"]["max"]) if "ok" in totals else None
     counts = {name: totals[o]["n"] if o in totals else 0

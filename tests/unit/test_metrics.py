@@ -31,3 +31,11 @@ def test_no_sends_no_latency(spark, tmp_path):
     h = History().event("runner", "replicas-dumped")
     m = analyze(spark, h.write(tmp_path / "history")).metrics
     assert (m["acked"], m["unavailability"], m["latency_ms"]["p99"], m["latency_ms"]["max"]) == (0, [], None, None)
+
+
+def test_a_send_without_completion_time_does_not_break_the_metrics(spark, tmp_path):
+    h = History()
+    h.send(0, 0, 0, 0)
+    h.rows["sends"].append({**h.rows["sends"][0], "seq": 1, "offset": 1, "t_complete": None})
+    m = analyze(spark, h.write(tmp_path / "history")).metrics
+    assert (m["acked"], m["latency_ms"]["p50"], m["unavailability"]) == (2, 5.0, [])
