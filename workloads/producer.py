@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, Producer
 
 from harness.history import HistoryWriter, now_ns
 from harness.scenario import ProducerSpec
@@ -14,7 +14,7 @@ from workloads.worker import Worker
 
 MAX_QUEUED = 20_000
 MAX_CLIENT_ERRORS = 100
-POLL_EVERY = 64  # unthrottled, delivery reports are served every this many sends (a report waits < 2 ms)
+BATCH = 64  # sends per produce_batch call when unthrottled; delivery reports are served after each call
 
 
 def producer_config(spec: ProducerSpec, bootstrap: str, client_id: str) -> dict:
@@ -83,17 +83,18 @@ class ProducerClient(Worker):
                     producer = self._new_producer()
                     self._fatal.clear()
                     self._event("recreated", "after a fatal error")
+                due = BATCH
                 if interval:
-                    delay = next_at - time.monotonic()
-                    if delay > 0:
-                        producer.poll(min(delay, 0.05))
+                    late = time.monotonic() - next_at
+                    if late < 0:
+                        producer.poll(min(-late, 0.05))
                         continue
-                    next_at = max(next_at + interval, time.monotonic() - 1.0)
+                    due = min(BATCH, 1 + int(late / interval))
+                    next_at = max(next_at + due * interval, time.monotonic() - 1.0)
                 while len(producer) >= MAX_QUEUED and not self._stop.is_set():
                     producer.poll(0.05)
-                self._send(producer)
-                if interval or self.seq % POLL_EVERY == 0:
-                    producer.poll(0)
+                self._send(producer, due)
+                producer.poll(0)
             except Exception as exc:  # noqa: BLE001 - a client error must not end the workload silently
                 client_errors += 1
                 self._event("client-error", f"{type(exc).__name__}: {exc}")
@@ -102,12 +103,32 @@ class ProducerClient(Worker):
                     break
         return producer
 
-    def _send(self, producer: Producer) -> None:
-        seq = self.seq
-        self.seq += 1
-        key = f"{self.pid}-{seq % 16}" if self.spec.keyed else None
+    def _send(self, producer: Producer, count: int) -> None:
+        """Hand `count` sends to the client in one produce_batch call; their invoke time is that call's."""
+        keyed, first = self.spec.keyed, self.seq
+        self.seq += count
+        sends = [(seq, f"{self.pid}-{seq % 16}" if keyed else None) for seq in range(first, self.seq)]
         t0 = now_ns()
+        batch = [{"value": encode(self.pid, seq, self.spec.payload_bytes), "key": key,
+                  "callback": self._on_delivery(seq, key, t0)} for seq, key in sends]
+        for seq, key in sends:
+            self._pending[seq] = (t0, key)
+        # If the call itself raises, which sends it enqueued is unknown: they stay pending, and each ends with its
+        # delivery report or, without one, as `info` at the end.
+        producer.produce_batch(self.topic, batch)
+        refused = [(seq, key, msg["_error"]) for (seq, key), msg in zip(sends, batch, strict=True) if "_error" in msg]
+        if refused:
+            self.errors += len(refused)
+            t1 = now_ns()
+            for seq, _, _ in refused:
+                del self._pending[seq]
+            self.history.write_many("sends", [
+                {"producer": self.pid, "seq": seq, "key": key, "topic": self.topic, "partition": -1,
+                 "t_invoke": t0, "t_complete": t1, "outcome": "fail", "error": err.name(), "offset": -1}
+                for seq, key, err in refused])
 
+    def _on_delivery(self, seq: int, key: str | None, t0: int):
+        """The delivery report of one send: `ok` without error, otherwise `info` (it may have been written)."""
         def delivered(err: KafkaError | None, msg) -> None:
             ok = err is None
             self.acked += ok
@@ -117,18 +138,7 @@ class ProducerClient(Worker):
                 "t_invoke": t0, "t_complete": now_ns(), "outcome": "ok" if ok else "info",
                 "error": None if ok else err.name(), "offset": msg.offset() if ok and msg.offset() >= 0 else -1})
             del self._pending[seq]
-
-        try:
-            self._pending[seq] = (t0, key)
-            producer.produce(self.topic, encode(self.pid, seq, self.spec.payload_bytes), key=key,
-                             on_delivery=delivered)
-        except (BufferError, KafkaException) as exc:
-            del self._pending[seq]
-            self.errors += 1
-            name = exc.args[0].name() if isinstance(exc, KafkaException) else "QUEUE_FULL"
-            self.history.write("sends", {"producer": self.pid, "seq": seq, "key": key, "topic": self.topic,
-                                         "partition": -1, "t_invoke": t0, "t_complete": now_ns(),
-                                         "outcome": "fail", "error": name, "offset": -1})
+        return delivered
 
     def _settle_pending(self) -> None:
         """Sends enqueued whose delivery report never came (client crash, unflushed at the end): `info`, since

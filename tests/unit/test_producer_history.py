@@ -77,5 +77,25 @@ def test_sends_librdkafka_refuses_are_fail_and_the_enqueued_rest_info(tmp_path):
                                              "queue.buffering.max.messages": 100})
     rows = run_for(client, history, 0.3)
     assert sorted(r["seq"] for r in rows) == list(range(client.seq)) and client.seq > 1000
-    assert {(r["outcome"], r["error"]) for r in rows} == {("info", "NO_DELIVERY_REPORT"), ("fail", "QUEUE_FULL")}
+    assert {(r["outcome"], r["error"]) for r in rows} == {("info", "NO_DELIVERY_REPORT"), ("fail", "_QUEUE_FULL")}
     assert sum(r["outcome"] == "info" for r in rows) == 100
+
+
+class RaisingBatch(BrokenPoll):
+    """A real Producer whose produce_batch enqueues half of each batch and then raises."""
+
+    def produce_batch(self, topic: str, messages: list[dict]) -> int:
+        queued = self._real.produce_batch(topic, messages[: len(messages) // 2])
+        raise RuntimeError(f"failed after queuing {queued}")
+
+
+def test_sends_of_a_batch_call_that_raised_end_info_never_fail(tmp_path):
+    history = HistoryWriter(tmp_path)
+    client = ProducerClient(0, ProducerSpec(rate=0, message_timeout_ms=60000), "t", NOWHERE, history)
+    client._new_producer = lambda: RaisingBatch({"bootstrap.servers": NOWHERE, "log_level": 0}, healthy_polls=10**6)
+    client._close = lambda producer: None
+    client.start().join(30)
+    history.close(compact=False)
+    rows = sends_of(tmp_path)
+    assert client.seq >= 64 * 10 and sorted(r["seq"] for r in rows) == list(range(client.seq))
+    assert {(r["outcome"], r["error"]) for r in rows} == {("info", "NO_DELIVERY_REPORT")}
