@@ -3,6 +3,7 @@ application, and producers share no interpreter lock with each other, the nemesi
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 import signal
@@ -24,6 +25,9 @@ Kind = Literal["producer", "consumer"]
 # readers and the at-most-once mode, whose reads a crash loses for up to this long. Producers keep the default.
 FLUSH_S = {"producer": 0.2, "consumer": 1.0}
 COUNT_EVERY_S = 0.5  # how often a child publishes its acked/error counts for the progress line
+# A client allocates a few container objects per message (payloads, callbacks, history rows) and keeps up to
+# MAX_QUEUED sends in flight: at Python's default threshold (700) cyclic GC ran every ~10 sends and re-scanned them.
+GC_THRESHOLD = (50_000, 20, 100)
 
 
 def _client(kind: Kind, cid: int, spec_json: str, topic: str, partitions: int, bootstrap: str,
@@ -37,6 +41,8 @@ def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topic: str, p
            history_dir: str, join_s: float, stop, ready, counts) -> None:
     """The child: one client writing its own history part until the parent says stop (or dies)."""
     parent = os.getppid()
+    gc.freeze()  # what the fork server preloaded (confluent-kafka, pyarrow, pydantic) is never garbage
+    gc.set_threshold(*GC_THRESHOLD)
     history = HistoryWriter(Path(history_dir), flush_s=FLUSH_S[kind], part=f"{kind}-{cid}-{incarnation}")
     client = _client(kind, cid, spec_json, topic, partitions, bootstrap, history).start()
     ready.set()
