@@ -34,7 +34,7 @@ def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_of
     h = HistoryWriter(tmp_path / "history")
     boot = kraft.bootstrap_servers()
     consumer = ConsumerClient(0, ConsumerSpec(), TOPIC, 3, boot, h).start()
-    producers = [ProducerClient(i, ProducerSpec(rate=200, compression=codec), TOPIC, boot, h).start()
+    producers = [ProducerClient(i, ProducerSpec(rate=200, compression=codec, keyed=i == 0), TOPIC, boot, h).start()
                  for i, codec in enumerate(("none", "gzip", "snappy", "lz4", "zstd"))]
     time.sleep(5)
     for p in producers:
@@ -60,6 +60,9 @@ def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_of
     assert sum(ends.values()) == len(ok)  # Kafka's end offsets agree with our acks
     assert ok.groupby("partition").size().to_dict() == ends
     assert set(events.kind) >= {"assign", "final-end"}
+    keyed = ok[ok.producer == 0]  # the partitioner runs per message in a batch: one partition per key
+    assert keyed.key.nunique() == 16 and (keyed.groupby("key").partition.nunique() == 1).all()
+    assert keyed.partition.nunique() > 1
     # every replica's segment files hold each acked value at its acked offset, in the first leader's epoch
     replicas = pq.read_table(tmp_path / "history" / "replicas.parquet").to_pandas()
     acked = set(zip(ok.partition, ok.offset, ok.producer, ok.seq, strict=True))
