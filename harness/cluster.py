@@ -204,7 +204,10 @@ class Cluster:
             with contextlib.suppress(Exception):  # already gone is fine; labels.clean() is the fallback
                 self.network.remove()
             self.network._network = None
-        labels.clean(self.spec.run_id)
+        try:
+            labels.clean(self.spec.run_id)
+        except Exception as exc:
+            errors.append(exc)
         self._restore_signal_handlers()
         if errors:
             raise errors[0]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import docker
 import pytest
 import requests
@@ -81,3 +83,18 @@ def test_a_failed_start_keeps_its_error_when_teardown_fails_too(monkeypatch):
     finally:
         cluster._restore_signal_handlers()  # the broken stop skipped it
     assert failure.value.__notes__ == ["teardown also failed: RuntimeError: engine went away"]
+
+
+def test_signal_handlers_are_restored_when_the_engine_cannot_be_asked_what_is_left(monkeypatch):
+    before = signal.getsignal(signal.SIGTERM)
+    cluster = Cluster(ClusterSpec(brokers=3))
+    cluster._install_signal_handlers()
+    assert signal.getsignal(signal.SIGTERM) is not before
+
+    def unreachable(_run_id: str) -> None:
+        raise docker.errors.DockerException("Error while fetching server API version")
+
+    monkeypatch.setattr("harness.cluster.labels.clean", unreachable)
+    with pytest.raises(docker.errors.DockerException):
+        cluster.stop()
+    assert signal.getsignal(signal.SIGTERM) is before
