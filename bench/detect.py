@@ -64,8 +64,10 @@ class Row:
         self.measured = today if first == today else f"{first} to {today}"
 
 
-def run_rows(name: str, runs: int, root: Path, rows: dict[str, str], resume: bool, save: Callable[[], None]) -> None:
-    """Run each row (matrix combination) of a scenario up to seed runs-1, updating rows and saving after each seed."""
+def run_rows(name: str, runs: int, root: Path, rows: dict[str, str], errors: list[str], resume: bool,
+             save: Callable[[], None]) -> None:
+    """Run each row (matrix combination) of a scenario up to seed runs-1, updating rows (and errors, one line per
+    harness error) and saving after each seed."""
     for base in load(catalog()[name]):
         kept = rows.get(base.name)
         row = Row.parse(kept) if resume and kept else Row(base.name, ", ".join(base.expect) or "-")
@@ -76,7 +78,9 @@ def run_rows(name: str, runs: int, root: Path, rows: dict[str, str], resume: boo
                 row.count(r["verdict"], bool(s.expect) and not r["missing_expect"])
             except Exception as exc:  # noqa: BLE001 - a harness error is a finding of its own, not the end of detect
                 row.count(None, False)
-                print(f"{s.name} seed {seed}: harness error {type(exc).__name__}: {exc}", flush=True)
+                cause = (str(exc).splitlines() or [""])[0][:200]
+                errors.append(f"- {s.name} seed {seed} ({time.strftime('%Y-%m-%d')}): {type(exc).__name__}: {cause}")
+                print(errors[-1], flush=True)
             rows[base.name] = row.line()
             save()
         print(rows.get(base.name, f"{base.name}: nothing to run"), flush=True)
@@ -86,16 +90,26 @@ HEADER = ("| scenario | runs | violations (false alarms if it must pass) | unkno
           "| hit rate | measured |")
 
 
-def kept_rows() -> dict[str, str]:
-    """The rows DETECTION.md already has, by scenario: a detect of some scenarios keeps the others' figures."""
+ERRORS = "## Harness errors"
+
+
+def kept() -> tuple[dict[str, str], list[str]]:
+    """The rows DETECTION.md already has, by scenario, and its harness-error lines: a detect of some scenarios
+    keeps the others' figures, and every sitting's errors stay listed."""
     if not OUT.exists():
-        return {}
+        return {}, []
     lines = OUT.read_text().splitlines()
     table = lines[lines.index(HEADER) + 2:] if HEADER in lines else []
-    return {ln.split("|")[1].strip(): ln for ln in table if ln.startswith("| ")}
+    rows = {}
+    for ln in table:
+        if not ln.startswith("| "):
+            break
+        rows[ln.split("|")[1].strip()] = ln
+    errors = lines[lines.index(ERRORS) + 1:] if ERRORS in lines else []
+    return rows, [ln for ln in errors if ln.startswith("- ")]
 
 
-def write(rows: dict[str, str], command: str, minutes: float, done: bool) -> None:
+def write(rows: dict[str, str], errors: list[str], command: str, minutes: float, done: bool) -> None:
     """DETECTION.md, rewritten after every seed so an interrupted detect keeps what it measured."""
     OUT.write_text("\n".join([
         "# Detection power", "",
@@ -104,7 +118,9 @@ def write(rows: dict[str, str], command: str, minutes: float, done: bool) -> Non
         "detect limited by DETECT_ONLY replaces only its own rows; with DETECT_RESUME=1 it adds the seeds after a "
         "row's last one to its counts (a row measured over several days names the first and the last).", "",
         f"Last command: `{command}`; {'took' if done else 'still running after'} {minutes:.0f} min.", "",
-        HEADER, "|---|---|---|---|---|---|---|---|", *rows.values(), ""]))
+        HEADER, "|---|---|---|---|---|---|---|---|", *rows.values(), "",
+        *([ERRORS, "", "Runs that ended without a verdict (each a harness error in its row, never a pass):", "",
+           *errors, ""] if errors else [])]))
 
 
 def main() -> None:
@@ -115,15 +131,15 @@ def main() -> None:
     resume = os.environ.get("DETECT_RESUME") == "1"
     command = " ".join([*(f"{k}={os.environ[k]}" for k in ENV if os.environ.get(k)), "make detect"])
     started = time.monotonic()
-    rows = kept_rows()
+    rows, errors = kept()
 
     def save(done: bool = False) -> None:
-        write(rows, command, (time.monotonic() - started) / 60, done)
+        write(rows, errors, command, (time.monotonic() - started) / 60, done)
 
     for names, runs in ((MUST_PASS, n_pass), (UNSAFE, n_unsafe)):
         for name in names:
             if not only or name in only:
-                run_rows(name, runs, root, rows, resume, save)
+                run_rows(name, runs, root, rows, errors, resume, save)
     save(done=True)
     print(f"wrote {OUT}")
 
