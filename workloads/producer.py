@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError, Message, Producer
 
 from harness.history import HistoryWriter, now_ns
 from harness.scenario import ProducerSpec
@@ -127,9 +128,9 @@ class ProducerClient(Worker):
                  "t_invoke": t0, "t_complete": t1, "outcome": "fail", "error": err.name(), "offset": -1}
                 for seq, key, err in refused])
 
-    def _on_delivery(self, seq: int, key: str | None, t0: int):
+    def _on_delivery(self, seq: int, key: str | None, t0: int) -> Callable[[KafkaError | None, Message], None]:
         """The delivery report of one send: `ok` without error, otherwise `info` (it may have been written)."""
-        def delivered(err: KafkaError | None, msg) -> None:
+        def delivered(err: KafkaError | None, msg: Message) -> None:
             ok = err is None
             self.acked += ok
             self.errors += not ok
