@@ -29,12 +29,14 @@ def _java() -> str:
 
 @cache
 def path() -> Path:
-    """Where the archive lives: one per pyspark release and JDK build, since a JVM accepts only its own."""
+    """Where the archive lives: one per pyspark install and JDK build, since a JVM accepts only an archive dumped by
+    its own build with the same class path (pyspark's jars, found where pyspark is installed: each clone's venv)."""
     try:
         version = subprocess.run([_java(), "-version"], capture_output=True, text=True, timeout=60).stderr
     except OSError:  # no JVM at all: Spark itself reports that when a session starts
         version = "no java"
-    key = hashlib.sha256(f"{pyspark.__version__}\n{version}".encode()).hexdigest()[:12]
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    key = hashlib.sha256(f"{pyspark.__version__}\n{jars}\n{version}".encode()).hexdigest()[:12]
     return cache_dir() / f"spark-classes-{key}.jsa"
 
 

@@ -42,3 +42,15 @@ def test_a_damaged_class_archive_does_not_stop_spark(tmp_path, damage):
     assert "rows 3" in done.stdout, done.stderr[-2000:]
     if damage == "truncated":
         assert "kept False" in done.stdout  # dropped, so the next session does not crash on it again
+
+
+def test_each_pyspark_install_has_its_own_archive(monkeypatch, tmp_path):
+    """A JVM refuses an archive dumped with another class path, e.g. another clone's venv."""
+    here = class_archive.path()
+    monkeypatch.setattr(class_archive.pyspark, "__file__", str(tmp_path / "other-venv" / "pyspark" / "__init__.py"))
+    class_archive.path.cache_clear()
+    try:
+        assert class_archive.path() != here
+    finally:
+        monkeypatch.undo()
+        class_archive.path.cache_clear()
