@@ -35,7 +35,8 @@ def test_a_damaged_class_archive_does_not_stop_spark(tmp_path, damage):
     else:
         bad.write_bytes(b"not an archive" * 5000)
     root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "KCHAOS_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(root)}
+    env = {**os.environ, "KCHAOS_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(root),
+           "TMPDIR": str(tmp_path)}  # where the crashing JVM writes its report
     env.pop("KCHAOS_SPARK_JAVA_OPTIONS", None)
     done = subprocess.run([sys.executable, "-c", START, str(bad)], env=env, cwd=tmp_path, capture_output=True,
                           text=True, timeout=300)
