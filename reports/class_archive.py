@@ -73,25 +73,15 @@ def ensure(say: Callable[[str], None]) -> None:
 
 def _train(archive: Path) -> None:
     """Analyze a small synthetic history in a JVM that writes `archive` when it exits; wait for that exit."""
-    from harness.history import HistoryWriter
-    from reports.analysis import analyze
     from reports.spark import SHORT_JOBS, session
+    from reports.warmup import analyze_small
 
-    with tempfile.TemporaryDirectory() as tmp:
-        writer = HistoryWriter(Path(tmp))
-        for seq in range(200):
-            value = {"producer": seq % 2, "seq": seq, "topic": "t", "partition": seq % 3, "offset": seq // 3}
-            writer.write("sends", {**value, "t_invoke": seq, "t_complete": seq + 5, "outcome": "ok"})
-            writer.write("reads", {**value, "reader": "drain", "phase": "final", "poll": 1, "t": seq,
-                                   "checksum_ok": True})
-            writer.write("replicas", {**value, "broker": 1, "leader_epoch": 0, "checksum_ok": True})
-        writer.close()
-        spark = session(java_options=f"{SHORT_JOBS} -XX:ArchiveClassesAtExit={archive}")
-        analyze(spark, Path(tmp))
-        jvm = spark.sparkContext._gateway.proc  # the JVM exits at end of input, dumping the archive first
-        spark.stop()
-        jvm.stdin.close()
-        jvm.wait(timeout=BUILD_TIMEOUT_S)
+    spark = session(java_options=f"{SHORT_JOBS} -XX:ArchiveClassesAtExit={archive}")
+    analyze_small(spark)
+    jvm = spark.sparkContext._gateway.proc  # the JVM exits at end of input, dumping the archive first
+    spark.stop()
+    jvm.stdin.close()
+    jvm.wait(timeout=BUILD_TIMEOUT_S)
 
 
 if __name__ == "__main__":

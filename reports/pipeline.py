@@ -14,6 +14,7 @@ from harness.runner import Tick, execute, run_dir_for
 from harness.scenario import Scenario
 from reports import guarantees, render
 from reports.analysis import Analysis, analyze, is_large
+from reports.warmup import analyze_small
 from workloads.consumer import reader_name
 
 
@@ -32,6 +33,8 @@ class Outcome:
 
 _SPARK = None
 _SPARK_LOCK = threading.Lock()
+_WARMED = threading.Event()  # this process's Spark JVM has analyzed once
+WARM_UP_WAIT_S = 120.0
 
 
 def spark_session(master: str | None = None, large: bool = False):
@@ -46,14 +49,20 @@ def spark_session(master: str | None = None, large: bool = False):
     return _SPARK
 
 
-def warm_spark(master: str | None = None) -> None:
-    """Start the Spark session in the background while a run's workload goes on, so its analysis does not wait
-    ~10 s for a JVM; a failure here is left for the analysis's own call to report."""
+def warm_spark(master: str | None = None) -> threading.Thread:
+    """Start the Spark session and analyze a small history with it in the background while a run's workload goes
+    on, so the run's own analysis neither waits for a JVM nor pays for its cold JIT and code generation; a failure
+    here is left for the analysis's own call to report."""
     def start() -> None:
         with contextlib.suppress(Exception):
-            spark_session(master)
+            spark = spark_session(master)
+            if not _WARMED.is_set():
+                analyze_small(spark)
+                _WARMED.set()
 
-    threading.Thread(target=start, name="spark-warm-up", daemon=True).start()
+    thread = threading.Thread(target=start, name="spark-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outcome:
@@ -103,13 +112,11 @@ def run_and_check(scenario: Scenario, root: Path, on_tick=lambda t: None, ops=No
     Docker engine still raise."""
     run_dir = run_dir_for(root, scenario)
     started = time.monotonic()
-    warming = False
+    warming: list[threading.Thread | None] = []
 
     def tick(t: Tick) -> None:  # the Spark JVM starts once the brokers' JVMs have: together they took 2x longer
-        nonlocal warming
         if t.phase == "faults" and not warming:
-            warming = True
-            warm_spark(master)
+            warming.append(warm_spark(master))
         on_tick(t)
 
     try:
@@ -123,6 +130,8 @@ def run_and_check(scenario: Scenario, root: Path, on_tick=lambda t: None, ops=No
         return Outcome(result, None, run_dir)
     finally:
         on_tick(Tick("analysis"))
+    for thread in filter(None, warming):  # a short run's warm-up may still go on: sharing 2 cores helps neither
+        thread.join(WARM_UP_WAIT_S)
     out = check(scenario, run_dir, master)
     out.result["elapsed_s"] = round(time.monotonic() - started, 1)
     render.write_results(out.result, run_dir)
