@@ -28,6 +28,9 @@ LOG
 CP='/opt/kafka/libs/*'
 LOGOPTS="-Dlog4j2.configurationFile=/etc/kafka/log4j2.properties -Dlog4j.configuration=file:/etc/kafka/log4j.properties"
 JVM="${KCHAOS_JVM_OPTS:--Xms256m -Xmx768m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError}"
+if [ -f /opt/kafka/kafka.jsa ]; then  # our image's class-data archive of a broker start (see its Dockerfile)
+  JVM="$JVM -XX:SharedArchiveFile=/opt/kafka/kafka.jsa"
+fi
 if [ "$KCHAOS_ROLE" = zookeeper ]; then
   exec java $JVM $LOGOPTS -cp "$CP" org.apache.zookeeper.server.quorum.QuorumPeerMain /etc/kafka/node.properties
 fi

@@ -73,3 +73,10 @@ def test_broker_partitioned_from_peers_leaves_isr_and_heal_restores(healed):
     c.heal()
     assert "-j DROP" not in c.rules(follower)
     c.wait_for(f"broker {follower} rejoining the ISR", lambda: follower in c.isr(topic, 0), TIMEOUT)
+
+
+def test_brokers_map_the_images_class_data_archive(cluster):
+    """A broker JVM that maps the archive starts in ~1.6 s instead of ~2.5 s; one that cannot just starts slower."""
+    for node in cluster.nodes:
+        code, out = node.sh("grep -c /opt/kafka/kafka.jsa /proc/1/maps")
+        assert code == 0 and int(out) > 0, f"{node.alias} runs without the image's class-data archive"
