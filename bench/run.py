@@ -199,7 +199,7 @@ def overhead(scenario: str = "acks-all-leader-kill", duration: str = "120s") -> 
         total, (timings,), _ = fresh_kchaos("run", scenario, "--seed", str(seed), "--duration", duration, check=True)
         workload = timings.get("faults", 0.0)
         before = sum(timings.get(k, 0.0) for k in ("start", "images", "cluster", "topic"))
-        after = sum(timings.get(k, 0.0) for k in ("heal", "drain", "replicas", "teardown"))
+        after = sum(timings.get(k, 0.0) for k in ("heal", "drain", "replicas", "consumers", "teardown"))
         shares.append((total - workload) / total)
         rows.append(f"| {seed} | {total:.0f} s | {workload:.0f} s | {before:.0f} s | {after:.0f} s | "
                     f"{total - workload - before - after:.0f} s | {shares[-1]:.0%} |")
@@ -208,8 +208,8 @@ def overhead(scenario: str = "acks-all-leader-kill", duration: str = "120s") -> 
             f"Command: `BENCH=overhead make bench` ({REPEAT} runs of `kchaos run {scenario} --duration {duration}`, "
             f"seeds 0..{REPEAT - 1}, Kafka {DEFAULT_VERSION}, each in a fresh process). The baseline is the "
             f"workload's own {duration}; overhead is everything else: bring-up (images, cluster, topic), heal + "
-            "final drain + replica dump + teardown, and the rest (process start, the PySpark analysis and its "
-            "reports).", "",
+            "final drain + replica dump + the live consumers' stop + teardown, and the rest (process start, the "
+            "PySpark analysis and its reports).", "",
             "| seed | run wall time | workload | bring-up | heal, drain, dump, teardown | start, analysis, reports "
             "| overhead |",
             "|---|---|---|---|---|---|---|", *rows, "",

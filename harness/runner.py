@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -103,6 +104,16 @@ def execute(scenario: Scenario, run_dir: Path, on_tick: Callable[[Tick], None] =
 
 
 CLIENT_START_S = 60.0
+CATCH_UP_S = 2.0  # how long live consumers read the healed log before they stop
+
+
+def _stop_consumers(consumers: list[ClientProcess]) -> None:
+    """Let live consumers catch up to the healed log, then stop them: each commits and leaves its group."""
+    time.sleep(CATCH_UP_S)
+    for c in consumers:
+        c.stop()
+    for c in consumers:
+        c.join(30)
 
 
 def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops, info: RunInfo,
@@ -125,41 +136,43 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
             client.join(5)
         raise RuntimeError(f"producers {late} did not start within {CLIENT_START_S:.0f} s")
     nemesis = schedule.Nemesis(cluster, topic, scenario.faults, ops, scenario.seed, history, consumers).start()
+    stopping = threading.Thread(target=_stop_consumers, args=(consumers,), name="stop-consumers")
     try:
-        phase("faults")
-        end = time.monotonic() + scenario.duration
-        while (left := end - time.monotonic()) > 0:
-            time.sleep(min(1.0, left))
-            on_tick(Tick("faults", scenario.duration - left, max(left, 0), sum(p.acked for p in producers),
-                         sum(p.errors for p in producers), nemesis.active))
+        try:
+            phase("faults")
+            end = time.monotonic() + scenario.duration
+            while (left := end - time.monotonic()) > 0:
+                time.sleep(min(1.0, left))
+                on_tick(Tick("faults", scenario.duration - left, max(left, 0), sum(p.acked for p in producers),
+                             sum(p.errors for p in producers), nemesis.active))
+        finally:
+            for p in producers:
+                p.stop()
+            nemesis.stop()
+            phase("heal")
+            info.recovered = schedule.heal_all(cluster, topic, history, scenario.recovery_timeout)
+            for p in producers:
+                p.join()
+            info.nemesis_errors = nemesis.errors
+            stopping.start()  # the drain and the replica dump need only the producers stopped
+        phase("drain")
+        reached = final_drain(boot, topic, parts, history, scenario.drain_timeout)
+        info.drain_reached = {str(p): r for p, r in reached.items()}
+        sampler.stop()
+        sampler.join(15)
+        phase("replicas")
+        try:  # without every replica's records the verdict is unknown, not lost: the rest of the history stands
+            history.write_many("replicas", cluster.dump_replica_logs(topic))
+            kind, detail = "replicas-dumped", ""
+        except ClusterError as exc:
+            kind, detail = "replicas-failed", str(exc)
+        history.write("events", {"t": now_ns(), "source": "runner", "kind": kind, "topic": topic,
+                                 "partition": -1, "offset": -1, "detail": detail})
+        cluster.collect_logs(run_dir / "logs")
     finally:
-        for p in producers:
-            p.stop()
-        nemesis.stop()
-        phase("heal")
-        info.recovered = schedule.heal_all(cluster, topic, history, scenario.recovery_timeout)
-        for p in producers:
-            p.join()
-        info.nemesis_errors = nemesis.errors
-        time.sleep(2.0)  # let live consumers catch up to the healed log before they stop
-        for c in consumers:
-            c.stop()
-        for c in consumers:
-            c.join(30)
+        if stopping.ident is not None:
+            phase("consumers")
+            stopping.join()
     if consumers and scenario.consumer.mode == "subscribe":
         record_committed(boot, scenario.consumer.group, topic, parts, history)
-    phase("drain")
-    reached = final_drain(boot, topic, parts, history, scenario.drain_timeout)
-    info.drain_reached = {str(p): r for p, r in reached.items()}
-    sampler.stop()
-    sampler.join(15)
-    phase("replicas")
-    try:  # without every replica's records the verdict is unknown, not lost: the rest of the history stands
-        history.write_many("replicas", cluster.dump_replica_logs(topic))
-        kind, detail = "replicas-dumped", ""
-    except ClusterError as exc:
-        kind, detail = "replicas-failed", str(exc)
-    history.write("events", {"t": now_ns(), "source": "runner", "kind": kind, "topic": topic,
-                             "partition": -1, "offset": -1, "detail": detail})
-    cluster.collect_logs(run_dir / "logs")
     phase("teardown")
