@@ -210,7 +210,7 @@ def overhead(scenario: str = "acks-all-leader-kill", duration: str = "120s") -> 
             f"workload's own {duration}; overhead is everything else: bring-up (images, cluster, topic), heal + "
             "final drain + replica dump + the live consumers' stop + teardown, and the rest (process start, the "
             "PySpark analysis and its reports).", "",
-            "| seed | run wall time | workload | bring-up | heal, drain, dump, teardown | start, analysis, reports "
+            "| seed | run wall time | workload | bring-up | heal to teardown | start, analysis, reports "
             "| overhead |",
             "|---|---|---|---|---|---|---|", *rows, "",
             f"Median overhead {med:.0%} of the run (target under 20%: {'met' if med < 0.2 else 'NOT met'}).", ""]
