@@ -44,6 +44,9 @@ def bringup() -> list[str]:
 
 
 PERF = re.compile(r"([\d.]+) records/sec")
+# Unmeasured rounds of every side before the measured ones: the brokers' JIT takes about a minute of full load to
+# settle (one 15-s round of ours went 40k/s, 65k/s, then ~125k/s; the broker JVMs' CPU per record fell by half).
+WARM_ROUNDS = 2
 
 
 def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_000) -> list[str]:
@@ -84,15 +87,15 @@ def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_00
             return run_theirs() if side == "theirs" else run_ours(side, i)
 
         order = list(sides)
-        for side in order:  # warm-up, not measured
-            run(side, -1)
+        warm = {side: [run(side, -1 - k) for k in range(WARM_ROUNDS)] for side in order}  # not measured
         for i in range(REPEAT):
             for side in order[i % 3:] + order[:i % 3]:
                 sides[side].append(run(side, i))
     med = {side: statistics.median(v) for side, v in sides.items()}
 
     def row(label: str, side) -> str:
-        return f"| {label} | {med[side]:,.0f} | {', '.join(f'{x:,.0f}' for x in sides[side])} |"
+        return (f"| {label} | {med[side]:,.0f} | {', '.join(f'{x:,.0f}' for x in sides[side])} | "
+                f"{', '.join(f'{x:,.0f}' for x in warm[side])} |")
 
     def ratio(n: int) -> str:
         r = med[n] / med["theirs"]
@@ -104,9 +107,9 @@ def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_00
             f"idempotence on, {payload}-byte values, linger.ms=5. Ours: the workload's producers as a run starts "
             f"them (one process each), every send recorded to the history, counted over {seconds:.0f} s; "
             f"ProducerPerformance ({records:,} records) runs in broker 1's container on the same cluster. After "
-            f"one unmeasured warm-up run of each side (the brokers' JIT), {REPEAT} rounds, rotating which side "
-            "goes first.", "",
-            "| producer | median records/s | runs |", "|---|---|---|",
+            f"{WARM_ROUNDS} unmeasured warm-up rounds of every side (the brokers' JIT), {REPEAT} rounds, rotating "
+            "which side goes first.", "",
+            "| producer | median records/s | runs | warm-up rounds (not counted) |", "|---|---|---|---|",
             row("Kafka ProducerPerformance, 1 process (baseline)", "theirs"),
             row("kafka-chaos, 1 producer + history", 1),
             row("kafka-chaos, 2 producers + history (a scenario's default)", 2), "",
