@@ -16,17 +16,19 @@ class Decoded(NamedTuple):
 
 
 @cache
-def _pad(n: int) -> bytes:
-    return b"x" * max(0, n)
+def _pad(n: int) -> tuple[bytes, int]:
+    """A pad of n bytes and its crc32, which every value with that pad continues from."""
+    pad = b"x" * max(0, n)
+    return pad, zlib.crc32(pad)
 
 
 def encode(producer: int, seq: int, size: int = 64) -> bytes:
-    """`producer|seq|crc|padding`, padded to at least `size` bytes; crc covers producer, seq and padding.
-    Built as bytes with a cached pad and SEP written into the formats: it runs once per send, on the producer's hot
-    path."""
+    """`producer|seq|crc|padding`, padded to at least `size` bytes; crc is the crc32 of padding then `producer|seq|`.
+    Built as bytes with a cached pad and its crc, SEP written into the formats: it runs once per send, on the
+    producer's hot path."""
     head = b"%d|%d|" % (producer, seq)
-    pad = _pad(size - len(head) - 9)
-    return b"%s%08x|%s" % (head, zlib.crc32(pad, zlib.crc32(head)), pad)
+    pad, crc = _pad(size - len(head) - 9)
+    return b"%s%08x|%s" % (head, zlib.crc32(head, crc), pad)
 
 
 def decode(value: bytes | str | None) -> Decoded | None:
@@ -38,5 +40,5 @@ def decode(value: bytes | str | None) -> Decoded | None:
     if len(parts) != 4 or not parts[0].isdigit() or not parts[1].isdigit():
         return None
     producer, seq, crc, pad = parts
-    ok = b"%08x" % zlib.crc32(pad, zlib.crc32(producer + SEP + seq + SEP)) == crc
+    ok = b"%08x" % zlib.crc32(producer + SEP + seq + SEP, zlib.crc32(pad)) == crc
     return Decoded(int(producer), int(seq), ok)
