@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Callable
 
+import orjson
 from confluent_kafka import KafkaError, Message, Producer
 
 from harness.history import HistoryWriter, now_ns
@@ -48,7 +49,12 @@ class ProducerClient(Worker):
         self.acked = 0
         self.errors = 0
         self._fatal = threading.Event()
-        self._pending: dict[int, tuple[int, str | None]] = {}  # seq -> (t_invoke, key) awaiting a delivery report
+        self._pending: dict[int, int] = {}  # seq -> t_invoke of the sends awaiting a delivery report
+        # An `ok` send's row, encoded once but for seq, key, partition, t_invoke, t_complete and offset
+        self._ok_line = (b'{"producer":%d,"seq":%%d,"key":%%s,"topic":%s,"partition":%%d,"t_invoke":%%d,'
+                         b'"t_complete":%%d,"outcome":"ok","error":null,"offset":%%d}\n'
+                         % (pid, orjson.dumps(topic).replace(b"%", b"%%")))
+        self._keys_json = [orjson.dumps(self._key(seq)) for seq in range(16)]  # by seq % 16
 
     def _new_producer(self) -> Producer:
         conf = producer_config(self.spec, self.bootstrap, f"chaos-producer-{self.pid}")
@@ -106,48 +112,56 @@ class ProducerClient(Worker):
 
     def _send(self, producer: Producer, count: int) -> None:
         """Hand `count` sends to the client in one produce_batch call; their invoke time is that call's."""
-        keyed, first = self.spec.keyed, self.seq
+        pid, size, first = self.pid, self.spec.payload_bytes, self.seq
         self.seq += count
-        sends = [(seq, f"{self.pid}-{seq % 16}" if keyed else None) for seq in range(first, self.seq)]
+        seqs = range(first, self.seq)
         t0 = now_ns()
-        batch = [{"value": encode(self.pid, seq, self.spec.payload_bytes), "key": key,
-                  "callback": self._on_delivery(seq, key, t0)} for seq, key in sends]
-        for seq, key in sends:
-            self._pending[seq] = (t0, key)
+        batch = [{"value": encode(pid, seq, size), "callback": self._on_delivery(seq, t0)} for seq in seqs]
+        if self.spec.keyed:
+            for seq, msg in zip(seqs, batch, strict=True):
+                msg["key"] = self._key(seq)
+        self._pending.update(dict.fromkeys(seqs, t0))
         # If the call itself raises, which sends it enqueued is unknown: they stay pending, and each ends with its
         # delivery report or, without one, as `info` at the end.
         producer.produce_batch(self.topic, batch)
-        refused = [(seq, key, msg["_error"]) for (seq, key), msg in zip(sends, batch, strict=True) if "_error" in msg]
+        refused = [(seq, msg["_error"]) for seq, msg in zip(seqs, batch, strict=True) if "_error" in msg]
         if refused:
             self.errors += len(refused)
             t1 = now_ns()
-            for seq, _, _ in refused:
+            for seq, _ in refused:
                 del self._pending[seq]
-            self.history.write_many("sends", [
-                {"producer": self.pid, "seq": seq, "key": key, "topic": self.topic, "partition": -1,
-                 "t_invoke": t0, "t_complete": t1, "outcome": "fail", "error": err.name(), "offset": -1}
-                for seq, key, err in refused])
+            self.history.write_many("sends", [self._row(seq, -1, t0, t1, "fail", err.name()) for seq, err in refused])
 
-    def _on_delivery(self, seq: int, key: str | None, t0: int) -> Callable[[KafkaError | None, Message], None]:
+    def _on_delivery(self, seq: int, t0: int) -> Callable[[KafkaError | None, Message], None]:
         """The delivery report of one send: `ok` without error, otherwise `info` (it may have been written)."""
         def delivered(err: KafkaError | None, msg: Message) -> None:
-            ok = err is None
+            del self._pending[seq]
+            offset = msg.offset()
+            if err is None and offset >= 0:
+                self.acked += 1
+                self.history.write_line("sends", self._ok_line % (seq, self._keys_json[seq % 16], msg.partition(), t0,
+                                                                  now_ns(), offset))
+                return
+            ok = err is None  # acked, but librdkafka has no offset for it (acks=0)
             self.acked += ok
             self.errors += not ok
-            self.history.write("sends", {
-                "producer": self.pid, "seq": seq, "key": key, "topic": self.topic, "partition": msg.partition(),
-                "t_invoke": t0, "t_complete": now_ns(), "outcome": "ok" if ok else "info",
-                "error": None if ok else err.name(), "offset": msg.offset() if ok and msg.offset() >= 0 else -1})
-            del self._pending[seq]
+            self.history.write("sends", self._row(seq, msg.partition(), t0, now_ns(), "ok" if ok else "info",
+                                                  None if ok else err.name()))
         return delivered
+
+    def _key(self, seq: int) -> str | None:
+        return f"{self.pid}-{seq % 16}" if self.spec.keyed else None
+
+    def _row(self, seq: int, partition: int, t0: int, t1: int, outcome: str, error: str | None) -> dict:
+        """A send row without an offset."""
+        return {"producer": self.pid, "seq": seq, "key": self._key(seq), "topic": self.topic, "partition": partition,
+                "t_invoke": t0, "t_complete": t1, "outcome": outcome, "error": error, "offset": -1}
 
     def _settle_pending(self) -> None:
         """Sends enqueued whose delivery report never came (client crash, unflushed at the end): `info`, since
         they may have been written; without a row their values would read as `unexpected`."""
-        for seq, (t0, key) in sorted(self._pending.items()):
-            self.history.write("sends", {"producer": self.pid, "seq": seq, "key": key, "topic": self.topic,
-                                         "partition": -1, "t_invoke": t0, "t_complete": now_ns(),
-                                         "outcome": "info", "error": "NO_DELIVERY_REPORT", "offset": -1})
+        for seq, t0 in sorted(self._pending.items()):
+            self.history.write("sends", self._row(seq, -1, t0, now_ns(), "info", "NO_DELIVERY_REPORT"))
         self._pending.clear()
 
     def _close(self, producer: Producer) -> None:

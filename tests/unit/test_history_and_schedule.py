@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import struct
+import sys
 import tarfile
+import threading
 
 import orjson
 import pyarrow.parquet as pq
@@ -27,6 +29,7 @@ def test_payload_roundtrip_and_damage_detected():
     assert len(v) >= 80 and decode(v) == (3, 1234, True)
     damaged = v[:-1] + b"y"
     assert decode(damaged) == (3, 1234, False)
+    assert decode(v.replace(b"1234", b"1235", 1)) == (3, 1235, False)
     assert decode(b"hello") is None
 
 
@@ -157,3 +160,28 @@ def test_schedule_roundtrip(tmp_path):
 
 def test_every_fault_in_the_scenario_format_has_an_implementation():
     assert set(ops.REGISTRY) == set(FAULTS)
+
+
+def test_rows_written_while_flushes_run_are_each_flushed_once(tmp_path):
+    w = HistoryWriter(tmp_path, flush_s=60)
+
+    def writer(part: int) -> None:
+        for i in range(20_000):
+            if i % 2:
+                w.write_line("sends", b'{"producer":%d,"seq":%d}\n' % (part, i))
+            else:
+                w.write("sends", {"producer": part, "seq": i})
+
+    threads = [threading.Thread(target=writer, args=(p,)) for p in range(3)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch as often as they can, to meet every race
+    try:
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads):
+            w.flush()
+    finally:
+        sys.setswitchinterval(interval)
+    w.close(compact=False)
+    rows = read_jsonl(tmp_path, "sends").select(["producer", "seq"]).to_pylist()
+    assert sorted((r["producer"], r["seq"]) for r in rows) == [(p, i) for p in range(3) for i in range(20_000)]

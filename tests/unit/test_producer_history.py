@@ -99,3 +99,35 @@ def test_sends_of_a_batch_call_that_raised_end_info_never_fail(tmp_path):
     rows = sends_of(tmp_path)
     assert client.seq >= 64 * 10 and sorted(r["seq"] for r in rows) == list(range(client.seq))
     assert {(r["outcome"], r["error"]) for r in rows} == {("info", "NO_DELIVERY_REPORT")}
+
+
+class Report:
+    """What a delivery report's message tells the callback."""
+
+    def __init__(self, partition: int, offset: int) -> None:
+        self._partition, self._offset = partition, offset
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+
+def test_an_ok_send_s_encoded_row_reads_back_as_its_columns(tmp_path):
+    history = HistoryWriter(tmp_path)
+    client = ProducerClient(7, ProducerSpec(keyed=True), 'odd%s"topic', NOWHERE, history)
+    client._pending.update({19: 100, 20: 100})
+    client._on_delivery(19, 100)(None, Report(2, 12345678901))
+    client._on_delivery(20, 100)(None, Report(1, -1))  # acks=0: acked without an offset
+    history.close(compact=False)
+    rows = sorted(sends_of(tmp_path), key=lambda r: r["seq"])
+    assert rows[0]["t_complete"] >= 100 and rows[1]["t_complete"] >= 100
+    for r in rows:
+        del r["t_complete"]
+    assert rows == [
+        {"producer": 7, "seq": 19, "key": "7-3", "topic": 'odd%s"topic', "partition": 2, "t_invoke": 100,
+         "outcome": "ok", "error": None, "offset": 12345678901},
+        {"producer": 7, "seq": 20, "key": "7-4", "topic": 'odd%s"topic', "partition": 1, "t_invoke": 100,
+         "outcome": "ok", "error": None, "offset": -1}]
+    assert client.acked == 2 and not client._pending
