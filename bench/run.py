@@ -44,17 +44,19 @@ def bringup() -> list[str]:
 
 
 PERF = re.compile(r"([\d.]+) records/sec")
-# Unmeasured rounds of every side before the measured ones: the brokers' JIT takes about a minute of full load to
-# settle (one 15-s round of ours went 40k/s, 65k/s, then ~125k/s; the broker JVMs' CPU per record fell by half).
-WARM_ROUNDS = 2
+# Unmeasured rounds of every side before the measured ones, until ProducerPerformance's rate moved by less than
+# WARM_SETTLED from the round before: the brokers' JIT takes minutes of full load to settle (ProducerPerformance went
+# 81k/s, 197k/s, 231k/s in three rounds; the broker JVMs' CPU per record fell by three quarters).
+WARM_ROUNDS = (2, 6)  # at least, at most
+WARM_SETTLED = 0.1
 
 
 def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_000) -> list[str]:
     """The workload's producers with full history recording vs Kafka's ProducerPerformance, same cluster, acks,
     payload and linger. Ours run as the runner runs them: each producer in a process of its own.
 
-    Brokers run several times faster once their JIT has warmed up, so every side first runs once unmeasured,
-    and each round then rotates which side goes first."""
+    Brokers run several times faster once their JIT has warmed up, so every side first runs unmeasured until
+    ProducerPerformance's rate settles, and each round then rotates which side goes first."""
     sides = {"theirs": [], 1: [], 2: []}
     with Cluster(ClusterSpec()) as c, tempfile.TemporaryDirectory() as tmp:
         c.create_topic("bench", 3, 3, {"min.insync.replicas": "2"})
@@ -87,7 +89,10 @@ def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_00
             return run_theirs() if side == "theirs" else run_ours(side, i)
 
         order = list(sides)
-        warm = {side: [run(side, -1 - k) for k in range(WARM_ROUNDS)] for side in order}  # not measured
+        warm: dict = {side: [] for side in order}  # not measured
+        while len(warm["theirs"]) < WARM_ROUNDS[1] and not _settled(warm["theirs"], WARM_ROUNDS[0]):
+            for side in order:
+                warm[side].append(run(side, -1 - len(warm[side])))
         for i in range(REPEAT):
             for side in order[i % 3:] + order[:i % 3]:
                 sides[side].append(run(side, i))
@@ -107,14 +112,20 @@ def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_00
             f"idempotence on, {payload}-byte values, linger.ms=5. Ours: the workload's producers as a run starts "
             f"them (one process each), every send recorded to the history, counted over {seconds:.0f} s; "
             f"ProducerPerformance ({records:,} records) runs in broker 1's container on the same cluster. After "
-            f"{WARM_ROUNDS} unmeasured warm-up rounds of every side (the brokers' JIT), {REPEAT} rounds, rotating "
-            "which side goes first.", "",
+            f"{len(warm['theirs'])} unmeasured warm-up rounds of every side (the brokers' JIT; until "
+            f"ProducerPerformance's rate moved by under {WARM_SETTLED:.0%}), {REPEAT} rounds, rotating which side goes "
+            "first.", "",
             "| producer | median records/s | runs | warm-up rounds (not counted) |", "|---|---|---|---|",
             row("Kafka ProducerPerformance, 1 process (baseline)", "theirs"),
             row("kafka-chaos, 1 producer + history", 1),
             row("kafka-chaos, 2 producers + history (a scenario's default)", 2), "",
             f"Ratio, 1 producer: {ratio(1)}. Ratio, 2 producers: {ratio(2)}. All of it shares this machine's 2 "
             "cores with the 3 brokers.", ""]
+
+
+def _settled(rates: list[float], at_least: int) -> bool:
+    """True once there were `at_least` rounds and the last rate is within WARM_SETTLED of the one before."""
+    return len(rates) >= at_least and abs(rates[-1] - rates[-2]) <= WARM_SETTLED * rates[-2]
 
 
 ONE_RUN_FROM = 50_000_000  # from this size one run per engine: what counts there is whether it completes
