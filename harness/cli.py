@@ -146,13 +146,14 @@ def cmd_run(a) -> int:
     return exit_code(run_many(scenarios, a.runs_dir, scenarios[0].name))
 
 
-def with_seeds(scenarios: list[Scenario], seeds: int) -> list[Scenario]:
-    """Each scenario with its own seed and the next `seeds - 1` ones."""
-    return [s for base in scenarios for i in range(seeds) for s in override([base], None, base.seed + i, None)]
+def with_seeds(scenarios: list[Scenario], seeds: int, first: int | None = None) -> list[Scenario]:
+    """Each scenario with its own seed (or `first`) and the next `seeds - 1` ones."""
+    return [s for base in scenarios for i in range(seeds)
+            for s in override([base], None, (base.seed if first is None else first) + i, None)]
 
 
 def cmd_suite(a) -> int:
-    scenarios = with_seeds([s for f in suite_files(a.suite) for s in load(f)], a.seeds)
+    scenarios = with_seeds([s for f in suite_files(a.suite) for s in load(f)], a.seeds, a.seed)
     scenarios = override(scenarios, a.kafka, None, a.duration)
     return exit_code(run_many(scenarios, a.runs_dir, a.suite))
 
@@ -199,7 +200,7 @@ def cmd_compare(a) -> int:
     for v in versions:
         scenarios = [s for f in files for s in load(f)
                      if not (s.kafka.metadata == "zookeeper" and images.major(v) >= 4)]  # no ZooKeeper in 4.x
-        results += run_many(override(with_seeds(scenarios, a.seeds), v, None, a.duration), a.runs_dir,
+        results += run_many(override(with_seeds(scenarios, a.seeds, a.seed), v, None, a.duration), a.runs_dir,
                             f"compare-{v}")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     html, md = write_compare(results, a.runs_dir / f"compare-{stamp}")
@@ -258,15 +259,23 @@ RUNS_DIR = {"type": Path, "default": Path("runs"), "help": "where run directorie
 
 
 def suite_options(p: argparse.ArgumentParser) -> None:
-    """--seeds, --duration and --runs-dir, shared by `suite` and `compare`."""
+    """--seed, --seeds, --duration and --runs-dir, shared by `suite` and `compare`."""
+    p.add_argument("--seed", type=int, help="the first seed of every scenario (default: each scenario's own)")
     p.add_argument("--seeds", type=int, default=1, help="runs per scenario with consecutive seeds")
     p.add_argument("--duration")
     p.add_argument("--runs-dir", **RUNS_DIR)
 
 
+class Parser(argparse.ArgumentParser):
+    """No abbreviated options: `--seed 42` must never be taken for `--seeds 42` (42 runs of every scenario)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(allow_abbrev=False, **kwargs)
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kchaos", description="Jepsen-style chaos testing for real Apache Kafka")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    p = Parser(prog="kchaos", description="Jepsen-style chaos testing for real Apache Kafka")
+    sub = p.add_subparsers(dest="cmd", required=True)  # subcommands' parsers are Parsers too
 
     r = sub.add_parser("run", help="run one scenario (a YAML file or a built-in name)")
     r.add_argument("scenario")

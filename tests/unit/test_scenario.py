@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import catalog, override
+from harness.cli import catalog, override, parser, with_seeds
 from harness.errors import UsageError
 from harness.scenario import load
 
@@ -68,3 +68,14 @@ def test_every_built_in_scenario_is_valid():
     assert len(names) >= 12
     for path in names.values():
         assert load(path)
+
+
+def test_suite_and_compare_take_a_first_seed_and_never_an_abbreviated_option(capsys):
+    a = parser().parse_args(["compare", "--kafka", "4.3.1", "--seed", "7", "--seeds", "2"])
+    base = load(catalog()["acks-all-leader-kill"]) + load(catalog()["controller-failover"])
+    scenarios = with_seeds(base, a.seeds, a.seed)
+    assert [s.seed for s in scenarios] == [7, 8, 7, 8]
+    assert [s.seed for s in with_seeds(base, 2)] == [base[0].seed, base[0].seed + 1, base[1].seed, base[1].seed + 1]
+    with pytest.raises(SystemExit) as exit_:
+        parser().parse_args(["suite", "smoke", "--see", "3"])
+    assert exit_.value.code == 2 and "unrecognized arguments: --see 3" in capsys.readouterr().err
