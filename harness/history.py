@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -54,9 +55,7 @@ def _take(queue: list) -> list:
     return taken
 
 
-def now_ns() -> int:
-    """The history clock: CLOCK_MONOTONIC in ns, shared by every process on the machine."""
-    return time.monotonic_ns()
+now_ns = time.monotonic_ns  # the history clock: CLOCK_MONOTONIC in ns, shared by every process on the machine
 
 
 def arrow_schema(table: str) -> pa.Schema:
@@ -97,9 +96,10 @@ class HistoryWriter:
         """Queue several rows of one table."""
         self._buf[table].extend(rows)
 
-    def write_line(self, table: str, line: bytes) -> None:
-        """Queue one row its caller already encoded as a JSON object and a newline (the producer's hot path)."""
-        self._lines[table].append(line)
+    def line_writer(self, table: str) -> Callable[[bytes], None]:
+        """What queues one row of `table` that its caller already encoded as a JSON object and a newline: the
+        producer's hot path, one C call per row."""
+        return self._lines[table].append
 
     def flush(self) -> None:
         """Append every queued row; one write per table, so a kill leaves at most one partial line.

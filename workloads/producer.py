@@ -55,6 +55,7 @@ class ProducerClient(Worker):
                          b'"t_complete":%%d,"outcome":"ok","error":null,"offset":%%d}\n'
                          % (pid, orjson.dumps(topic).replace(b"%", b"%%")))
         self._keys_json = [orjson.dumps(self._key(seq)) for seq in range(16)]  # by seq % 16
+        self._write_ok = history.line_writer("sends")
 
     def _new_producer(self) -> Producer:
         conf = producer_config(self.spec, self.bootstrap, f"chaos-producer-{self.pid}")
@@ -139,8 +140,7 @@ class ProducerClient(Worker):
             offset = msg.offset()
             if err is None and offset >= 0:
                 self.acked += 1
-                self.history.write_line("sends", self._ok_line % (seq, self._keys_json[seq % 16], msg.partition(), t0,
-                                                                  now_ns(), offset))
+                self._write_ok(self._ok_line % (seq, self._keys_json[seq % 16], msg.partition(), t0, now_ns(), offset))
                 return
             ok = err is None  # acked, but librdkafka has no offset for it (acks=0)
             self.acked += ok

@@ -164,11 +164,12 @@ def test_every_fault_in_the_scenario_format_has_an_implementation():
 
 def test_rows_written_while_flushes_run_are_each_flushed_once(tmp_path):
     w = HistoryWriter(tmp_path, flush_s=60)
+    write_line = w.line_writer("sends")
 
     def writer(part: int) -> None:
         for i in range(20_000):
             if i % 2:
-                w.write_line("sends", b'{"producer":%d,"seq":%d}\n' % (part, i))
+                write_line(b'{"producer":%d,"seq":%d}\n' % (part, i))
             else:
                 w.write("sends", {"producer": part, "seq": i})
 
