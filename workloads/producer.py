@@ -136,17 +136,17 @@ class ProducerClient(Worker):
     def _on_delivery(self, seq: int, t0: int) -> Callable[[KafkaError | None, Message], None]:
         """The delivery report of one send: `ok` without error, otherwise `info` (it may have been written)."""
         def delivered(err: KafkaError | None, msg: Message) -> None:
-            del self._pending[seq]
             offset = msg.offset()
             if err is None and offset >= 0:
                 self.acked += 1
                 self._write_ok(self._ok_line % (seq, self._keys_json[seq % 16], msg.partition(), t0, now_ns(), offset))
-                return
-            ok = err is None  # acked, but librdkafka has no offset for it (acks=0)
-            self.acked += ok
-            self.errors += not ok
-            self.history.write("sends", self._row(seq, msg.partition(), t0, now_ns(), "ok" if ok else "info",
-                                                  None if ok else err.name()))
+            else:  # an error, or acked without an offset (acks=0)
+                ok = err is None
+                self.acked += ok
+                self.errors += not ok
+                self.history.write("sends", self._row(seq, msg.partition(), t0, now_ns(), "ok" if ok else "info",
+                                                      None if ok else err.name()))
+            del self._pending[seq]  # only once its row is queued: a send never ends without one
         return delivered
 
     def _key(self, seq: int) -> str | None:
