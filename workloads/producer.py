@@ -134,18 +134,20 @@ class ProducerClient(Worker):
             self.history.write_many("sends", [self._row(seq, -1, t0, t1, "fail", err.name()) for seq, err in refused])
 
     def _on_delivery(self, seq: int, t0: int) -> Callable[[KafkaError | None, Message], None]:
-        """The delivery report of one send: `ok` without error, otherwise `info` (it may have been written)."""
+        """The delivery report of one send: `ok` without error, otherwise `info` (it may have been written).
+        Message.offset() and .partition() are None when librdkafka has none (-1); the row says -1."""
         def delivered(err: KafkaError | None, msg: Message) -> None:
             offset = msg.offset()
-            if err is None and offset >= 0:
+            if err is None and offset is not None:
                 self.acked += 1
                 self._write_ok(self._ok_line % (seq, self._keys_json[seq % 16], msg.partition(), t0, now_ns(), offset))
-            else:  # an error, or acked without an offset (acks=0)
+            else:  # an error, or acked without an offset (acks=0; also seen for idempotent sends after a failover)
                 ok = err is None
                 self.acked += ok
                 self.errors += not ok
-                self.history.write("sends", self._row(seq, msg.partition(), t0, now_ns(), "ok" if ok else "info",
-                                                      None if ok else err.name()))
+                partition = msg.partition()
+                self.history.write("sends", self._row(seq, -1 if partition is None else partition, t0, now_ns(),
+                                                      "ok" if ok else "info", None if ok else err.name()))
             del self._pending[seq]  # only once its row is queued: a send never ends without one
         return delivered
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, Message, Producer
 
 from harness.history import HistoryWriter, read_jsonl
 from harness.scenario import ProducerSpec
@@ -101,25 +101,13 @@ def test_sends_of_a_batch_call_that_raised_end_info_never_fail(tmp_path):
     assert {(r["outcome"], r["error"]) for r in rows} == {("info", "NO_DELIVERY_REPORT")}
 
 
-class Report:
-    """What a delivery report's message tells the callback."""
-
-    def __init__(self, partition: int, offset: int) -> None:
-        self._partition, self._offset = partition, offset
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
-
-
 def test_an_ok_send_s_encoded_row_reads_back_as_its_columns(tmp_path):
     history = HistoryWriter(tmp_path)
     client = ProducerClient(7, ProducerSpec(keyed=True), 'odd%s"topic', NOWHERE, history)
     client._pending.update({19: 100, 20: 100})
-    client._on_delivery(19, 100)(None, Report(2, 12345678901))
-    client._on_delivery(20, 100)(None, Report(1, -1))  # acks=0: acked without an offset
+    client._on_delivery(19, 100)(None, Message(topic="t", partition=2, offset=12345678901))
+    # acks=0: acked without an offset, which Message.offset() gives as None
+    client._on_delivery(20, 100)(None, Message(topic="t", partition=1, offset=-1001))
     history.close(compact=False)
     rows = sorted(sends_of(tmp_path), key=lambda r: r["seq"])
     assert rows[0]["t_complete"] >= 100 and rows[1]["t_complete"] >= 100
@@ -131,3 +119,15 @@ def test_an_ok_send_s_encoded_row_reads_back_as_its_columns(tmp_path):
         {"producer": 7, "seq": 20, "key": "7-4", "topic": 'odd%s"topic', "partition": 1, "t_invoke": 100,
          "outcome": "ok", "error": None, "offset": -1}]
     assert client.acked == 2 and not client._pending
+
+
+def test_a_failed_send_without_a_partition_is_info_on_partition_minus_one(tmp_path):
+    history = HistoryWriter(tmp_path)
+    client = ProducerClient(0, ProducerSpec(), "t", NOWHERE, history)
+    client._pending[5] = 100
+    client._on_delivery(5, 100)(KafkaError(KafkaError._MSG_TIMED_OUT), Message(topic="t", partition=-1, offset=-1001))
+    history.close(compact=False)
+    [row] = sends_of(tmp_path)
+    assert (row["outcome"], row["error"], row["partition"], row["offset"]) == ("info", "_MSG_TIMED_OUT", -1, -1)
+    assert client.errors == 1 and not client._pending
+
