@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 
 import orjson
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from harness.history import HistoryWriter, now_ns
 from harness.scenario import ProducerSpec
@@ -48,7 +47,6 @@ class ProducerClient(Worker):
         self.seq = 0
         self.acked = 0
         self.errors = 0
-        self._fatal = threading.Event()
         self._pending: dict[int, int] = {}  # seq -> t_invoke of the sends awaiting a delivery report
         # An `ok` send's row, encoded once but for seq, key, partition, t_invoke, t_complete and offset
         self._ok_line = (b'{"producer":%d,"seq":%%d,"key":%%s,"topic":%s,"partition":%%d,"t_invoke":%%d,'
@@ -58,14 +56,7 @@ class ProducerClient(Worker):
         self._write_ok = history.line_writer("sends")
 
     def _new_producer(self) -> Producer:
-        conf = producer_config(self.spec, self.bootstrap, f"chaos-producer-{self.pid}")
-        conf["error_cb"] = self._on_error
-        return Producer(conf)
-
-    def _on_error(self, err: KafkaError) -> None:
-        if err.fatal():
-            self._event("fatal", err.name())
-            self._fatal.set()
+        return Producer(producer_config(self.spec, self.bootstrap, f"chaos-producer-{self.pid}"))
 
     def _event(self, kind: str, detail: str) -> None:
         self.history.write("events", {"t": now_ns(), "source": f"producer-{self.pid}", "kind": kind,
@@ -84,12 +75,13 @@ class ProducerClient(Worker):
         interval = 1.0 / self.spec.rate if self.spec.rate > 0 else 0.0
         next_at = time.monotonic()
         client_errors = 0
+        fatal = False
         while not self._stop.is_set():
             try:
-                if self._fatal.is_set():
+                if fatal:
                     self._close(producer)
                     producer = self._new_producer()
-                    self._fatal.clear()
+                    fatal = False
                     self._event("recreated", "after a fatal error")
                 due = BATCH
                 if interval:
@@ -104,6 +96,13 @@ class ProducerClient(Worker):
                 self._send(producer, due)
                 producer.poll(0)
             except Exception as exc:  # noqa: BLE001 - a client error must not end the workload silently
+                # confluent-kafka raises a fatal error (e.g. an idempotent producer's OUT_OF_ORDER_SEQUENCE_NUMBER)
+                # from poll or produce, not through error_cb; the instance refuses every send after it
+                err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+                if isinstance(err, KafkaError) and err.fatal():
+                    fatal = True
+                    self._event("fatal", f"{err.name()}: {err.str()}")
+                    continue
                 client_errors += 1
                 self._event("client-error", f"{type(exc).__name__}: {exc}")
                 if client_errors >= MAX_CLIENT_ERRORS:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from harness.history import HistoryWriter, read_jsonl
 from harness.scenario import ProducerSpec
@@ -131,3 +131,26 @@ def test_a_failed_send_without_a_partition_is_info_on_partition_minus_one(tmp_pa
     assert (row["outcome"], row["error"], row["partition"], row["offset"]) == ("info", "_MSG_TIMED_OUT", -1, -1)
     assert client.errors == 1 and not client._pending
 
+
+class FatalOnce(BrokenPoll):
+    """A real Producer whose poll raises one fatal error, as confluent-kafka does instead of calling error_cb."""
+
+    def poll(self, timeout: float = 0) -> int:
+        self._left -= 1
+        if self._left == 0:
+            raise KafkaException(KafkaError(KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, "sequence desync", fatal=True))
+        return self._real.poll(timeout)
+
+
+def test_a_fatal_error_recreates_the_producer_and_sending_goes_on(tmp_path):
+    history = HistoryWriter(tmp_path)
+    client = ProducerClient(0, ProducerSpec(rate=500, message_timeout_ms=60000), "t", NOWHERE, history)
+    made = []
+    client._new_producer = lambda: made.append(FatalOnce({"bootstrap.servers": NOWHERE, "log_level": 0},
+                                                         healthy_polls=20)) or made[-1]
+    rows = run_for(client, history, 1.0)
+    events = read_jsonl(tmp_path, "events").to_pylist()
+    assert [e["kind"] for e in events][:2] == ["fatal", "recreated"]
+    assert events[0]["detail"] == "OUT_OF_ORDER_SEQUENCE_NUMBER: sequence desync"
+    assert len(made) >= 2 and not any(e["kind"] == "client-error" for e in events)
+    assert sorted(r["seq"] for r in rows) == list(range(client.seq))
