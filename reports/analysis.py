@@ -25,6 +25,8 @@ POSITION = ["topic", "partition", "offset"]
 SEND, LIVE, FINAL, REPLICA = range(4)  # an observation's `src`: what sighted the value
 OK, FAIL, INFO = range(1, 4)  # a send's outcome code `oc`
 SOURCES = ["ack", "read", "read", "replica"]  # what each `src` counts as in examples
+# Client events that say a workload client misbehaved or was restarted: shown with the verdict, never judged
+CLIENT_TROUBLE = ("client-error", "fatal", "recreated", "stopped", "unflushed")
 
 
 @dataclass
@@ -44,6 +46,7 @@ class Facts:
     recovered: bool
     assign_readers: list[str]
     group_commits: str = "none"  # "none" (no group), "known", or "unknown" (the committed offsets were not read)
+    client_trouble: list[str] = field(default_factory=list)  # the first client errors, fatal errors and restarts
 
 
 @dataclass
@@ -95,13 +98,18 @@ def facts_of(events: DataFrame, assign_readers: list[str]) -> tuple[Facts, DataF
             .select("topic", "partition", F.col("offset").alias("end"),
                     (F.col("detail") == "reached").alias("reached")))
     end_rows = ends.collect()
-    kinds = {r["kind"] for r in events.select("kind").distinct().collect()}
+    first = F.slice(F.sort_array(F.collect_list(F.struct("t", "source", "detail"))), 1, EXAMPLES)
+    by_kind = events.groupBy("kind").agg(first.alias("first")).collect()
+    kinds = {r["kind"] for r in by_kind}
+    trouble = sorted((e["t"], f'{e["source"]} {r["kind"]}: {e["detail"]}')
+                     for r in by_kind if r["kind"] in CLIENT_TROUBLE for e in r["first"])
     not_drained = sorted(r["partition"] for r in end_rows if not r["reached"])
     facts = Facts(drain_ran=bool(end_rows), drain_complete=bool(end_rows) and not not_drained,
                   partitions_not_drained=not_drained, replicas_dumped="replicas-dumped" in kinds,
                   recovered="liveness" not in kinds, assign_readers=assign_readers,
                   group_commits="unknown" if "committed-unknown" in kinds else
-                  "known" if "committed" in kinds else "none")
+                  "known" if "committed" in kinds else "none",
+                  client_trouble=[line for _, line in trouble[:EXAMPLES]])
     return facts, ends
 
 

@@ -239,3 +239,15 @@ def test_matrix_run_directories_with_glob_characters_are_read_literally(spark, t
     d = clean().write(tmp_path / "rolling-restart[fault=rolling-restart]" / "history", compact=compact)
     a = analyze(spark, d)
     assert a.counts() == NONE and a.metrics["acked"] == 12
+
+
+def test_client_trouble_is_listed_in_time_order_and_judged_nowhere(spark, tmp_path):
+    h = clean()
+    h.event("producer-1", "fatal", detail="OUT_OF_ORDER_SEQUENCE_NUMBER: desync")
+    h.event("producer-1", "recreated", detail="after a fatal error")
+    h.event("producer-0", "client-error", detail="SystemError: boom")
+    a = run(spark, tmp_path, h)
+    assert a.counts() == NONE
+    assert a.facts.client_trouble == ["producer-1 fatal: OUT_OF_ORDER_SEQUENCE_NUMBER: desync",
+                                      "producer-1 recreated: after a fatal error",
+                                      "producer-0 client-error: SystemError: boom"]
