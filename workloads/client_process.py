@@ -37,16 +37,24 @@ def _client(kind: Kind, cid: int, spec_json: str, topic: str, partitions: int, b
     return ConsumerClient(cid, ConsumerSpec.model_validate_json(spec_json), topic, partitions, bootstrap, history)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topic: str, partitions: int, bootstrap: str,
-           history_dir: str, join_s: float, stop, ready, counts) -> None:
-    """The child: one client writing its own history part until the parent says stop (or dies)."""
-    parent = os.getppid()
+           history_dir: str, join_s: float, runner: int, stop, ready, counts) -> None:
+    """The child: one client writing its own history part until the runner says stop (or dies). Its parent is the
+    fork server, which lives on after a killed runner (every child holds the write end of its liveness pipe)."""
     gc.freeze()  # what the fork server preloaded (confluent-kafka, pyarrow, pydantic) is never garbage
     gc.set_threshold(*GC_THRESHOLD)
     history = HistoryWriter(Path(history_dir), flush_s=FLUSH_S[kind], part=f"{kind}-{cid}-{incarnation}")
     client = _client(kind, cid, spec_json, topic, partitions, bootstrap, history).start()
     ready.set()
-    while not stop.wait(COUNT_EVERY_S) and os.getppid() == parent:
+    while not stop.wait(COUNT_EVERY_S) and _alive(runner):
         counts[:] = [getattr(client, "acked", 0), getattr(client, "errors", 0)]
     client.stop()
     client.join(join_s)
@@ -88,8 +96,8 @@ class ClientProcess:
         self.incarnation += 1
         self._stop, self._ready = CTX.Event(), CTX.Event()
         self._proc = CTX.Process(target=_serve, name=f"{self.kind}-{self.cid}",
-                                 args=(self.kind, self.cid, self.incarnation, *self._args, self._stop,
-                                       self._ready, self._counts), daemon=True)
+                                 args=(self.kind, self.cid, self.incarnation, *self._args, os.getpid(),
+                                       self._stop, self._ready, self._counts), daemon=True)
         self._proc.start()
         return self
 

@@ -37,6 +37,18 @@ def labelled() -> int:
     return len(docker.from_env().containers.list(all=True, filters={"label": OWNER}))
 
 
+def holding(directory: Path) -> set[int]:
+    """Processes with a file under `directory` open."""
+    pids = set()
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        try:
+            if os.readlink(fd).startswith(f"{directory}/"):
+                pids.add(int(fd.parts[2]))
+        except OSError:
+            continue
+    return pids
+
+
 def chromium() -> str:
     """Debian's Chromium, installed on first use (root on Debian), for looking at the report as a person would."""
     if not shutil.which("chromium"):
@@ -125,6 +137,12 @@ def test_run_killed_half_way_is_cleanable_and_analyzable(tmp_path):
     result = json.loads((run_dir / "results.json").read_text())
     assert result["verdict"] == "unknown" and result["metrics"]["acked"] > 0
     assert any("final drain never ran" in u for u in result["unknown_because"])
+    # the run's client processes notice their runner is gone, settle what they sent and exit (their parent, the
+    # fork server, outlives the runner)
+    deadline = time.monotonic() + 120
+    while holding(run_dir / "history") and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not holding(run_dir / "history")
 
 
 @pytest.mark.parametrize("suite", ["smoke"])
