@@ -127,7 +127,7 @@ def verdict(s: Scenario, a: Analysis) -> Verdict:
     seen_ok = {k: n for k, n in counts.items() if n and k in ok and k != "unseen"}
     unknown = []
     if not a.facts.drain_ran:
-        unknown.append("the final drain never ran (run interrupted?)")
+        unknown.append("the final drain never ran (run interrupted?); values read without a send row are not judged")
     elif not a.facts.drain_complete:
         unknown.append(f"the final drain did not reach the end of partitions {a.facts.partitions_not_drained}")
     if counts.get("unseen") and "lost-write" not in ok:

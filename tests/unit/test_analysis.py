@@ -168,6 +168,16 @@ def test_unexpected_foreign_and_corrupt_values(spark, tmp_path):
     assert a.counts()["unexpected"] == 3
 
 
+def test_a_run_cut_off_before_its_drain_judges_only_foreign_and_corrupt_values_unexpected(spark, tmp_path):
+    # killed mid-run: a consumer read producer 0's seq 6, whose send was in flight when the producer died unrecorded
+    h = clean().drop("reads", reader="drain").drop("events", kind="final-end")
+    h.read("consumer-0", 0, 6, 0, 6, poll=9)
+    h.read("consumer-0", 0, 7, 0, 3, poll=9, checksum_ok=False)
+    a = run(spark, tmp_path, h)
+    assert not a.facts.drain_ran and a.counts()["unexpected"] == 1
+    assert a.anomalies["unexpected"].examples[0]["checksum_ok"] is False
+
+
 def test_vanished_read_of_an_acked_value_is_also_a_lost_write(spark, tmp_path):
     # read live, then gone from the complete final log and every replica (an unclean election's truncation)
     h = clean().drop("reads", reader="drain", producer=1, seq=0).drop("replicas", producer=1, seq=0)
