@@ -28,6 +28,7 @@ compare: setup
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 unit: $(VENV)/.installed
 	$(BIN)/pytest -q tests/unit

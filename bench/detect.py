@@ -14,10 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.cli import catalog, override
 from harness.engine import ensure_engine
-from harness.scenario import load
-from reports.pipeline import run_and_check
+from kchaos.catalog import catalog, load, override
+from kchaos.pipeline import run_and_check
 
 MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-restart", "controller-failover",
              "zombie-leader-acks-all", "isr-shrink-paused-follower", "consumer-group-rebalance"]

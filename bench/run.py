@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 
 from bench import measure, synthetic
-from harness.cluster import Cluster, ClusterSpec
-from harness.images import DEFAULT_VERSION
-from harness.scenario import ProducerSpec
+from contracts.scenario import ProducerSpec
+from contracts.versions import DEFAULT_VERSION
+from harness.broker_config import ClusterSpec
+from harness.cluster import Cluster
 from workloads.client_process import ClientProcess
 
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
@@ -59,7 +60,7 @@ def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_00
     ProducerPerformance's rate settles, and each round then rotates which side goes first."""
     sides = {"theirs": [], 1: [], 2: []}
     with Cluster(ClusterSpec()) as c, tempfile.TemporaryDirectory() as tmp:
-        c.create_topic("bench", 3, 3, {"min.insync.replicas": "2"})
+        c.metadata.create_topic("bench", 3, 3, {"min.insync.replicas": "2"})
         spec = ProducerSpec(rate=0, payload_bytes=payload, linger_ms=5)
 
         def run_ours(n: int, i: int) -> float:
@@ -197,7 +198,7 @@ def fresh_kchaos(*args: str, check: bool = False) -> tuple[float, list[dict], in
     the timings of each run.json it wrote, and its exit code."""
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "harness.cli", *args, "--runs-dir", tmp], check=check,
+        done = subprocess.run([sys.executable, "-m", "kchaos.cli", *args, "--runs-dir", tmp], check=check,
                               capture_output=True)
         wall = time.monotonic() - t0
         timings = [json.loads(p.read_text())["timings"] for p in Path(tmp).glob("*/*/run.json")]

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harness.history import arrow_schema
+from contracts.history import arrow_schema
 
 PRODUCERS, PARTITIONS = 8, 12
 LOST, DUPLICATED = 1000, 500  # injected, so both engines must report exactly these

@@ -7,9 +7,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from contracts.scenario import FaultSpec
+from faults.ports import ClusterControl, ConsumerControl
 from faults.targets import pick
-from harness import netrules
-from harness.scenario import FaultSpec
+
+Op = Callable[["Ctx", FaultSpec, list[int]], dict]
 
 
 @dataclass
@@ -17,20 +19,20 @@ class Ctx:
     """What a fault needs: the cluster, the topic, the seeded rng, a stop-aware sleep, and the live consumer
     processes (a consumer crash is a fault of the application, not of Kafka)."""
 
-    cluster: object
+    cluster: ClusterControl
     topic: str
     rng: random.Random
     stop: threading.Event
-    consumers: list = field(default_factory=list)
+    consumers: list[ConsumerControl] = field(default_factory=list)
 
     def hold(self, seconds: float) -> None:
         """Sleep for the fault's duration, waking early if the run is ending."""
         self.stop.wait(seconds)
 
 
-def _isolate_grudge(cluster, targets: list[int]) -> dict[int, set[int]]:
+def isolate_grudge(cluster: ClusterControl, targets: list[int]) -> dict[int, set[int]]:
     """Targets drop everyone else (and ZooKeeper), everyone else drops the targets."""
-    everyone = set(cluster.node_ids()) | ({0} if cluster.zookeeper else set())
+    everyone = set(cluster.node_ids()) | set(cluster.zookeeper_ids())
     grudge: dict[int, set[int]] = {}
     for t in targets:
         grudge[t] = everyone - set(targets)
@@ -39,7 +41,8 @@ def _isolate_grudge(cluster, targets: list[int]) -> dict[int, set[int]]:
     return grudge
 
 
-def process(action: str) -> Callable:
+def process(action: str) -> Op:
+    """Kill, terminate or pause the targets for the op's hold, then start (or resume) them."""
     def run(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         for t in targets:
             getattr(ctx.cluster.node(t), action)()
@@ -54,30 +57,33 @@ def process(action: str) -> Callable:
 
 
 def restart(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
+    """A clean shutdown and start of each target in turn."""
     for t in targets:
         ctx.cluster.node(t).terminate()
         ctx.cluster.start_node(t)
     return {"action": "terminate+start"}
 
 
-def grudge_fault(make: Callable) -> Callable:
+def grudge_fault(make: Callable[[Ctx, list[int]], dict[int, set[int]]]) -> Op:
+    """Apply the grudge `make` draws for the targets for the op's hold, then lift it."""
     def run(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         grudge = make(ctx, targets)
-        ctx.cluster.partition(grudge)
+        ctx.cluster.firewall.partition(grudge)
         ctx.hold(spec.for_)
-        ctx.cluster.partition({})
+        ctx.cluster.firewall.partition({})
         return {"grudge": {str(k): sorted(v) for k, v in grudge.items()}}
     return run
 
 
-def _split(ctx: Ctx, targets: list[int]) -> dict[int, set[int]]:
+def split(ctx: Ctx, targets: list[int]) -> dict[int, set[int]]:
+    """The targets' side (or its complement, whichever is smaller) and the rest drop each other."""
     nodes = ctx.cluster.node_ids()
     minority = set(targets) if len(targets) <= len(nodes) // 2 else set(nodes) - set(targets)
     majority = set(nodes) - minority
     return {n: (majority if n in minority else minority) for n in nodes}
 
 
-def _bridge(ctx: Ctx, targets: list[int]) -> dict[int, set[int]]:
+def bridge(ctx: Ctx, targets: list[int]) -> dict[int, set[int]]:
     """The first target talks to both halves; the halves do not talk to each other."""
     nodes = ctx.cluster.node_ids()
     bridge = targets[0]
@@ -86,24 +92,26 @@ def _bridge(ctx: Ctx, targets: list[int]) -> dict[int, set[int]]:
     return {n: (right if n in left else left) for n in rest}
 
 
-def _one_way(ctx: Ctx, targets: list[int]) -> dict[int, set[int]]:
+def one_way(ctx: Ctx, targets: list[int]) -> dict[int, set[int]]:
+    """The targets drop everyone else; everyone else still hears them."""
     others = set(ctx.cluster.node_ids()) - set(targets)
     return {t: others for t in targets}
 
 
-def link_fault(fragment: Callable[[Ctx, FaultSpec, int], str]) -> Callable:
+def link_fault(fragment: Callable[[Ctx, FaultSpec, int], str]) -> Op:
+    """Add the link rule `fragment` gives each target for the op's hold, then heal."""
     def run(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         rules = {}
         for t in targets:
             rules[t] = fragment(ctx, spec, t)
-            ctx.cluster.link_fault(t, rules[t])
+            ctx.cluster.firewall.link_fault(t, rules[t])
         ctx.hold(spec.for_)
         ctx.cluster.heal()
         return {"rules": {str(k): v for k, v in rules.items()}}
     return run
 
 
-def rolling(action: str) -> Callable:
+def rolling(action: str) -> Op:
     """kafkatest's clean_bounce / hard_bounce: each broker in turn, waiting for a full ISR in between."""
     def run(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         for t in sorted(targets or ctx.cluster.node_ids()):
@@ -111,25 +119,25 @@ def rolling(action: str) -> Callable:
                 break
             getattr(ctx.cluster.node(t), action)()
             ctx.cluster.start_node(t)
-            ctx.cluster.wait_full_isr(ctx.topic, timeout_s=90)
+            ctx.cluster.metadata.wait_full_isr(ctx.topic, timeout_s=90)
         return {"action": action}
     return run
 
 
 def _leader_meta(ctx: Ctx, partition: int):
-    return ctx.cluster.partition_metadata(ctx.topic)[partition]
+    return ctx.cluster.metadata.partitions(ctx.topic)[partition]
 
 
 def last_replica_standing(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     """Cut the followers off until the ISR is the leader alone, then kill the leader; restore after `for`."""
-    partition = ctx.rng.randrange(len(ctx.cluster.partition_metadata(ctx.topic)))
+    partition = ctx.rng.randrange(len(ctx.cluster.metadata.partitions(ctx.topic)))
     meta = _leader_meta(ctx, partition)
     leader, followers = meta.leader, [r for r in meta.replicas if r != meta.leader]
-    ctx.cluster.partition(_isolate_grudge(ctx.cluster, followers))
-    ctx.cluster.wait_for(f"ISR of partition {partition} shrinking to [{leader}]",
-                         lambda: ctx.cluster.isr(ctx.topic, partition) == [leader], timeout_s=60)
+    ctx.cluster.firewall.partition(isolate_grudge(ctx.cluster, followers))
+    ctx.cluster.metadata.wait_for(f"ISR of partition {partition} shrinking to [{leader}]",
+                         lambda: ctx.cluster.metadata.isr(ctx.topic, partition) == [leader], timeout_s=60)
     ctx.cluster.node(leader).kill()
-    ctx.cluster.partition({})
+    ctx.cluster.firewall.partition({})
     ctx.hold(spec.for_)
     ctx.cluster.start_node(leader)
     return {"partition": partition, "leader": leader, "followers": followers}
@@ -137,17 +145,17 @@ def last_replica_standing(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict
 
 def unclean_sequence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     """A follower falls out of the ISR, the ISR is killed, the lagging follower comes back first."""
-    partition = ctx.rng.randrange(len(ctx.cluster.partition_metadata(ctx.topic)))
+    partition = ctx.rng.randrange(len(ctx.cluster.metadata.partitions(ctx.topic)))
     meta = _leader_meta(ctx, partition)
     lagging = ctx.rng.choice([r for r in meta.replicas if r != meta.leader])
-    ctx.cluster.partition(_isolate_grudge(ctx.cluster, [lagging]))
-    ctx.cluster.wait_for(f"replica {lagging} leaving the ISR of partition {partition}",
-                         lambda: lagging not in ctx.cluster.isr(ctx.topic, partition), timeout_s=60)
+    ctx.cluster.firewall.partition(isolate_grudge(ctx.cluster, [lagging]))
+    ctx.cluster.metadata.wait_for(f"replica {lagging} leaving the ISR of partition {partition}",
+                         lambda: lagging not in ctx.cluster.metadata.isr(ctx.topic, partition), timeout_s=60)
     ctx.hold(spec.for_)  # writes continue without the lagging replica
     in_sync = [r for r in meta.replicas if r != lagging]
     for r in in_sync:
         ctx.cluster.node(r).kill()
-    ctx.cluster.partition({})
+    ctx.cluster.firewall.partition({})
     ctx.hold(spec.for_)  # only the lagging replica is alive: unclean election happens here, or nothing does
     ctx.cluster.start_nodes(in_sync)
     return {"partition": partition, "lagging": lagging, "killed": in_sync}
@@ -164,33 +172,3 @@ def consumer_kill(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         for i in victims:
             ctx.consumers[i].start()
     return {"consumers": victims}
-
-
-REGISTRY: dict[str, Callable[[Ctx, FaultSpec, list[int]], dict]] = {
-    "kill": process("kill"),
-    "terminate": process("terminate"),
-    "pause": process("pause"),
-    "restart": restart,
-    "isolate": grudge_fault(lambda ctx, t: _isolate_grudge(ctx.cluster, t)),
-    "zombie": grudge_fault(lambda ctx, t: _isolate_grudge(ctx.cluster, t)),
-    "isolate-controller": grudge_fault(lambda ctx, t: _isolate_grudge(ctx.cluster, t)),
-    "split": grudge_fault(_split),
-    "bridge": grudge_fault(_bridge),
-    "one-way": grudge_fault(_one_way),
-    "packet-loss": link_fault(lambda ctx, s, t: netrules.lose(s.probability)),
-    "bandwidth": link_fault(lambda ctx, s, t: netrules.cap_bandwidth(s.kbit)),
-    "tcp-reset": link_fault(lambda ctx, s, t: netrules.block_port(ctx.cluster.node(t).external_port, reset=True)),
-    "block-clients": link_fault(lambda ctx, s, t: netrules.block_port(ctx.cluster.node(t).external_port)),
-    "rolling-restart": rolling("terminate"),
-    "hard-rolling-restart": rolling("kill"),
-    "last-replica-standing": last_replica_standing,
-    "unclean-sequence": unclean_sequence,
-    "consumer-kill": consumer_kill,
-}
-
-
-def needs_targets(fault: str) -> bool:
-    """Composite sequences pick their own victims from metadata; consumer-kill picks consumers."""
-    return fault not in ("last-replica-standing", "unclean-sequence", "rolling-restart", "hard-rolling-restart",
-                         "consumer-kill")
-

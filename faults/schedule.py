@@ -10,10 +10,12 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from faults.ops import REGISTRY, Ctx, needs_targets
+from contracts.history import Event, HistoryWriter, now_ns
+from contracts.scenario import FaultSpec
+from faults.ops import Ctx
+from faults.ports import ClusterControl, ConsumerControl
+from faults.registry import KINDS
 from faults.targets import resolve
-from harness.history import HistoryWriter, now_ns
-from harness.scenario import FaultSpec
 
 
 @dataclass(frozen=True)
@@ -39,18 +41,20 @@ def plan(faults: list[FaultSpec], duration: float, seed: int) -> list[PlannedOp]
 
 
 def save(ops: list[PlannedOp], path: Path) -> None:
+    """Write a schedule as schedule.json."""
     path.write_text(json.dumps([asdict(o) for o in ops], indent=1))
 
 
 def load(path: Path) -> list[PlannedOp]:
+    """Read a schedule.json."""
     return [PlannedOp(**o) for o in json.loads(path.read_text())]
 
 
 class Nemesis:
     """Runs a schedule against a cluster on one thread, one op at a time, each op recorded in `faults`."""
 
-    def __init__(self, cluster, topic: str, faults: list[FaultSpec], ops: list[PlannedOp], seed: int,
-                 history: HistoryWriter, consumers: list | None = None) -> None:
+    def __init__(self, cluster: ClusterControl, topic: str, faults: list[FaultSpec], ops: list[PlannedOp],
+                 seed: int, history: HistoryWriter, consumers: list[ConsumerControl] | None = None) -> None:
         self.cluster, self.topic, self.faults, self.ops, self.history = cluster, topic, faults, ops, history
         self.stop_event = threading.Event()
         self.ctx = Ctx(cluster, topic, random.Random(seed + 1), self.stop_event, consumers or [])
@@ -76,44 +80,42 @@ class Nemesis:
 
     def fire(self, op: PlannedOp) -> None:
         spec = self.faults[op.index]
+        kind = KINDS[spec.fault]
         t_start = now_ns()
         targets: list[int] = []
         detail: dict = {"planned_at": op.at, "target": spec.target}
         try:
-            if needs_targets(spec.fault):
+            if kind.needs_targets:
                 targets, detail["partition"] = resolve(spec.target, self.cluster, self.topic, self.ctx.rng)
                 if not targets:
                     detail["skipped"] = f"no node matched target {spec.target!r} at this moment"
-            if targets or not needs_targets(spec.fault):
+            if targets or not kind.needs_targets:
                 self.active = f"{spec.fault}({','.join(map(str, targets))})"
-                detail |= REGISTRY[spec.fault](self.ctx, spec, targets)
+                detail |= kind.op(self.ctx, spec, targets)
         except Exception as exc:  # noqa: BLE001 - a failed op is recorded; the run goes on and heals at the end
             detail["error"] = f"{type(exc).__name__}: {exc}"
             self.errors.append(detail["error"])
             detail["trace"] = traceback.format_exc(limit=3)
         finally:
             self.active = ""
-            self.history.write("faults", {"t_start": t_start, "t_end": now_ns(), "fault": spec.fault,
-                                          "targets": ",".join(map(str, targets)), "detail": json.dumps(detail)})
+            self.history.fault(spec.fault, t_start, targets, detail)
 
 
-def heal_all(cluster, topic: str, history: HistoryWriter, timeout_s: float) -> bool:
+def heal_all(cluster: ClusterControl, topic: str, history: HistoryWriter, timeout_s: float) -> bool:
     """Final generator: heal every network rule, resume, restart stopped brokers, wait for full ISR everywhere.
     Records a `heal` fault row, and a liveness finding if the ISR never recovers (returns False)."""
     t_start = now_ns()
     cluster.heal()
-    stopped = [n.node_id for n in cluster.nodes if n.state() != "running"]
+    stopped = cluster.stopped()
     cluster.start_nodes(stopped)
     detail: dict = {"restarted": stopped}
     recovered = True
     try:
-        cluster.wait_full_isr(topic, timeout_s)
+        cluster.metadata.wait_full_isr(topic, timeout_s)
     except Exception as exc:  # noqa: BLE001 - never hang, never crash: record what was seen
         recovered = False
         detail["not_recovered"] = str(exc)
-        history.write("events", {"t": now_ns(), "source": "nemesis", "kind": "liveness", "topic": topic,
-                                 "partition": -1, "offset": -1,
-                                 "detail": f"full ISR not restored within {timeout_s:.0f}s: {exc}"})
-    history.write("faults", {"t_start": t_start, "t_end": now_ns(), "fault": "heal",
-                             "targets": ",".join(map(str, stopped)), "detail": json.dumps(detail)})
+        history.event("nemesis", Event.LIVENESS, topic=topic,
+                      detail=f"full ISR not restored within {timeout_s:.0f}s: {exc}")
+    history.fault("heal", t_start, stopped, detail)
     return recovered

@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-COUNTED = ("one", "all", "minority", "majority")
+from contracts.scenario import COUNTED
+from faults.ports import ClusterControl
 
 
 def pick(target: Any, members: list[int], rng: random.Random) -> list[int]:
@@ -24,7 +25,7 @@ def pick(target: Any, members: list[int], rng: random.Random) -> list[int]:
     raise ValueError(f"target {target!r} does not name members by count or id")
 
 
-def resolve(target: Any, cluster, topic: str, rng: random.Random) -> tuple[list[int], int]:
+def resolve(target: Any, cluster: ClusterControl, topic: str, rng: random.Random) -> tuple[list[int], int]:
     """(node ids, the partition consulted) for `one`, `minority`, `majority`, `all`, `leader`, `followers`,
     `controller`, `isr`, `non-isr`, a node id or a list of them. Empty when nothing matches (e.g. no leader)."""
     nodes = cluster.node_ids()
@@ -32,9 +33,9 @@ def resolve(target: Any, cluster, topic: str, rng: random.Random) -> tuple[list[
     if isinstance(target, int | list) or target in COUNTED:
         return pick(target, nodes, rng), partition
     if target == "controller":
-        c = cluster.controller()
+        c = cluster.metadata.controller()
         return ([c] if c >= 0 else []), partition
-    meta = cluster.partition_metadata(topic)[partition]
+    meta = cluster.metadata.partitions(topic)[partition]
     if target == "leader":
         return ([meta.leader] if meta.leader >= 0 else []), partition
     if target == "followers":
@@ -46,9 +47,9 @@ def resolve(target: Any, cluster, topic: str, rng: random.Random) -> tuple[list[
     raise ValueError(f"unknown target {target!r}")
 
 
-def cluster_partitions(cluster, topic: str) -> int:
+def cluster_partitions(cluster: ClusterControl, topic: str) -> int:
     """How many partitions the topic has (1 if the cluster cannot say right now)."""
     try:
-        return max(1, len(cluster.partition_metadata(topic)))
+        return max(1, len(cluster.metadata.partitions(topic)))
     except Exception:  # noqa: BLE001 - a fault must still fire on a struggling cluster
         return 1

@@ -8,8 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from contracts.errors import EngineError
 from harness.apt import apt_install
-from harness.errors import EngineError
 
 DOCKERD_LOG = Path("/var/log/kchaos-dockerd.log")
 

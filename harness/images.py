@@ -18,11 +18,11 @@ from pathlib import Path
 import docker
 import docker.errors
 
+from contracts.errors import ImageError, UsageError
+from contracts.paths import cache_dir
+from contracts.versions import DEFAULT_VERSION, VERSION_RE
 from harness.apt import apt_install
-from harness.errors import ImageError, UsageError
 
-DEFAULT_VERSION = "4.3.1"
-SUPPORTED_VERSIONS = ("4.3.1", "3.9.2")
 BASE_IMAGE = os.environ.get("KCHAOS_BASE_IMAGE", "kafka-chaos/jre:17")
 IMAGE_REPO = "kafka-chaos/kafka"
 CENTRAL = "https://repo1.maven.org/maven2"
@@ -31,22 +31,11 @@ BASE_PACKAGES = ("openjdk-17-jre-headless", "iproute2", "iptables", "procps", "c
 # The artifacts a usable release needs: the broker, and kafka-tools (ProducerPerformance for `make bench`).
 REQUIRED_ARTIFACTS = ("kafka_2.13", "kafka-tools")
 DOCKER_DIR = Path(__file__).parent / "docker"
-VERSION_RE = re.compile(r"^\d+\.\d+\.\d+$")
-
-
-def cache_dir() -> Path:
-    """Where jars and build contexts are kept between runs."""
-    return Path(os.environ.get("KCHAOS_CACHE", Path.home() / ".cache" / "kafka-chaos"))
 
 
 def image_for(version: str) -> str:
     """The local image tag of a Kafka version (overridable, e.g. `apache/kafka:{version}`)."""
     return os.environ.get("KCHAOS_KAFKA_IMAGE", f"{IMAGE_REPO}:{{version}}").format(version=version)
-
-
-def major(version: str) -> int:
-    """The major number of a Kafka version string."""
-    return int(version.split(".")[0])
 
 
 @cache

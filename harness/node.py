@@ -10,9 +10,10 @@ from typing import Self
 import docker.errors
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 from testcontainers.core.container import DockerContainer
+from testcontainers.core.exceptions import ContainerStartException
 from testcontainers.core.network import Network
 
-from harness.errors import ClusterError
+from contracts.errors import ClusterError
 
 START_SCRIPT = (Path(__file__).parent / "docker" / "start.sh").read_text()
 STARTED = {
@@ -178,9 +179,12 @@ class KafkaNode(DockerContainer):
     def remove(self) -> None:
         """Remove the container and its anonymous volumes, whatever its state (gone, or being removed, is done)."""
         try:
-            if self._container is not None:
-                self.resume()
-                self._container.remove(force=True, v=True)
+            container = self.get_wrapped_container()
+        except ContainerStartException:  # never started
+            return
+        try:
+            self.resume()
+            container.remove(force=True, v=True)
         except docker.errors.NotFound:
             pass
         except docker.errors.APIError as exc:

@@ -6,16 +6,13 @@ import io
 import re
 import struct
 import tarfile
-from typing import TYPE_CHECKING
 
 from kafka.record.memory_records import MemoryRecords
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
-from harness.errors import ClusterError
-from workloads.payload import decode
-
-if TYPE_CHECKING:
-    from harness.node import KafkaNode
+from contracts.errors import ClusterError
+from contracts.payload import decode
+from harness.node import KafkaNode
 
 DATA = "/var/lib/kafka/data"
 SEGMENT = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)/\d+\.log$")  # skips -delete and -future directories

@@ -1,7 +1,6 @@
-"""The Spark driver JVM's class-data archive (AppCDS), built once by `kchaos setup` from a small analysis.
-
-With it a session starts in 4.8 s instead of 9.5 s and a run's analysis takes 19 s instead of 24 s (measured
-2026-11-23). A JVM given a truncated archive crashes, so it is built aside and renamed into place whole.
+"""The Spark driver JVM's class-data archive (AppCDS), built once by `kchaos setup` from a small analysis
+(`reports.archive_train`); it halves a session's start (BENCHMARKS.md). A JVM given a truncated archive crashes,
+so it is built aside and renamed into place whole.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pyspark
 
-from harness.images import cache_dir
+from contracts.paths import cache_dir
 
 BUILD_TIMEOUT_S = 600
 
@@ -58,7 +57,7 @@ def ensure(say: Callable[[str], None]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".partial-{os.getpid()}")
     try:
-        done = subprocess.run([sys.executable, "-m", "reports.class_archive", str(partial)], capture_output=True,
+        done = subprocess.run([sys.executable, "-m", "reports.archive_train", str(partial)], capture_output=True,
                               text=True, timeout=BUILD_TIMEOUT_S)
         if done.returncode == 0 and partial.is_file():
             partial.replace(target)
@@ -69,20 +68,3 @@ def ensure(say: Callable[[str], None]) -> None:
         say(f"The Spark class archive was not built within {BUILD_TIMEOUT_S} s; analyses start without it.")
     finally:
         partial.unlink(missing_ok=True)
-
-
-def _train(archive: Path) -> None:
-    """Analyze a small synthetic history in a JVM that writes `archive` when it exits; wait for that exit."""
-    from reports.spark import SHORT_JOBS, session
-    from reports.warmup import analyze_small
-
-    spark = session(java_options=f"{SHORT_JOBS} -XX:ArchiveClassesAtExit={archive}")
-    analyze_small(spark)
-    jvm = spark.sparkContext._gateway.proc  # the JVM exits at end of input, dumping the archive first
-    spark.stop()
-    jvm.stdin.close()
-    jvm.wait(timeout=BUILD_TIMEOUT_S)
-
-
-if __name__ == "__main__":
-    _train(Path(sys.argv[1]))

@@ -7,44 +7,45 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from reports.render import ENV
+from reports.result import RunResult
 
 SEVERITY = {"false": 2, "unknown": 1, "true": 0}
 
 
-def worst(runs: list[dict]) -> str:
+def worst(runs: list[RunResult]) -> str:
     """The verdict a cell shows: false beats unknown beats true, across all seeds."""
-    return max((r["verdict"] for r in runs), key=SEVERITY.__getitem__)
+    return max((r.verdict for r in runs), key=SEVERITY.__getitem__)
 
 
-def cell(runs: list[dict]) -> str:
+def cell(runs: list[RunResult]) -> str:
     """Verdicts, anomalies summed over runs (* = allowed), missed expectations and the worst unavailability."""
-    verdicts = Counter(r["verdict"] for r in runs)
+    verdicts = Counter(r.verdict for r in runs)
     head = worst(runs) if len(runs) == 1 else ", ".join(f"{v}×{n}" for v, n in sorted(verdicts.items()))
     totals: Counter = Counter()
     for r in runs:
-        totals.update({k: n for k, n in r["counts"].items() if n})
-    allowed = set(runs[0]["allowed"])
+        totals.update({k: n for k, n in r.counts.items() if n})
+    allowed = set(runs[0].allowed)
     seen = ", ".join(f"{k}={n}{'*' if k in allowed else ''}" for k, n in sorted(totals.items()))
-    missed = sum(1 for r in runs if r["missing_expect"])
+    missed = sum(1 for r in runs if r.missing_expect)
     miss = f"; missed expect in {missed}/{len(runs)}" if missed else ""
-    errors = sum(1 for r in runs if "error" in r)
+    errors = sum(1 for r in runs if r.error)
     miss += f"; harness error in {errors}/{len(runs)}" if errors else ""
-    unavailable = max((r["metrics"]["unavailable_s"] for r in runs if r["metrics"]), default=None)
+    unavailable = max((r.metrics.unavailable_s for r in runs if r.metrics), default=None)
     return f"{head}{miss}; {seen or 'no anomalies'}" + (f"; unavailable ≤ {unavailable} s" if unavailable is not None
                                                          else "")
 
 
-def table(results: list[dict]) -> tuple[list[str], dict[str, dict[str, list[dict]]]]:
+def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list[RunResult]]]]:
     """(versions newest first, scenario -> version -> its runs)."""
-    versions = sorted({r["kafka"] for r in results}, key=lambda v: tuple(int(x) for x in v.split(".")),
+    versions = sorted({r.kafka for r in results}, key=lambda v: tuple(int(x) for x in v.split(".")),
                       reverse=True)
-    grid: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
-        grid[r["scenario"]][r["kafka"]].append(r)
+        grid[r.scenario][r.kafka].append(r)
     return versions, dict(sorted(grid.items()))
 
 
-def write_compare(results: list[dict], directory: Path) -> tuple[Path, Path]:
+def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path]:
     """comparison.html (linking each run's report) and comparison.md."""
     directory.mkdir(parents=True, exist_ok=True)
     versions, grid = table(results)
@@ -56,9 +57,9 @@ def write_compare(results: list[dict], directory: Path) -> tuple[Path, Path]:
     md.write_text("# kafka-chaos version comparison\n\n`*` marks anomalies Kafka's guarantees allow under the "
                   "scenario's settings.\n\n" + "\n".join(lines) + "\n")
     html = directory / "comparison.html"
-    def link(run: dict) -> str:  # relative, so the comparison and its runs can move together (CI artifacts)
-        page = "results.json" if "error" in run else "report.html"  # a run the harness could not complete
-        return os.path.relpath(Path(run["run_dir"]) / page, directory)
+    def link(run: RunResult) -> str:  # relative, so the comparison and its runs can move together (CI artifacts)
+        page = "results.json" if run.error else "report.html"  # a run the harness could not complete
+        return os.path.relpath(Path(run.run_dir) / page, directory)
 
     html.write_text(ENV.get_template("compare.html.j2").render(versions=versions, grid=grid, cell=cell,
                                                                worst=worst, link=link))

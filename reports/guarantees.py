@@ -1,11 +1,14 @@
-"""Kafka's documented guarantees as data: which anomalies a scenario's settings permit, and the verdict."""
+"""Kafka's documented guarantees as data: one rule per anomaly saying whether a scenario's settings permit it, why,
+and the documentation it rests on; and the verdict."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from harness.scenario import ANOMALIES, Scenario
+from contracts.scenario import Scenario
 from reports.analysis import Analysis
+from reports.checkers import ANOMALIES
 
 DOCS = "https://kafka.apache.org/documentation/"
 ACKS = DOCS + "#producerconfigs_acks"
@@ -31,73 +34,161 @@ class Rule:
     doc: str
 
 
-def rules(s: Scenario) -> list[Rule]:
-    """The guarantee model. Every anomaly gets a rule, allowed or not, with the reason and its source."""
+RuleFn = Callable[[Scenario], Rule]
+RULES: dict[str, RuleFn] = {}
+
+
+def rule(anomaly: str) -> Callable[[RuleFn], RuleFn]:
+    """Register the rule of one anomaly."""
+    def register(fn: RuleFn) -> RuleFn:
+        RULES[anomaly] = fn
+        return fn
+    return register
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """Why an acknowledged write may be lost under these settings (empty: it may not), and the doc that says so."""
+
+    reasons: tuple[str, ...]
+    doc: str
+
+    @property
+    def why(self) -> str:
+        return "; ".join(self.reasons)
+
+
+def truncation(s: Scenario) -> Truncation:
+    """acks 0/1, unclean elections and min.insync.replicas < 2 each let an acknowledged write exist on one replica."""
     p, t = s.producer, s.topic
-    loss_reasons = []
+    reasons = []
     if p.acks in ("0", "1"):
-        loss_reasons.append(f"acks={p.acks}: the leader answers before followers replicate; a leader failure "
-                            "right after the answer loses the record")
+        reasons.append(f"acks={p.acks}: the leader answers before followers replicate; a leader failure "
+                       "right after the answer loses the record")
     if t.unclean_leader_election:
-        loss_reasons.append("unclean.leader.election.enable=true: an out-of-sync replica may become leader, "
-                            "'even though doing so may result in data loss'")
+        reasons.append("unclean.leader.election.enable=true: an out-of-sync replica may become leader, "
+                       "'even though doing so may result in data loss'")
     if min(t.min_insync_replicas, t.replication_factor) < 2:
-        loss_reasons.append(f"min.insync.replicas={t.min_insync_replicas} (replication factor "
-                            f"{t.replication_factor}): an acknowledged write may exist on one replica only")
-    loss = bool(loss_reasons)
-    loss_doc = ACKS if p.acks in ("0", "1") else (UNCLEAN if t.unclean_leader_election else MIN_ISR)
-    truncation = "; ".join(loss_reasons)
+        reasons.append(f"min.insync.replicas={t.min_insync_replicas} (replication factor "
+                       f"{t.replication_factor}): an acknowledged write may exist on one replica only")
+    doc = ACKS if p.acks in ("0", "1") else (UNCLEAN if t.unclean_leader_election else MIN_ISR)
+    return Truncation(tuple(reasons), doc)
+
+
+@rule("lost-write")
+def _lost_write(s: Scenario) -> Rule:
+    loss = truncation(s)
+    return Rule("lost-write", bool(loss.reasons), loss.why or "acks=all with min.insync.replicas>=2 and clean "
+                "elections: an acknowledged write is on at least min.insync.replicas replicas and survives any "
+                "failure of fewer", loss.doc if loss.reasons else MIN_ISR)
+
+
+@rule("unseen")
+def _unseen(s: Scenario) -> Rule:
+    return Rule("unseen", True, "not an anomaly of Kafka: the final read did not reach the end (verdict unknown)",
+                SEMANTICS)
+
+
+@rule("duplicate")
+def _duplicate(s: Scenario) -> Rule:
+    on = s.producer.idempotence
+    return Rule("duplicate", not on,
+                "enable.idempotence=true: the broker de-duplicates retries by producer id and sequence" if on
+                else "enable.idempotence=false: a retried batch whose first attempt was written is written again",
+                IDEMPOTENCE)
+
+
+@rule("timeout-duplicate")
+def _timeout_duplicate(s: Scenario) -> Rule:
+    return Rule("timeout-duplicate", True,
+                "a message of the same producer timed out (message.timeout.ms) while this one awaited its ack: "
+                "librdkafka drains, bumps the producer epoch and re-sends what was unacknowledged under the new "
+                "epoch, where the broker cannot recognise a copy written before; its maintainers: only transactions "
+                "keep exactly-once across message timeouts (confluentinc/librdkafka#4953)", LIBRDKAFKA_TIMEOUTS)
+
+
+@rule("inconsistent-offset")
+def _inconsistent_offset(s: Scenario) -> Rule:
+    loss = truncation(s)
+    if loss.reasons:
+        return Rule("inconsistent-offset", True,
+                    f"a truncated log hands acknowledged offsets to new records ({loss.why})", loss.doc)
+    return Rule("inconsistent-offset", False, "committed offsets are never rewritten without data loss", REPLICATION)
+
+
+@rule("nonmonotonic-send")
+def _nonmonotonic_send(s: Scenario) -> Rule:
+    p, loss = s.producer, truncation(s)
     reorder = not p.idempotence and p.retries > 0 and p.max_in_flight > 1
-    unclean = t.unclean_leader_election
-    at_most_once = s.consumer.mode == "subscribe" and s.consumer.commit == "before"
-    out = [
-        Rule("lost-write", loss, truncation or "acks=all with min.insync.replicas>=2 and clean elections: an "
-             "acknowledged write is on at least min.insync.replicas replicas and survives any failure of fewer",
-             loss_doc if loss else MIN_ISR),
-        Rule("unseen", True, "not an anomaly of Kafka: the final read did not reach the end (verdict unknown)",
-             SEMANTICS),
-        Rule("duplicate", not p.idempotence,
-             "enable.idempotence=true: the broker de-duplicates retries by producer id and sequence" if p.idempotence
-             else "enable.idempotence=false: a retried batch whose first attempt was written is written again",
-             IDEMPOTENCE),
-        Rule("timeout-duplicate", True,
-             "a message of the same producer timed out (message.timeout.ms) while this one awaited its ack: "
-             "librdkafka drains, bumps the producer epoch and re-sends what was unacknowledged under the new "
-             "epoch, where the broker cannot recognise a copy written before; its maintainers: only transactions "
-             "keep exactly-once across message timeouts (confluentinc/librdkafka#4953)", LIBRDKAFKA_TIMEOUTS),
-        Rule("nonmonotonic-send", reorder or loss,
-             ("retries with max.in.flight.requests.per.connection>1 and no idempotence may reorder batches"
-              if reorder else "") + ("; " if reorder and loss else "")
-             + (f"truncation reuses offsets ({truncation})" if loss else "")
-             or "idempotent (or single in-flight) producer: per-partition order is kept",
-             IN_FLIGHT if reorder else (loss_doc if loss else IDEMPOTENCE)),
-        Rule("inconsistent-offset", loss,
-             f"a truncated log hands acknowledged offsets to new records ({truncation})" if loss
-             else "committed offsets are never rewritten without data loss", loss_doc if loss else REPLICATION),
-        Rule("replica-divergence", unclean,
-             "an unclean leader's log wins over replicas that hold other records" if unclean
-             else "leader epochs (KIP-101) truncate followers to the leader's log; below the high watermark "
-                  "replicas agree", UNCLEAN if unclean else REPLICATION),
-        Rule("vanished-read", unclean,
-             "consumers read below the high watermark; only an unclean election can remove such a record" if unclean
-             else "consumers only see records below the high watermark, which every ISR member has", REPLICATION),
-        Rule("poll-skip", unclean, "a truncated log can move a consumer's position" if unclean
-             else "a consumer's position advances one record at a time within an assignment", SEMANTICS),
-        Rule("nonmonotonic-poll", unclean, "a truncated log can reset a consumer's position" if unclean
-             else "a consumer's position never goes back within an assignment", SEMANTICS),
-        Rule("committed-unread", loss or at_most_once,
-             "consumer.commit=before: the position is committed before processing, so a crash in between "
-             "loses the batch ('at-most-once')" if at_most_once else
-             f"a truncated log puts other records under the group's committed offsets ({truncation})" if loss
-             else "a group member stores or commits a position only after processing the records before it: "
-                  "at-least-once delivery across rebalances and crashes",
-             SEMANTICS if at_most_once else loss_doc if loss else CONSUMER),
-        Rule("aborted-read", False, "a send that produce() refused was never written", SEMANTICS),
-        Rule("unexpected", False, "consumers only read what producers wrote, intact (CRC-checked batches)",
-             SEMANTICS),
-    ]
-    assert {r.anomaly for r in out} == set(ANOMALIES)
-    return out
+    why = [*(["retries with max.in.flight.requests.per.connection>1 and no idempotence may reorder batches"]
+             if reorder else []), *([f"truncation reuses offsets ({loss.why})"] if loss.reasons else [])]
+    doc = IN_FLIGHT if reorder else (loss.doc if loss.reasons else IDEMPOTENCE)
+    return Rule("nonmonotonic-send", bool(why),
+                "; ".join(why) or "idempotent (or single in-flight) producer: per-partition order is kept", doc)
+
+
+@rule("poll-skip")
+def _poll_skip(s: Scenario) -> Rule:
+    unclean = s.topic.unclean_leader_election
+    return Rule("poll-skip", unclean, "a truncated log can move a consumer's position" if unclean
+                else "a consumer's position advances one record at a time within an assignment", SEMANTICS)
+
+
+@rule("nonmonotonic-poll")
+def _nonmonotonic_poll(s: Scenario) -> Rule:
+    unclean = s.topic.unclean_leader_election
+    return Rule("nonmonotonic-poll", unclean, "a truncated log can reset a consumer's position" if unclean
+                else "a consumer's position never goes back within an assignment", SEMANTICS)
+
+
+@rule("aborted-read")
+def _aborted_read(s: Scenario) -> Rule:
+    return Rule("aborted-read", False, "a send that produce() refused was never written", SEMANTICS)
+
+
+@rule("unexpected")
+def _unexpected(s: Scenario) -> Rule:
+    return Rule("unexpected", False, "consumers only read what producers wrote, intact (CRC-checked batches)",
+                SEMANTICS)
+
+
+@rule("vanished-read")
+def _vanished_read(s: Scenario) -> Rule:
+    unclean = s.topic.unclean_leader_election
+    return Rule("vanished-read", unclean,
+                "consumers read below the high watermark; only an unclean election can remove such a record"
+                if unclean else "consumers only see records below the high watermark, which every ISR member has",
+                REPLICATION)
+
+
+@rule("replica-divergence")
+def _replica_divergence(s: Scenario) -> Rule:
+    if s.topic.unclean_leader_election:
+        return Rule("replica-divergence", True, "an unclean leader's log wins over replicas that hold other records",
+                    UNCLEAN)
+    return Rule("replica-divergence", False, "leader epochs (KIP-101) truncate followers to the leader's log; "
+                "below the high watermark replicas agree", REPLICATION)
+
+
+@rule("committed-unread")
+def _committed_unread(s: Scenario) -> Rule:
+    loss = truncation(s)
+    if s.consumer.mode == "subscribe" and s.consumer.commit == "before":
+        return Rule("committed-unread", True, "consumer.commit=before: the position is committed before "
+                    "processing, so a crash in between loses the batch ('at-most-once')", SEMANTICS)
+    if loss.reasons:
+        return Rule("committed-unread", True,
+                    f"a truncated log puts other records under the group's committed offsets ({loss.why})", loss.doc)
+    return Rule("committed-unread", False, "a group member stores or commits a position only after processing the "
+                "records before it: at-least-once delivery across rebalances and crashes", CONSUMER)
+
+
+assert set(RULES) == set(ANOMALIES), f"rules and checkers differ: {set(RULES) ^ set(ANOMALIES)}"
+
+
+def rules(s: Scenario) -> list[Rule]:
+    """The guarantee model: every anomaly's rule under the scenario's settings, in the checkers' order."""
+    return [RULES[name](s) for name in ANOMALIES]
 
 
 def allowed(s: Scenario) -> set[str]:
@@ -107,7 +198,9 @@ def allowed(s: Scenario) -> set[str]:
 
 @dataclass
 class Verdict:
-    valid: str  # "true" | "false" | "unknown"
+    """valid (true | false | unknown), what was forbidden or allowed and seen, and why it is unknown."""
+
+    valid: str
     forbidden: dict[str, int]
     allowed_seen: dict[str, int]
     missing_expect: list[str]
@@ -119,23 +212,30 @@ class Verdict:
         return self.valid == "false" or bool(self.missing_expect)
 
 
+def _unknown_because(a: Analysis, loss_allowed: bool) -> list[str]:
+    """What the run could not establish."""
+    unknown = []
+    if not a.facts.drain_ran:
+        unknown.append("the final drain never ran (run interrupted?); values read without a send row are not judged")
+    elif not a.facts.drain_complete:
+        unknown.append(f"the final drain did not reach the end of partitions {a.facts.partitions_not_drained}")
+    unseen = a.counts().get("unseen")
+    if unseen and not loss_allowed:
+        unknown.append(f"{unseen} acknowledged sends neither read nor provably lost")
+    if a.facts.group_commits == "unknown":
+        unknown.append("the consumer group's committed offsets could not be read")
+    if not a.facts.replicas_dumped:
+        unknown.append("replica logs were not dumped")
+    return unknown
+
+
 def verdict(s: Scenario, a: Analysis) -> Verdict:
     """false beats unknown beats true; allowed anomalies are counted but never fail a run."""
     ok = allowed(s)
     counts = a.counts()
     forbidden = {k: n for k, n in counts.items() if n and k not in ok}
     seen_ok = {k: n for k, n in counts.items() if n and k in ok and k != "unseen"}
-    unknown = []
-    if not a.facts.drain_ran:
-        unknown.append("the final drain never ran (run interrupted?); values read without a send row are not judged")
-    elif not a.facts.drain_complete:
-        unknown.append(f"the final drain did not reach the end of partitions {a.facts.partitions_not_drained}")
-    if counts.get("unseen") and "lost-write" not in ok:
-        unknown.append(f"{counts['unseen']} acknowledged sends neither read nor provably lost")
-    if a.facts.group_commits == "unknown":
-        unknown.append("the consumer group's committed offsets could not be read")
-    if not a.facts.replicas_dumped:
-        unknown.append("replica logs were not dumped")
+    unknown = _unknown_because(a, "lost-write" in ok)
     missing = [e for e in s.expect if not counts.get(e)]
     valid = "false" if forbidden else ("unknown" if unknown else "true")
     return Verdict(valid, forbidden, seen_ok, missing, unknown)

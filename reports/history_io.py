@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
-from harness.history import TABLES, jsonl_files
+from contracts.history import TABLES, jsonl_files
 
 SPARK_TYPES = {"int": LongType(), "str": StringType(), "bool": BooleanType()}
 # A row missing any of these is a torn line from a killed writer, not data.

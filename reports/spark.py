@@ -9,10 +9,9 @@ from pyspark.sql import SparkSession
 
 from reports import class_archive
 
-# A run's analysis is many short jobs: cold, one took 33 s with C2 and 20 s with C1 only. A history of millions of
-# sends is a few long jobs that C2 pays back: 10M synthetic sends took 134 s with C1 only, 85 s with C2 and the
-# parallel collector (102 s with G1). Measured 2026-11-23.
-SHORT_JOBS = "-XX:TieredStopAtLevel=1"
+# A run's analysis is many short jobs, done sooner by C1 alone; a history of millions of sends is a few long jobs
+# that C2 and the parallel collector pay back (BENCHMARKS.md).
+SHORT_JOBS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"  # many analyses in one JVM fill 48 MB
 LONG_JOBS = "-XX:+UseParallelGC"
 
 

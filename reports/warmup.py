@@ -8,7 +8,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from harness.history import HistoryWriter
+from contracts.history import HistoryWriter
+from reports.analysis import analyze
 
 
 def small_history(directory: Path, sends: int = 200) -> Path:
@@ -26,7 +27,5 @@ def small_history(directory: Path, sends: int = 200) -> Path:
 
 def analyze_small(spark: SparkSession) -> None:
     """Analyze a small history once: the next analysis in this JVM finds its code compiled."""
-    from reports.analysis import analyze
-
     with tempfile.TemporaryDirectory() as tmp:
         analyze(spark, small_history(Path(tmp)))

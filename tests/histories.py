@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.history import HistoryWriter
+from contracts.history import HistoryWriter
 
 TOPIC = "chaos"
 

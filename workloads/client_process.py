@@ -10,8 +10,8 @@ import signal
 from pathlib import Path
 from typing import Literal, Self
 
-from harness.history import HistoryWriter
-from harness.scenario import ConsumerSpec, ProducerSpec
+from contracts.history import HistoryWriter
+from contracts.scenario import ConsumerSpec, ProducerSpec
 from workloads.consumer import ConsumerClient
 from workloads.producer import ProducerClient
 

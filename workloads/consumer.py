@@ -6,9 +6,9 @@ import contextlib
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from harness.history import HistoryWriter, now_ns
-from harness.scenario import ConsumerSpec
-from workloads.payload import decode
+from contracts.history import Event, HistoryWriter, now_ns
+from contracts.payload import decode
+from contracts.scenario import ConsumerSpec
 from workloads.worker import Worker
 
 BATCH = 500
@@ -61,10 +61,9 @@ class ConsumerClient(Worker):
         self.spec, self.topic, self.partitions = spec, topic, partitions
         self.bootstrap, self.history = bootstrap, history
 
-    def _event(self, kind: str, parts: list[TopicPartition]) -> None:
+    def _event(self, kind: Event, parts: list[TopicPartition]) -> None:
         for tp in parts:
-            self.history.write("events", {"t": now_ns(), "source": self.name, "kind": kind, "topic": tp.topic,
-                                          "partition": tp.partition, "offset": tp.offset, "detail": ""})
+            self.history.event(self.name, kind, topic=tp.topic, partition=tp.partition, offset=tp.offset)
 
     def _run(self) -> None:
         conf = consumer_config(self.bootstrap, self.spec.group, self.spec.isolation, self.spec.commit == "auto")
@@ -72,11 +71,11 @@ class ConsumerClient(Worker):
         if self.spec.mode == "assign":
             parts = [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)]
             consumer.assign(parts)
-            self._event("assign", parts)
+            self._event(Event.ASSIGN, parts)
         else:
-            consumer.subscribe([self.topic], on_assign=lambda c, ps: self._event("assign", ps),
-                               on_revoke=lambda c, ps: self._event("revoke", ps),
-                               on_lost=lambda c, ps: self._event("lost", ps))
+            consumer.subscribe([self.topic], on_assign=lambda c, ps: self._event(Event.ASSIGN, ps),
+                               on_revoke=lambda c, ps: self._event(Event.REVOKE, ps),
+                               on_lost=lambda c, ps: self._event(Event.LOST, ps))
         poll = 0
         try:
             while not self._stop.is_set():
@@ -116,11 +115,9 @@ def record_committed(bootstrap: str, group: str, topic: str, partitions: int, hi
     try:
         parts = consumer.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)
         for tp in parts:
-            history.write("events", {"t": now_ns(), "source": group, "kind": "committed", "topic": topic,
-                                     "partition": tp.partition, "offset": max(tp.offset, -1),
-                                     "detail": tp.error.name() if tp.error else ""})
+            history.event(group, Event.COMMITTED, topic=topic, partition=tp.partition, offset=max(tp.offset, -1),
+                          detail=tp.error.name() if tp.error else "")
     except KafkaException as exc:  # recorded: the at-least-once check is then not established
-        history.write("events", {"t": now_ns(), "source": group, "kind": "committed-unknown", "topic": topic,
-                                 "partition": -1, "offset": -1, "detail": str(exc)})
+        history.event(group, Event.COMMITTED_UNKNOWN, topic=topic, detail=str(exc))
     finally:
         consumer.close()

@@ -7,7 +7,7 @@ import uuid
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from harness.history import HistoryWriter, now_ns
+from contracts.history import Event, HistoryWriter
 from workloads.consumer import BATCH, consumer_config, read_rows
 
 
@@ -41,7 +41,6 @@ def final_drain(bootstrap: str, topic: str, partitions: int, history: HistoryWri
         consumer.close()
     reached = {p: p in ends and position[p] >= ends[p] for p in range(partitions)}
     for p in range(partitions):
-        history.write("events", {"t": now_ns(), "source": "drain", "kind": "final-end", "topic": topic,
-                                 "partition": p, "offset": ends.get(p, -1),
-                                 "detail": "reached" if reached[p] else "not-reached"})
+        history.event("drain", Event.FINAL_END, topic=topic, partition=p, offset=ends.get(p, -1),
+                      detail="reached" if reached[p] else "not-reached")
     return reached

@@ -8,9 +8,9 @@ from collections.abc import Callable
 import orjson
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from harness.history import HistoryWriter, now_ns
-from harness.scenario import ProducerSpec
-from workloads.payload import encode
+from contracts.history import NO_OFFSET, NO_PARTITION, Event, HistoryWriter, now_ns, row_format
+from contracts.payload import encode
+from contracts.scenario import ProducerSpec
 from workloads.worker import Worker
 
 MAX_QUEUED = 20_000
@@ -49,18 +49,15 @@ class ProducerClient(Worker):
         self.errors = 0
         self._pending: dict[int, int] = {}  # seq -> t_invoke of the sends awaiting a delivery report
         # An `ok` send's row, encoded once but for seq, key, partition, t_invoke, t_complete and offset
-        self._ok_line = (b'{"producer":%d,"seq":%%d,"key":%%s,"topic":%s,"partition":%%d,"t_invoke":%%d,'
-                         b'"t_complete":%%d,"outcome":"ok","error":null,"offset":%%d}\n'
-                         % (pid, orjson.dumps(topic).replace(b"%", b"%%")))
+        self._ok_line = row_format("sends", {"producer": pid, "topic": topic, "outcome": "ok", "error": None})
         self._keys_json = [orjson.dumps(self._key(seq)) for seq in range(16)]  # by seq % 16
         self._write_ok = history.line_writer("sends")
 
     def _new_producer(self) -> Producer:
         return Producer(producer_config(self.spec, self.bootstrap, f"chaos-producer-{self.pid}"))
 
-    def _event(self, kind: str, detail: str) -> None:
-        self.history.write("events", {"t": now_ns(), "source": f"producer-{self.pid}", "kind": kind,
-                                      "topic": self.topic, "partition": -1, "offset": -1, "detail": detail})
+    def _event(self, kind: Event, detail: str) -> None:
+        self.history.event(f"producer-{self.pid}", kind, topic=self.topic, detail=detail)
 
     def _run(self) -> None:
         producer = self._new_producer()
@@ -82,7 +79,7 @@ class ProducerClient(Worker):
                     self._close(producer)
                     producer = self._new_producer()
                     fatal = False
-                    self._event("recreated", "after a fatal error")
+                    self._event(Event.RECREATED, "after a fatal error")
                 due = BATCH
                 if interval:
                     late = time.monotonic() - next_at
@@ -101,12 +98,12 @@ class ProducerClient(Worker):
                 err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
                 if isinstance(err, KafkaError) and err.fatal():
                     fatal = True
-                    self._event("fatal", f"{err.name()}: {err.str()}")
+                    self._event(Event.FATAL, f"{err.name()}: {err.str()}")
                     continue
                 client_errors += 1
-                self._event("client-error", f"{type(exc).__name__}: {exc}")
+                self._event(Event.CLIENT_ERROR, f"{type(exc).__name__}: {exc}")
                 if client_errors >= MAX_CLIENT_ERRORS:
-                    self._event("stopped", f"after {client_errors} client errors")
+                    self._event(Event.STOPPED, f"after {client_errors} client errors")
                     break
         return producer
 
@@ -130,7 +127,8 @@ class ProducerClient(Worker):
             t1 = now_ns()
             for seq, _ in refused:
                 del self._pending[seq]
-            self.history.write_many("sends", [self._row(seq, -1, t0, t1, "fail", err.name()) for seq, err in refused])
+            self.history.write_many("sends", [self._row(seq, NO_PARTITION, t0, t1, "fail", err.name())
+                                              for seq, err in refused])
 
     def _on_delivery(self, seq: int, t0: int) -> Callable[[KafkaError | None, Message], None]:
         """The delivery report of one send: `ok` without error, otherwise `info` (it may have been written).
@@ -145,8 +143,8 @@ class ProducerClient(Worker):
                 self.acked += ok
                 self.errors += not ok
                 partition = msg.partition()
-                self.history.write("sends", self._row(seq, -1 if partition is None else partition, t0, now_ns(),
-                                                      "ok" if ok else "info", None if ok else err.name()))
+                self.history.write("sends", self._row(seq, NO_PARTITION if partition is None else partition, t0,
+                                                      now_ns(), "ok" if ok else "info", None if ok else err.name()))
             del self._pending[seq]  # only once its row is queued: a send never ends without one
         return delivered
 
@@ -156,13 +154,13 @@ class ProducerClient(Worker):
     def _row(self, seq: int, partition: int, t0: int, t1: int, outcome: str, error: str | None) -> dict:
         """A send row without an offset."""
         return {"producer": self.pid, "seq": seq, "key": self._key(seq), "topic": self.topic, "partition": partition,
-                "t_invoke": t0, "t_complete": t1, "outcome": outcome, "error": error, "offset": -1}
+                "t_invoke": t0, "t_complete": t1, "outcome": outcome, "error": error, "offset": NO_OFFSET}
 
     def _settle_pending(self) -> None:
         """Sends enqueued whose delivery report never came (client crash, unflushed at the end): `info`, since
         they may have been written; without a row their values would read as `unexpected`."""
         for seq, t0 in sorted(self._pending.items()):
-            self.history.write("sends", self._row(seq, -1, t0, now_ns(), "info", "NO_DELIVERY_REPORT"))
+            self.history.write("sends", self._row(seq, NO_PARTITION, t0, now_ns(), "info", "NO_DELIVERY_REPORT"))
         self._pending.clear()
 
     def _close(self, producer: Producer) -> None:
@@ -172,6 +170,6 @@ class ProducerClient(Worker):
             while len(producer) and time.monotonic() < deadline:
                 producer.flush(1.0)
         except Exception as exc:  # noqa: BLE001 - what stays unreported is settled as `info`
-            self._event("client-error", f"{type(exc).__name__}: {exc}")
+            self._event(Event.CLIENT_ERROR, f"{type(exc).__name__}: {exc}")
         if len(producer):
-            self._event("unflushed", f"{len(producer)} sends without a delivery report")
+            self._event(Event.UNFLUSHED, f"{len(producer)} sends without a delivery report")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.history import HistoryWriter, now_ns
+from contracts.history import Event, HistoryWriter, now_ns
 from workloads.worker import Worker
 
 
@@ -18,13 +18,14 @@ class MetadataSampler(Worker):
             topic, partitions, controller, history, every_s)
 
     def sample(self) -> None:
+        """One sample of every partition (or a sample-error event)."""
         t = now_ns()
         try:
             parts = self.partitions()
             controller = self.controller()
         except Exception as exc:  # noqa: BLE001 - any failure to sample is a finding, not a crash
-            self.history.write("events", {"t": t, "source": "sampler", "kind": "sample-error", "topic": self.topic,
-                                          "partition": -1, "offset": -1, "detail": f"{type(exc).__name__}: {exc}"})
+            self.history.event("sampler", Event.SAMPLE_ERROR, topic=self.topic, detail=f"{type(exc).__name__}: {exc}",
+                               t=t)
             return
         self.history.write_many("metadata", [
             {"t": t, "topic": self.topic, "partition": p.id, "leader": p.leader,

@@ -7,9 +7,11 @@ import warnings
 import docker
 import pytest
 
-from harness.cluster import Cluster, ClusterSpec
+from contracts.versions import SUPPORTED_VERSIONS
+from harness.broker_config import ClusterSpec
+from harness.cluster import Cluster
 from harness.engine import ensure_engine
-from harness.images import SUPPORTED_VERSIONS, ensure_kafka_image
+from harness.images import ensure_kafka_image
 from harness.labels import OWNER, clean
 
 pytestmark = pytest.mark.integration

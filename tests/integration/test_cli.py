@@ -18,7 +18,7 @@ import pytest
 from harness.apt import apt_install
 from harness.labels import OWNER
 
-KCHAOS = [sys.executable, "-m", "harness.cli"]
+KCHAOS = [sys.executable, "-m", "kchaos.cli"]
 SHORT = """
 name: e2e
 topic: {partitions: 2}
@@ -147,6 +147,6 @@ def test_run_killed_half_way_is_cleanable_and_analyzable(tmp_path):
 
 @pytest.mark.parametrize("suite", ["smoke"])
 def test_suites_name_existing_scenarios(suite):
-    from harness.cli import suite_files
+    from kchaos.catalog import suite_files
 
     assert suite_files(suite)

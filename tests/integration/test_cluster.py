@@ -6,12 +6,14 @@ import uuid
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from harness.metadata import wait_for
+
 TIMEOUT = 60
 
 
 def new_topic(cluster, partitions: int = 1) -> str:
     name = f"t-{uuid.uuid4().hex[:8]}"
-    cluster.create_topic(name, partitions, 3, {"min.insync.replicas": "2"})
+    cluster.metadata.create_topic(name, partitions, 3, {"min.insync.replicas": "2"})
     return name
 
 
@@ -40,39 +42,39 @@ def test_acks_all_roundtrip_1000_messages(cluster):
 def test_leader_kill_moves_leadership_and_restart_rejoins_isr(healed):
     c = healed
     topic = new_topic(c)
-    old = c.leader(topic, 0)
+    old = c.metadata.leader(topic, 0)
     c.node(old).kill()
     assert c.node(old).state() == "exited"
-    new = c.wait_for("a new leader", lambda: (lead := c.leader(topic, 0)) not in (-1, old) and lead, TIMEOUT)
+    new = wait_for("a new leader", lambda: (lead := c.metadata.leader(topic, 0)) not in (-1, old) and lead, TIMEOUT)
     assert new in {1, 2, 3} - {old}
-    assert old not in c.isr(topic, 0) or c.wait_for("the killed broker leaving the ISR",
-                                                    lambda: old not in c.isr(topic, 0), TIMEOUT)
+    assert old not in c.metadata.isr(topic, 0) or wait_for("the killed broker leaving the ISR",
+                                                    lambda: old not in c.metadata.isr(topic, 0), TIMEOUT)
     c.start_node(old)
-    c.wait_for("the restarted broker rejoining the ISR", lambda: old in c.isr(topic, 0), TIMEOUT)
+    wait_for("the restarted broker rejoining the ISR", lambda: old in c.metadata.isr(topic, 0), TIMEOUT)
 
 
 def test_paused_follower_leaves_isr_and_rejoins(healed):
     c = healed
     topic = new_topic(c)
-    follower = next(r for r in c.replicas(topic, 0) if r != c.leader(topic, 0))
+    follower = next(r for r in c.metadata.replicas(topic, 0) if r != c.metadata.leader(topic, 0))
     c.node(follower).pause()
     assert c.node(follower).state() == "paused"
-    c.wait_for(f"paused broker {follower} leaving the ISR", lambda: follower not in c.isr(topic, 0), TIMEOUT)
+    wait_for(f"paused broker {follower} leaving the ISR", lambda: follower not in c.metadata.isr(topic, 0), TIMEOUT)
     c.node(follower).resume()
-    c.wait_for(f"broker {follower} rejoining the ISR", lambda: follower in c.isr(topic, 0), TIMEOUT)
+    wait_for(f"broker {follower} rejoining the ISR", lambda: follower in c.metadata.isr(topic, 0), TIMEOUT)
 
 
 def test_broker_partitioned_from_peers_leaves_isr_and_heal_restores(healed):
     c = healed
     topic = new_topic(c)
-    follower = next(r for r in c.replicas(topic, 0) if r != c.leader(topic, 0))
+    follower = next(r for r in c.metadata.replicas(topic, 0) if r != c.metadata.leader(topic, 0))
     others = set(c.node_ids()) - {follower}
-    c.partition({follower: others, **{o: {follower} for o in others}})
-    assert "-j DROP" in c.rules(follower)
-    c.wait_for(f"isolated broker {follower} leaving the ISR", lambda: follower not in c.isr(topic, 0), TIMEOUT)
+    c.firewall.partition({follower: others, **{o: {follower} for o in others}})
+    assert "-j DROP" in c.firewall.rules(follower)
+    wait_for(f"isolated broker {follower} leaving the ISR", lambda: follower not in c.metadata.isr(topic, 0), TIMEOUT)
     c.heal()
-    assert "-j DROP" not in c.rules(follower)
-    c.wait_for(f"broker {follower} rejoining the ISR", lambda: follower in c.isr(topic, 0), TIMEOUT)
+    assert "-j DROP" not in c.firewall.rules(follower)
+    wait_for(f"broker {follower} rejoining the ISR", lambda: follower in c.metadata.isr(topic, 0), TIMEOUT)
 
 
 def test_brokers_map_the_images_class_data_archive(cluster):

@@ -8,37 +8,41 @@ import sys
 import docker
 import pytest
 
-from harness.cluster import Cluster, ClusterSpec
+from harness.broker_config import ClusterSpec
+from harness.cluster import Cluster
 from harness.labels import OWNER
+from harness.metadata import wait_for
 from tests.integration.test_cluster import TIMEOUT, new_topic
 
 
 def test_zookeeper_mode_comes_up_and_controller_failover_elects_another():
     with Cluster(ClusterSpec(version="3.9.2", metadata="zookeeper")) as c:
         topic = new_topic(c)
-        assert c.leader(topic, 0) in c.node_ids()
-        old = c.controller()
+        assert c.metadata.leader(topic, 0) in c.node_ids()
+        old = c.metadata.controller()
         assert old in c.node_ids()
         c.node(old).kill()
-        new = c.wait_for("a new ZooKeeper-era controller", lambda: (x := c.controller()) not in (-1, old) and x,
-                         TIMEOUT)
+        new = wait_for("a new ZooKeeper-era controller",
+                       lambda: (x := c.metadata.controller()) not in (-1, old) and x, TIMEOUT)
         assert new in set(c.node_ids()) - {old}
         c.start_node(old)  # at once: the killed broker's ephemeral znode must not make the restart exit
-        c.wait_for("the killed broker back in the ISR", lambda: old in c.isr(topic, 0) or None, TIMEOUT)
+        wait_for("the killed broker back in the ISR", lambda: old in c.metadata.isr(topic, 0) or None, TIMEOUT)
 
 
 def test_kraft_controller_is_a_voter_and_failover_elects_another():
     with Cluster(ClusterSpec()) as c:
-        old = c.controller()
-        assert old in c.controllers()
+        old = c.metadata.controller()
+        assert old in c.spec.controllers()
         c.node(old).kill()
-        new = c.wait_for("a new KRaft quorum leader", lambda: (x := c.controller()) not in (-1, old) and x, TIMEOUT)
-        assert new in set(c.controllers()) - {old}
+        new = wait_for("a new KRaft quorum leader", lambda: (x := c.metadata.controller()) not in (-1, old) and x,
+                       TIMEOUT)
+        assert new in set(c.spec.controllers()) - {old}
 
 
 CRASHING = """
 import sys
-from harness.cluster import Cluster, ClusterSpec
+from harness.broker_config import ClusterSpec
+from harness.cluster import Cluster
 with Cluster(ClusterSpec(brokers=1)) as c:
     print("up", flush=True)
     {action}

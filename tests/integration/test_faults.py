@@ -11,14 +11,18 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from faults.ops import REGISTRY, Ctx
-from harness.cluster import Cluster, ClusterSpec
-from harness.history import HistoryWriter, now_ns, read_jsonl
-from harness.scenario import ConsumerSpec, FaultSpec
+from contracts.history import HistoryWriter, now_ns, read_jsonl
+from contracts.payload import encode
+from contracts.scenario import ConsumerSpec
+from faults.ops import Ctx
+from faults.registry import KINDS
+from harness.broker_config import ClusterSpec
+from harness.cluster import Cluster
+from harness.metadata import wait_for
+from kchaos.catalog import fault_spec
 from tests.integration.conftest import FAST_ISR
 from workloads.client_process import ClientProcess
 from workloads.consumer import record_committed
-from workloads.payload import encode
 
 TIMEOUT = 60
 
@@ -32,18 +36,18 @@ def c():
 @pytest.fixture
 def topic(c):
     name = f"f-{uuid.uuid4().hex[:8]}"
-    c.create_topic(name, 1, 3, {"min.insync.replicas": "1", "unclean.leader.election.enable": "true"})
+    c.metadata.create_topic(name, 1, 3, {"min.insync.replicas": "1", "unclean.leader.election.enable": "true"})
     yield name
     c.heal()
     c.start_nodes([n.node_id for n in c.nodes if n.state() != "running"])
     for n in c.nodes:  # nothing left: no rule, no paused or stopped broker
         assert n.state() == "running"
-        assert "-A KCHAOS" not in c.rules(n.node_id) and "tbf" not in c.rules(n.node_id)
+        assert "-A KCHAOS" not in c.firewall.rules(n.node_id) and "tbf" not in c.firewall.rules(n.node_id)
 
 
 def fire(c, topic: str, fault: str, targets: list[int], **spec) -> dict:
     ctx = Ctx(c, topic, random.Random(1), threading.Event())
-    return REGISTRY[fault](ctx, FaultSpec(fault=fault, **spec), targets)
+    return KINDS[fault].op(ctx, fault_spec(fault=fault, **spec), targets)
 
 
 def in_background(fn):
@@ -53,29 +57,29 @@ def in_background(fn):
 
 
 def test_partition_fault_shrinks_isr_seen_in_metadata(c, topic):
-    follower = next(r for r in c.replicas(topic, 0) if r != c.leader(topic, 0))
+    follower = next(r for r in c.metadata.replicas(topic, 0) if r != c.metadata.leader(topic, 0))
     t = in_background(lambda: fire(c, topic, "isolate", [follower], **{"for": 15}))
-    c.wait_for("the isolated follower leaving the ISR", lambda: follower not in c.isr(topic, 0), TIMEOUT)
+    wait_for("the isolated follower leaving the ISR", lambda: follower not in c.metadata.isr(topic, 0), TIMEOUT)
     t.join(60)
 
 
 def test_pause_makes_requests_to_that_broker_time_out(c, topic):
-    victim = c.leader(topic, 0)
+    victim = c.metadata.leader(topic, 0)
     c.node(victim).pause()
     try:
         with pytest.raises(KafkaException):
-            c.admin([victim]).list_topics(timeout=3)
+            c.metadata.admin([victim]).list_topics(timeout=3)
     finally:
         c.node(victim).resume()
-    assert c.admin([victim]).list_topics(timeout=10).brokers
+    assert c.metadata.admin([victim]).list_topics(timeout=10).brokers
 
 
 def test_tcp_reset_rejects_client_connections(c, topic):
-    victim = c.leader(topic, 0)
+    victim = c.metadata.leader(topic, 0)
     t = in_background(lambda: fire(c, topic, "tcp-reset", [victim], **{"for": 8}))
     time.sleep(1)
     with pytest.raises(KafkaException):
-        c.admin([victim]).list_topics(timeout=3)
+        c.metadata.admin([victim]).list_topics(timeout=3)
     rules = c.node(victim).sh("iptables -L KCHAOS -v -n -x")[1]
     rejected = [ln for ln in rules.splitlines() if "REJECT" in ln and "tcp-reset" in ln]
     assert rejected and int(rejected[0].split()[0]) > 0, rules  # packets were answered with RST
@@ -83,7 +87,7 @@ def test_tcp_reset_rejects_client_connections(c, topic):
 
 
 def test_bandwidth_cap_bounds_fetch_throughput(c, topic):
-    leader = c.leader(topic, 0)
+    leader = c.metadata.leader(topic, 0)
     p = Producer({"bootstrap.servers": c.bootstrap_servers(), "acks": "all", "linger.ms": 20})
     for _ in range(1024):
         p.produce(topic, b"x" * 1024)
@@ -100,7 +104,7 @@ def test_bandwidth_cap_bounds_fetch_throughput(c, topic):
         return time.monotonic() - t0
 
     free = fetch_seconds()
-    c.link_fault(leader, "tc qdisc replace dev eth0 root tbf rate 2mbit burst 32kbit latency 400ms")
+    c.firewall.link_fault(leader, "tc qdisc replace dev eth0 root tbf rate 2mbit burst 32kbit latency 400ms")
     capped = fetch_seconds()
     c.heal()
     # 1 MiB at 2 Mbit/s needs at least ~4 s; uncapped it takes well under that
@@ -108,20 +112,20 @@ def test_bandwidth_cap_bounds_fetch_throughput(c, topic):
 
 
 def test_zombie_leader_is_replaced_while_it_still_accepts_connections(c, topic):
-    old = c.leader(topic, 0)
+    old = c.metadata.leader(topic, 0)
     t = in_background(lambda: fire(c, topic, "zombie", [old], **{"for": 25}))
-    new = c.wait_for("a new leader elected away from the zombie",
-                     lambda: (lead := c.leader(topic, 0)) not in (-1, old) and lead, TIMEOUT)
+    new = wait_for("a new leader elected away from the zombie",
+                     lambda: (lead := c.metadata.leader(topic, 0)) not in (-1, old) and lead, TIMEOUT)
     assert new != old
     with socket.create_connection(("127.0.0.1", c.node(old).external_port), timeout=3):
         pass  # clients still reach the old leader
-    assert c.admin([old]).list_topics(timeout=5).brokers  # and it still answers them
+    assert c.metadata.admin([old]).list_topics(timeout=5).brokers  # and it still answers them
     t.join(60)
 
 
 def test_consumer_kill_crashes_a_member_and_the_group_takes_over_its_partitions(c, tmp_path):
     topic = f"g-{uuid.uuid4().hex[:8]}"
-    c.create_topic(topic, 4, 3, {"min.insync.replicas": "2"})
+    c.metadata.create_topic(topic, 4, 3, {"min.insync.replicas": "2"})
     producer = Producer({"bootstrap.servers": c.bootstrap_servers()})
     for seq in range(200):
         producer.produce(topic, encode(0, seq, 32), partition=seq % 4)
@@ -130,15 +134,15 @@ def test_consumer_kill_crashes_a_member_and_the_group_takes_over_its_partitions(
     consumers = [ClientProcess("consumer", i, spec, topic, 4, c.bootstrap_servers(), tmp_path).start()
                  for i in range(2)]
     try:
-        c.wait_for("both members assigned and all 200 records read",
+        wait_for("both members assigned and all 200 records read",
                    lambda: {e["source"] for e in rows(tmp_path, "events")} == {"consumer-0", "consumer-1"}
                    and len({(r["partition"], r["offset"]) for r in rows(tmp_path, "reads")}) == 200, TIMEOUT)
         ctx = Ctx(c, topic, random.Random(1), threading.Event(), consumers)
         killed_at = now_ns()
-        t = in_background(lambda: REGISTRY["consumer-kill"](ctx, FaultSpec(fault="consumer-kill", target=0,
+        t = in_background(lambda: KINDS["consumer-kill"].op(ctx, fault_spec(fault="consumer-kill", target=0,
                                                                            **{"for": 20}), []))
-        c.wait_for("consumer-0's process gone", lambda: not consumers[0].alive, 10)
-        c.wait_for("consumer-1 assigned all 4 partitions after the crash (session.timeout.ms)",
+        wait_for("consumer-0's process gone", lambda: not consumers[0].alive, 10)
+        wait_for("consumer-1 assigned all 4 partitions after the crash (session.timeout.ms)",
                    lambda: {e["partition"] for e in rows(tmp_path, "events") if e["source"] == "consumer-1"
                             and e["kind"] == "assign" and e["t"] > killed_at} == {0, 1, 2, 3}, TIMEOUT)
         t.join(60)

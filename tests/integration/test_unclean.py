@@ -10,7 +10,8 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 
-from harness.cluster import Cluster, ClusterSpec
+from harness.broker_config import ClusterSpec
+from harness.cluster import Cluster
 from tests.integration.conftest import FAST_ISR
 from tests.integration.test_faults import fire, in_background
 
@@ -32,8 +33,8 @@ def restored(five):
 @pytest.mark.parametrize("unclean", [True, False])
 def test_unclean_sequence_elects_the_lagging_replica_only_when_allowed(five, unclean):
     c, topic = five, f"u-{uuid.uuid4().hex[:8]}"
-    c.create_topic(topic, 1, 3, {"min.insync.replicas": "1", "unclean.leader.election.enable": str(unclean).lower()},
-                   replicas=[3, 4, 5])
+    c.metadata.create_topic(topic, 1, 3, {"min.insync.replicas": "1",
+                                          "unclean.leader.election.enable": str(unclean).lower()}, replicas=[3, 4, 5])
     p = Producer({"bootstrap.servers": c.bootstrap_servers(), "acks": "1"})
     stop = threading.Event()
 
@@ -48,7 +49,7 @@ def test_unclean_sequence_elects_the_lagging_replica_only_when_allowed(five, unc
     t = in_background(lambda: result.update(fire(c, topic, "unclean-sequence", [], **{"for": 12})))
     while t.is_alive():
         with contextlib.suppress(Exception):  # metadata may be briefly unavailable mid-sequence
-            leaders.append(c.leader(topic, 0))
+            leaders.append(c.metadata.leader(topic, 0))
         time.sleep(0.5)
     stop.set()
     writer.join(5)

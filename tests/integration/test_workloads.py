@@ -12,9 +12,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harness.cluster import Cluster, ClusterSpec
-from harness.history import HistoryWriter, read_jsonl
-from harness.scenario import ConsumerSpec, ProducerSpec
+from contracts.history import HistoryWriter, read_jsonl
+from contracts.scenario import ConsumerSpec, ProducerSpec
+from harness.broker_config import ClusterSpec
+from harness.cluster import Cluster
 from reports.analysis import analyze
 from workloads.consumer import ConsumerClient
 from workloads.drain import final_drain
@@ -94,8 +95,8 @@ def test_sends_with_the_cluster_stopped_end_info_or_fail_never_ok(kraft, tmp_pat
 WORKLOAD = """
 import sys, time
 from pathlib import Path
-from harness.history import HistoryWriter
-from harness.scenario import ProducerSpec
+from contracts.history import HistoryWriter
+from contracts.scenario import ProducerSpec
 from workloads.producer import ProducerClient
 h = HistoryWriter(Path(sys.argv[1]))
 ProducerClient(0, ProducerSpec(rate=500), "{topic}", "{boot}", h).start()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.scenario import ANOMALIES
 from reports.analysis import analyze
+from reports.checkers import ANOMALIES
 from tests.histories import clean
 
 NONE = dict.fromkeys(ANOMALIES, 0)

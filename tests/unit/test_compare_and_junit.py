@@ -7,26 +7,27 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from harness.errors import ClusterError
-from harness.scenario import Scenario
-from reports import pipeline
+from contracts.errors import ClusterError
+from kchaos import pipeline
+from kchaos.catalog import validate
 from reports.compare import write_compare
 from reports.render import write_junit
+from reports.result import Metrics, RunResult
 
 
-def result(scenario: str, kafka: str, verdict: str, seed: int = 1, lost: int = 0, missing=()) -> dict:
-    return {"scenario": scenario, "kafka": kafka, "verdict": verdict, "seed": seed, "run_dir": f"runs/{seed}",
-            "counts": {"lost-write": lost, "duplicate": 0}, "allowed": ["duplicate"],
-            "missing_expect": list(missing), "metrics": {"unavailable_s": 1.5 * seed},
-            "failed": verdict == "false" or bool(missing), "forbidden": {"lost-write": lost} if lost else {},
-            "unknown_because": ["drain"] if verdict == "unknown" else [], "elapsed_s": 10}
+def result(scenario: str, kafka: str, verdict: str, seed: int = 1, lost: int = 0, missing=()) -> RunResult:
+    return RunResult(scenario=scenario, kafka=kafka, verdict=verdict, seed=seed, run_dir=f"runs/{seed}",
+                     counts={"lost-write": lost, "duplicate": 0}, allowed=["duplicate"],
+                     missing_expect=list(missing), metrics=Metrics(unavailable_s=1.5 * seed),
+                     failed=verdict == "false" or bool(missing), forbidden={"lost-write": lost} if lost else {},
+                     unknown_because=["drain"] if verdict == "unknown" else [], elapsed_s=10)
 
 
 def test_compare_table_shows_the_worst_seed_and_sums_counts(tmp_path):
     results = [result("a", "4.3.1", "true", 1), result("a", "4.3.1", "false", 2, lost=3),
                result("a", "3.9.2", "true", 1), result("b", "3.9.2", "unknown", 1)]
     for r in results:
-        r["run_dir"] = str(tmp_path / "runs" / str(r["seed"]))
+        r.run_dir = str(tmp_path / "runs" / str(r.seed))
     html, md = write_compare(results, tmp_path / "compare")
     text = md.read_text()
     assert "| scenario | Kafka 4.3.1 | Kafka 3.9.2 |" in text
@@ -54,18 +55,18 @@ def test_a_run_the_harness_could_not_complete_is_an_error_and_the_suite_goes_on(
 
     monkeypatch.setattr(pipeline, "warm_spark", lambda master: None)
     monkeypatch.setattr(pipeline, "execute", broker_never_up)
-    scenario = Scenario.model_validate({"name": "e", "kafka": {"version": "3.9.2"}})
+    scenario = validate({"name": "e", "kafka": {"version": "3.9.2"}}, "test")
     with pytest.raises(ClusterError):
         pipeline.run_and_check(scenario, tmp_path / "raised")
     out = pipeline.run_and_check(scenario, tmp_path / "runs", keep_going=True)
     r = out.result
-    assert (r["verdict"], r["failed"]) == ("unknown", True)
-    assert r["error"] == "ClusterError: kafka-2 did not start within 90s"
+    assert (r.verdict, r.failed) == ("unknown", True)
+    assert r.error == "ClusterError: kafka-2 did not start within 90s"
     assert json.loads((out.run_dir / "results.json").read_text())["status"] == "error"
 
     root = ET.parse(write_junit([r, result("a", "3.9.2", "true")], tmp_path / "j.xml", "s")).getroot()
     assert (root.get("tests"), root.get("errors"), root.get("failures")) == ("2", "1", "0")
-    assert root.find("testcase/error").get("message") == r["error"]
+    assert root.find("testcase/error").get("message") == r.error
     html, md = write_compare([r], tmp_path / "compare")
     assert "| e | unknown; harness error in 1/1; no anomalies |" in md.read_text()
     assert f'href="../runs/e/{out.run_dir.name}/results.json"' in html.read_text()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.scenario import ANOMALIES, Scenario
+from contracts.scenario import Scenario
+from kchaos.catalog import validate
 from reports.analysis import Analysis, Anomaly, Facts
+from reports.checkers import ANOMALIES
 from reports.guarantees import LIBRDKAFKA_TIMEOUTS, allowed, rules, verdict
 
 SAFE = {"name": "s", "producer": {"acks": "all", "idempotence": True},
@@ -17,7 +19,7 @@ def scenario(**over) -> Scenario:
     for path, value in over.items():
         section, field = path.split("__")
         raw.setdefault(section, {})[field] = value
-    return Scenario.model_validate(raw)
+    return validate(raw, "test")
 
 
 def analysis(drain_complete=True, replicas=True, **counts) -> Analysis:
@@ -90,7 +92,7 @@ def test_allowed_anomalies_are_counted_but_pass():
 
 
 def test_missing_expected_anomaly_is_a_sensitivity_failure():
-    s = Scenario.model_validate({**SAFE, "producer": {"acks": "1", "idempotence": False}, "expect": ["lost-write"]})
+    s = validate({**SAFE, "producer": {"acks": "1", "idempotence": False}, "expect": ["lost-write"]}, "test")
     v = verdict(s, analysis())
     assert v.valid == "true" and v.missing_expect == ["lost-write"] and v.failed
     assert not verdict(s, analysis(lost_write=1)).failed

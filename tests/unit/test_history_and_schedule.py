@@ -16,12 +16,13 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
-from faults import ops, schedule
-from harness.errors import ClusterError
-from harness.history import HistoryWriter, jsonl, read_jsonl
+from contracts.errors import ClusterError
+from contracts.history import HistoryWriter, jsonl, read_jsonl
+from contracts.payload import decode, encode
+from faults import schedule
+from faults.registry import KINDS
 from harness.replicas import node_segments, parse_segment, segments_of_tar
-from harness.scenario import FAULTS, FaultSpec
-from workloads.payload import decode, encode
+from kchaos.catalog import fault_spec
 
 
 def test_payload_roundtrip_and_damage_detected():
@@ -144,8 +145,8 @@ def test_a_segment_copy_cut_short_is_read_again_and_three_in_a_row_are_a_cluster
 
 
 def test_same_seed_same_schedule_and_jitter_moves_it():
-    faults = [FaultSpec(fault="kill", every=10, jitter=3, after=2, **{"for": 2}),
-              FaultSpec(fault="pause", every=7, after=1, **{"for": 1})]
+    faults = [fault_spec(fault="kill", every=10, jitter=3, after=2, **{"for": 2}),
+              fault_spec(fault="pause", every=7, after=1, **{"for": 1})]
     a, b = schedule.plan(faults, 60, 1), schedule.plan(faults, 60, 1)
     assert a == b and len(a) > 5
     assert a != schedule.plan(faults, 60, 2)
@@ -153,13 +154,15 @@ def test_same_seed_same_schedule_and_jitter_moves_it():
 
 
 def test_schedule_roundtrip(tmp_path):
-    ops_ = schedule.plan([FaultSpec(fault="kill")], 60, 7)
+    ops_ = schedule.plan([fault_spec(fault="kill")], 60, 7)
     schedule.save(ops_, tmp_path / "s.json")
     assert schedule.load(tmp_path / "s.json") == ops_
 
 
-def test_every_fault_in_the_scenario_format_has_an_implementation():
-    assert set(ops.REGISTRY) == set(FAULTS)
+def test_every_fault_kind_is_writable_in_a_scenario_and_has_an_op():
+    for name, kind in KINDS.items():
+        spec = fault_spec(fault=name)
+        assert callable(kind.op) and spec.target == kind.default_target
 
 
 def test_rows_written_while_flushes_run_are_each_flushed_once(tmp_path):

@@ -6,8 +6,8 @@ import time
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from harness.history import HistoryWriter, read_jsonl
-from harness.scenario import ProducerSpec
+from contracts.history import HistoryWriter, read_jsonl
+from contracts.scenario import ProducerSpec
 from workloads.producer import MAX_CLIENT_ERRORS, ProducerClient
 
 NOWHERE = "127.0.0.1:1"  # loopback, nothing listens: librdkafka queues and never gets a delivery report in time

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import catalog, override, parser, with_seeds
-from harness.errors import UsageError
-from harness.scenario import load
+from contracts.errors import UsageError
+from kchaos.catalog import catalog, load, override, with_seeds
+from kchaos.cli import parser
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -9,42 +9,44 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import EngineError, ImageError, UsageError
-from harness.runner import Tick, execute, run_dir_for
-from harness.scenario import Scenario
+from pyspark.sql import SparkSession
+
+from contracts.errors import EngineError, ImageError, UsageError
+from contracts.scenario import Scenario
+from kchaos.run import Tick, execute, run_dir_for
 from reports import guarantees, render
 from reports.analysis import Analysis, analyze, is_large
+from reports.result import Metrics, RunResult
+from reports.spark import session
 from reports.warmup import analyze_small
 from workloads.consumer import reader_name
 
 
 @dataclass
 class Outcome:
-    """One checked run: the results.json content, the analysis, and where it all lives."""
+    """One checked run: its result, the analysis, and where it all lives."""
 
-    result: dict
+    result: RunResult
     analysis: Analysis | None  # None when the harness could not complete the run
     run_dir: Path
 
     @property
     def failed(self) -> bool:
-        return self.result["failed"]
+        return self.result.failed
 
 
-_SPARK = None
+_SPARK: SparkSession | None = None
 _SPARK_LOCK = threading.Lock()
 _WARMED = threading.Event()  # this process's Spark JVM has analyzed once
 WARM_UP_WAIT_S = 120.0
 
 
-def spark_session(master: str | None = None, large: bool = False):
+def spark_session(master: str | None = None, large: bool = False) -> SparkSession:
     """One Spark session per process, started on first use (`large`: see reports.spark.session); a caller waits
     for one that is already starting."""
     global _SPARK
     with _SPARK_LOCK:
         if _SPARK is None:
-            from reports.spark import session
-
             _SPARK = session(master, large=large)
     return _SPARK
 
@@ -65,43 +67,40 @@ def warm_spark(master: str | None = None) -> threading.Thread:
     return thread
 
 
+def _identity(scenario: Scenario, run_dir: Path) -> dict:
+    """What every result says of its run: which scenario, on which Kafka, with which seed, where, how set."""
+    info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
+    return {"scenario": scenario.name, "description": scenario.description or scenario.guarantee,
+            "kafka": scenario.kafka.version, "seed": scenario.seed, "run_dir": str(run_dir),
+            "started_utc": info.get("started_utc", ""), "status": info.get("status", "unknown"),
+            "elapsed_s": round(sum(info.get("timings", {}).values()), 1),
+            "nemesis_errors": info.get("nemesis_errors", []),
+            "allowed": sorted(guarantees.allowed(scenario)),
+            "settings": scenario.model_dump(mode="json", by_alias=True)}
+
+
 def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outcome:
     """Analyze a run directory, judge it against the guarantee model, write results.json and report.html."""
-    info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
     readers = [reader_name(i) for i in range(scenario.consumer.count)] if scenario.consumer.mode == "assign" else []
     history = run_dir / "history"
     a = analyze(spark_session(master, large=is_large(history)), history, readers)
     v = guarantees.verdict(scenario, a)
-    liveness = "" if a.facts.recovered else "the cluster did not regain a full ISR after healing (see events)"
-    result = {
-        **_identity(scenario, run_dir), "status": info.get("status", "unknown"),
-        "elapsed_s": round(sum(info.get("timings", {}).values()), 1),
-        "verdict": v.valid, "failed": v.failed, "forbidden": v.forbidden, "allowed_seen": v.allowed_seen,
-        "missing_expect": v.missing_expect, "unknown_because": v.unknown_because, "liveness": liveness,
-        "counts": a.counts(), "examples": {k: x.examples for k, x in a.anomalies.items()},
-        "allowed": sorted(guarantees.allowed(scenario)),
-        "rules": [r.__dict__ for r in guarantees.rules(scenario)],
-        "metrics": a.metrics, "facts": a.facts.__dict__, "nemesis_errors": info.get("nemesis_errors", []),
-        "settings": scenario.model_dump_json(indent=1, by_alias=True),
-    }
-    render.write_results(result, run_dir)
+    result = RunResult(
+        **_identity(scenario, run_dir), verdict=v.valid, failed=v.failed, forbidden=v.forbidden,
+        allowed_seen=v.allowed_seen, missing_expect=v.missing_expect, unknown_because=v.unknown_because,
+        liveness="" if a.facts.recovered else "the cluster did not regain a full ISR after healing (see events)",
+        counts=a.counts(), examples={k: x.examples for k, x in a.anomalies.items()},
+        rules=guarantees.rules(scenario), metrics=Metrics.model_validate(a.metrics), facts=a.facts)
+    result.save(run_dir)
     render.write_report(result, a.series, run_dir)
     return Outcome(result, a, run_dir)
 
 
-def _identity(scenario: Scenario, run_dir: Path) -> dict:
-    """What every result says of its run: which scenario, on which Kafka, with which seed, where."""
-    return {"scenario": scenario.name, "description": scenario.description or scenario.guarantee,
-            "kafka": scenario.kafka.version, "seed": scenario.seed, "run_dir": str(run_dir)}
-
-
-def harness_error(scenario: Scenario, run_dir: Path, exc: Exception, elapsed_s: float) -> dict:
+def harness_error(scenario: Scenario, run_dir: Path, exc: Exception, elapsed_s: float) -> RunResult:
     """The result of a run the harness could not complete: failed, verdict unknown, the error named."""
-    return {**_identity(scenario, run_dir), "status": "error",
-            "elapsed_s": elapsed_s, "verdict": "unknown", "failed": True, "error": f"{type(exc).__name__}: {exc}",
-            "forbidden": {}, "allowed_seen": {}, "missing_expect": [], "liveness": "", "counts": {},
-            "unknown_because": [f"the harness could not complete the run ({type(exc).__name__})"],
-            "examples": {}, "allowed": sorted(guarantees.allowed(scenario)), "metrics": {}}
+    return RunResult(**(_identity(scenario, run_dir) | {"status": "error", "elapsed_s": elapsed_s}),
+                     verdict="unknown", failed=True, error=f"{type(exc).__name__}: {exc}",
+                     unknown_because=[f"the harness could not complete the run ({type(exc).__name__})"])
 
 
 def run_and_check(scenario: Scenario, root: Path, on_tick=lambda t: None, ops=None,
@@ -124,15 +123,15 @@ def run_and_check(scenario: Scenario, root: Path, on_tick=lambda t: None, ops=No
     except Exception as exc:
         if not keep_going or isinstance(exc, UsageError | EngineError | ImageError):
             raise
-        result = harness_error(scenario, run_dir, exc, round(time.monotonic() - started, 1))
         run_dir.mkdir(parents=True, exist_ok=True)  # the error may have come before the run wrote anything
-        render.write_results(result, run_dir)
+        result = harness_error(scenario, run_dir, exc, round(time.monotonic() - started, 1))
+        result.save(run_dir)
         return Outcome(result, None, run_dir)
     finally:
         on_tick(Tick("analysis"))
     for thread in filter(None, warming):  # a short run's warm-up may still go on: sharing 2 cores helps neither
         thread.join(WARM_UP_WAIT_S)
     out = check(scenario, run_dir, master)
-    out.result["elapsed_s"] = round(time.monotonic() - started, 1)
-    render.write_results(out.result, run_dir)
+    out.result.elapsed_s = round(time.monotonic() - started, 1)
+    out.result.save(run_dir)
     return out

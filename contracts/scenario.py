@@ -1,25 +1,22 @@
-"""The scenario file: pydantic models, duration parsing, matrix expansion, and one-line error messages."""
+"""The scenario model: pydantic models, duration parsing and one-line error messages.
+
+The fault kinds and anomaly names a scenario may use are not listed here: they belong to `faults.registry` and
+`reports.checkers`, and reach validation as its context (a `Vocabulary`), so each is written once.
+"""
 
 from __future__ import annotations
 
-import itertools
 import re
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Protocol
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from harness.errors import UsageError
-from harness.images import DEFAULT_VERSION
+from contracts.versions import DEFAULT_VERSION, NO_ZOOKEEPER, has_zookeeper
 
-ANOMALIES = ("lost-write", "unseen", "duplicate", "timeout-duplicate", "inconsistent-offset", "nonmonotonic-send",
-             "poll-skip", "nonmonotonic-poll", "aborted-read", "unexpected", "vanished-read", "replica-divergence",
-             "committed-unread")
-FAULTS = ("kill", "terminate", "pause", "restart", "isolate", "split", "bridge", "one-way", "zombie",
-          "isolate-controller", "packet-loss", "bandwidth", "tcp-reset", "block-clients", "rolling-restart",
-          "hard-rolling-restart", "last-replica-standing", "unclean-sequence", "consumer-kill")
-TARGETS = ("one", "minority", "majority", "all", "leader", "followers", "controller", "isr", "non-isr")
+COUNTED = ("one", "all", "minority", "majority")  # targets that name members by how many
+TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr")
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")  # Kafka's legal topic names
@@ -33,6 +30,47 @@ def seconds(value: Any) -> float:
     if not m:
         raise ValueError("Expected a duration like '90s', '5m' or '500ms'")
     return float(m[1]) * UNITS[m[2]]
+
+
+class FaultTraits(Protocol):
+    """What validation needs of a fault kind: its default target and what it aims at."""
+
+    default_target: str
+    aims: Literal["brokers", "consumers", "itself"]  # itself: it picks its victims from live metadata
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The fault kinds and anomaly names scenarios may use (validation context, key `vocabulary`)."""
+
+    faults: Mapping[str, FaultTraits]
+    anomalies: tuple[str, ...]
+
+    def context(self) -> dict[str, Vocabulary]:
+        return {"vocabulary": self}
+
+
+def vocabulary(info: ValidationInfo) -> Vocabulary:
+    """The vocabulary a validation was given; without one no fault or anomaly name can be judged."""
+    vocab = (info.context or {}).get("vocabulary")
+    if not isinstance(vocab, Vocabulary):
+        raise TypeError("scenarios are validated with a Vocabulary as context (kchaos.catalog.validate gives it)")
+    return vocab
+
+
+def one_of(names: tuple[str, ...] | list[str]) -> str:
+    """'a', 'b', 'c': the allowed values of a message."""
+    return ", ".join(repr(n) for n in names)
+
+
+def _anomaly(name: str, info: ValidationInfo) -> str:
+    known = vocabulary(info).anomalies
+    if name not in known:
+        raise ValueError(f"Expected one of {one_of(known)}")
+    return name
+
+
+Anomaly = Annotated[str, AfterValidator(_anomaly)]
 
 
 class Strict(BaseModel):
@@ -50,12 +88,15 @@ class KafkaSpec(Strict):
     def _str(cls, v: Any) -> str:
         return str(v)
 
+    def broker_config(self) -> dict[str, str]:
+        """The broker settings the scenario overrides, as server.properties values."""
+        return {k: _cfg(v) for k, v in self.config.items()}
+
     @model_validator(mode="after")
     def _zk_needs_3x(self) -> KafkaSpec:
-        head = self.version.split(".")[0]
-        if self.metadata == "zookeeper" and head.isdigit() and int(head) >= 4:
-            raise ValueError(f"ZooKeeper mode was removed in Kafka 4.0: kafka.version={self.version!r} needs "
-                             "kafka.metadata='kraft' (or a 3.x version)")
+        if self.metadata == "zookeeper" and not has_zookeeper(self.version):
+            raise ValueError(f"{NO_ZOOKEEPER}: kafka.version={self.version!r} needs kafka.metadata='kraft' "
+                             "(or a 3.x version)")
         return self
 
 
@@ -108,13 +149,9 @@ class ConsumerSpec(Strict):
     isolation: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
 
 
-# Faults whose point is a particular role: aimed there unless the scenario names another target.
-DEFAULT_TARGET = {"zombie": "leader", "isolate-controller": "controller"}
-
-
 class FaultSpec(Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-    fault: Literal[FAULTS]  # type: ignore[valid-type]
+    fault: str
     target: str | int | list[int] = "one"
     every: float = 15.0
     for_: float = Field(5.0, alias="for")
@@ -125,10 +162,19 @@ class FaultSpec(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _default_target(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "target" not in data and data.get("fault") in DEFAULT_TARGET:
-            return {**data, "target": DEFAULT_TARGET[data["fault"]]}
+    def _default_target(cls, data: Any, info: ValidationInfo) -> Any:
+        kind = vocabulary(info).faults.get(data.get("fault")) if isinstance(data, dict) else None
+        if kind is not None and "target" not in data:
+            return {**data, "target": kind.default_target}
         return data
+
+    @field_validator("fault")
+    @classmethod
+    def _known(cls, v: str, info: ValidationInfo) -> str:
+        known = vocabulary(info).faults
+        if v not in known:
+            raise ValueError(f"Expected one of {one_of(list(known))}")
+        return v
 
     @field_validator("every", "for_", "jitter", "after", mode="before")
     @classmethod
@@ -139,7 +185,7 @@ class FaultSpec(Strict):
     @classmethod
     def _target(cls, v: Any) -> Any:
         if isinstance(v, str) and v not in TARGETS:
-            raise ValueError(f"Expected one of {', '.join(repr(t) for t in TARGETS)} or node ids")
+            raise ValueError(f"Expected one of {one_of(TARGETS)} or node ids")
         return v
 
 
@@ -156,7 +202,7 @@ class Scenario(Strict):
     faults: list[FaultSpec] = []
     duration: float = 60.0
     seed: int = 42
-    expect: list[Literal[ANOMALIES]] = []  # type: ignore[valid-type]
+    expect: list[Anomaly] = []
     recovery_timeout: float = 120.0
     drain_timeout: float = 90.0
 
@@ -171,7 +217,7 @@ class Scenario(Strict):
         return [] if v in ({}, None) else v
 
     @model_validator(mode="after")
-    def _coherent(self) -> Scenario:
+    def _coherent(self, info: ValidationInfo) -> Scenario:
         if self.topic.replication_factor > self.kafka.brokers:
             raise ValueError(f"topic.replication_factor={self.topic.replication_factor} exceeds "
                              f"kafka.brokers={self.kafka.brokers}")
@@ -182,8 +228,9 @@ class Scenario(Strict):
         if self.topic.min_insync_replicas > self.topic.replication_factor:
             raise ValueError(f"topic.min_insync_replicas={self.topic.min_insync_replicas} exceeds "
                              f"topic.replication_factor={self.topic.replication_factor}")
+        kinds = vocabulary(info).faults
         for i, f in enumerate(self.faults):
-            if f.fault == "consumer-kill":
+            if kinds[f.fault].aims == "consumers":
                 self._consumer_target(i, f)
         if self.producer.idempotence and (self.producer.acks != "all" or self.producer.max_in_flight > 5):
             raise ValueError("producer.idempotence=true needs producer.acks='all' and producer.max_in_flight<=5 "
@@ -191,14 +238,14 @@ class Scenario(Strict):
         return self
 
     def _consumer_target(self, i: int, f: FaultSpec) -> None:
-        """consumer-kill aims at consumers: by count (one, all, minority, majority) or by index."""
+        """A fault that aims at consumers: by count (one, all, minority, majority) or by index."""
         n = self.consumer.count
         ids = f.target if isinstance(f.target, list) else [f.target] if isinstance(f.target, int) else []
         if n == 0:
-            raise ValueError(f"faults.{i}.fault='consumer-kill' needs consumer.count >= 1")
-        if isinstance(f.target, str) and f.target not in ("one", "all", "minority", "majority"):
-            raise ValueError(f"Expected one of 'one', 'all', 'minority', 'majority' or consumer indices "
-                             f"but got faults.{i}.target={f.target!r} (consumer-kill aims at consumers)")
+            raise ValueError(f"faults.{i}.fault={f.fault!r} needs consumer.count >= 1")
+        if isinstance(f.target, str) and f.target not in COUNTED:
+            raise ValueError(f"Expected one of {one_of(COUNTED)} or consumer indices "
+                             f"but got faults.{i}.target={f.target!r} ({f.fault} aims at consumers)")
         if any(not 0 <= c < n for c in ids):
             raise ValueError(f"faults.{i}.target={f.target!r} must name consumers among 0..{n - 1}")
 
@@ -228,65 +275,3 @@ def describe_error(err: dict, where: str) -> str:
     if msg.startswith("Expected"):
         return f"{where}: {msg} but got {path}={got!r}"
     return f"{where}: {msg}" if "=" in msg else f"{where}: {path}: {msg} (got {got!r})"
-
-
-def validate(raw: dict, where: str) -> Scenario:
-    """Validate one scenario dict; raise UsageError listing every problem, one per line."""
-    try:
-        return Scenario.model_validate(raw)
-    except ValidationError as exc:
-        raise UsageError("\n".join(describe_error(e, where) for e in exc.errors())) from None
-
-
-def _set(raw: dict, dotted: str, value: Any) -> None:
-    """Set `a.b.0.c` in nested dicts and lists."""
-    parts = dotted.split(".")
-    node: Any = raw
-    for p in parts[:-1]:
-        if isinstance(node, list) and p.isdigit() and int(p) < len(node):
-            node = node[int(p)]
-        elif isinstance(node, dict):
-            node = node.setdefault(p, {})
-        else:
-            raise UsageError(f"matrix key {dotted!r}: {p!r} is not a section or a list index")
-    if isinstance(node, list) and parts[-1].isdigit() and int(parts[-1]) < len(node):
-        node[int(parts[-1])] = value
-    elif isinstance(node, dict):
-        node[parts[-1]] = value
-    else:
-        raise UsageError(f"matrix key {dotted!r}: cannot set {parts[-1]!r}")
-
-
-def expand(raw: dict, where: str) -> list[Scenario]:
-    """Expand `matrix:` into one validated scenario per combination (all validated before any runs)."""
-    raw = dict(raw)
-    matrix = raw.pop("matrix", None) or {}
-    if not isinstance(matrix, dict) or any(not isinstance(v, list) or not v for v in matrix.values()):
-        raise UsageError(f"{where}: matrix must map dotted field paths to non-empty lists")
-    if not matrix:
-        return [validate(raw, where)]
-    out = []
-    keys = list(matrix)
-    for combo in itertools.product(*(matrix[k] for k in keys)):
-        variant = yaml.safe_load(yaml.safe_dump(raw))
-        for k, v in zip(keys, combo, strict=True):
-            _set(variant, k, v)
-        tag = ",".join(f"{k.split('.')[-1]}={v}" for k, v in zip(keys, combo, strict=True))
-        variant["name"] = f"{raw.get('name', 'scenario')}[{tag}]"
-        out.append(validate(variant, f"{where} (matrix {tag})"))
-    return out
-
-
-def load(path: Path) -> list[Scenario]:
-    """Read a YAML scenario file; every error is a UsageError with one clear message."""
-    if not path.exists():
-        raise UsageError(f"No scenario file at {path}")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise UsageError(f"{path}: not valid YAML{at}: {getattr(exc, 'problem', exc)}") from None
-    if not isinstance(raw, dict):
-        raise UsageError(f"{path}: expected a mapping with at least a 'name' field")
-    return expand(raw, str(path))

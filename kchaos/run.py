@@ -10,12 +10,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from contracts.errors import ClusterError
+from contracts.history import Event, HistoryWriter, now_ns
+from contracts.scenario import Scenario
 from faults import schedule
 from harness import images
-from harness.cluster import Cluster, ClusterSpec
-from harness.errors import ClusterError
-from harness.history import HistoryWriter, now_ns
-from harness.scenario import Scenario
+from harness.broker_config import ClusterSpec
+from harness.cluster import Cluster
 from workloads.client_process import ClientProcess
 from workloads.consumer import record_committed
 from workloads.drain import final_drain
@@ -52,6 +53,7 @@ class RunInfo:
     error: str = ""
 
     def save(self, run_dir: Path) -> None:
+        """Write run.json atomically."""
         tmp = run_dir / ".run.json.tmp"
         tmp.write_text(json.dumps(self.__dict__, indent=1))
         tmp.replace(run_dir / "run.json")
@@ -87,8 +89,7 @@ def execute(scenario: Scenario, run_dir: Path, on_tick: Callable[[Tick], None] =
         images.ensure_kafka_image(scenario.kafka.version, say=lambda m: on_tick(Tick("images", faults=m)))
         phase("cluster")
         spec = ClusterSpec(scenario.kafka.version, scenario.kafka.brokers, scenario.kafka.metadata,
-                           {k: str(v).lower() if isinstance(v, bool) else str(v)
-                            for k, v in scenario.kafka.config.items()})
+                           scenario.kafka.broker_config())
         with Cluster(spec) as cluster:
             _workload(scenario, cluster, history, ops, info, phase, on_tick, run_dir)
         info.status = "complete"
@@ -116,13 +117,23 @@ def _stop_consumers(consumers: list[ClientProcess]) -> None:
         c.join(30)
 
 
+def _dump_replicas(cluster: Cluster, topic: str, history: HistoryWriter) -> None:
+    """Every replica's records into `replicas`; without them the verdict is unknown, not lost (an event says so)."""
+    try:
+        history.write_many("replicas", cluster.dump_replica_logs(topic))
+        history.event("runner", Event.REPLICAS_DUMPED, topic=topic)
+    except ClusterError as exc:
+        history.event("runner", Event.REPLICAS_FAILED, topic=topic, detail=str(exc))
+
+
 def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops, info: RunInfo,
               phase: Callable[[str], None], on_tick: Callable[[Tick], None], run_dir: Path) -> None:
     topic, parts = scenario.topic.name, scenario.topic.partitions
     phase("topic")
-    cluster.create_topic(topic, parts, scenario.topic.replication_factor, scenario.topic_config(),
-                         replicas=scenario.topic.replicas)
-    sampler = MetadataSampler(topic, lambda: cluster.partition_metadata(topic), cluster.controller, history).start()
+    cluster.metadata.create_topic(topic, parts, scenario.topic.replication_factor, scenario.topic_config(),
+                                  replicas=scenario.topic.replicas)
+    sampler = MetadataSampler(topic, lambda: cluster.metadata.partitions(topic), cluster.metadata.controller,
+                              history).start()
     boot = cluster.bootstrap_servers()
     consumers = [ClientProcess("consumer", i, scenario.consumer, topic, parts, boot, history.dir).start()
                  for i in range(scenario.consumer.count)]
@@ -161,13 +172,7 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
         sampler.stop()
         sampler.join(15)
         phase("replicas")
-        try:  # without every replica's records the verdict is unknown, not lost: the rest of the history stands
-            history.write_many("replicas", cluster.dump_replica_logs(topic))
-            kind, detail = "replicas-dumped", ""
-        except ClusterError as exc:
-            kind, detail = "replicas-failed", str(exc)
-        history.write("events", {"t": now_ns(), "source": "runner", "kind": kind, "topic": topic,
-                                 "partition": -1, "offset": -1, "detail": detail})
+        _dump_replicas(cluster, topic, history)
         cluster.collect_logs(run_dir / "logs")
     finally:
         if stopping.ident is not None:

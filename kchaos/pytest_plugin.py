@@ -7,6 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from contracts.versions import DEFAULT_VERSION
+from harness.broker_config import ClusterSpec
+from harness.cluster import Cluster
+from harness.engine import ensure_engine
+from harness.images import ensure_kafka_image
+from kchaos.catalog import expand, load
+from kchaos.pipeline import Outcome, run_and_check
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kafka-chaos")
@@ -16,18 +24,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.fixture
 def kafka_version(request: pytest.FixtureRequest) -> str:
-    from harness.images import DEFAULT_VERSION
-
+    """The Kafka version the fixtures start (--kafka-version, KCHAOS_KAFKA, or the default)."""
     return request.config.getoption("--kafka-version") or DEFAULT_VERSION
 
 
 @pytest.fixture
 def kafka_cluster(kafka_version: str):
     """A running 3-broker KRaft cluster of `--kafka-version`, removed afterwards whatever happens."""
-    from harness.cluster import Cluster, ClusterSpec
-    from harness.engine import ensure_engine
-    from harness.images import ensure_kafka_image
-
     ensure_engine()
     ensure_kafka_image(kafka_version)
     with Cluster(ClusterSpec(version=kafka_version)) as cluster:
@@ -36,12 +39,8 @@ def kafka_cluster(kafka_version: str):
 
 @pytest.fixture
 def chaos_run(tmp_path: Path, kafka_version: str):
-    """Run a scenario (a dict or a YAML path) end to end; returns the run's `Outcome` (verdict, analysis, dir)."""
-    from harness.engine import ensure_engine
-    from harness.scenario import expand, load
-    from reports.pipeline import run_and_check
-
-    def run(scenario: dict | str | Path):
+    """Run a scenario (a dict or a YAML path) end to end; returns each run's `Outcome` (result, analysis, dir)."""
+    def run(scenario: dict | str | Path) -> list[Outcome]:
         if isinstance(scenario, dict):
             scenarios = expand({"kafka": {"version": kafka_version}} | scenario, "chaos_run")
         else:

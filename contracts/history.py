@@ -1,14 +1,17 @@
 """The run's history: append-only JSON Lines flushed as it goes, compacted to Parquet at the end.
 
-One writer serves every table; the column lists here are the contract with `reports.analysis`.
+One writer serves every table; the tables, their columns and the event kinds here are the contract with
+`reports.analysis`, documented for users in docs/history-format.md.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import threading
 import time
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 
 import orjson
@@ -27,12 +30,36 @@ TABLES: dict[str, list[tuple[str, str]]] = {
                  ("controller", "int")],
     "replicas": [("broker", "int"), ("topic", "str"), ("partition", "int"), ("offset", "int"),
                  ("leader_epoch", "int"), ("producer", "int"), ("seq", "int"), ("checksum_ok", "bool")],
-    # Beyond DESIGN.md's five: client lifecycle (assign, revoke, producer recreated), the final drain's end
-    # offsets and whether it reached them, and liveness findings. The analyzer needs the drain's ends.
+    # What happened to clients and to the run itself: one row per Event below.
     "events": [("t", "int"), ("source", "str"), ("kind", "str"), ("topic", "str"), ("partition", "int"),
                ("offset", "int"), ("detail", "str")],
 }
 ARROW = {"int": pa.int64(), "str": pa.string(), "bool": pa.bool_()}
+NO_PARTITION = -1  # a send refused before a partition was chosen, an event about no partition in particular
+NO_OFFSET = -1  # a send acked without an offset (acks=0, or after a failover), an event about no offset
+
+
+class Event(StrEnum):
+    """Every kind of `events` row; docs/history-format.md says what each one's columns mean."""
+
+    ASSIGN = "assign"  # a reader was given a partition (offset: where it starts, -1001 = the beginning)
+    REVOKE = "revoke"  # a group member gave a partition up (a rebalance)
+    LOST = "lost"  # a group member lost a partition without giving it up (session expired)
+    FINAL_END = "final-end"  # the drain's end offset of a partition; detail reached | not-reached
+    REPLICAS_DUMPED = "replicas-dumped"  # every running broker's segment files were read into `replicas`
+    REPLICAS_FAILED = "replicas-failed"  # they could not be; detail says why
+    COMMITTED = "committed"  # the group's final committed offset of a partition (-1: none)
+    COMMITTED_UNKNOWN = "committed-unknown"  # the committed offsets could not be read
+    LIVENESS = "liveness"  # the cluster did not regain a full ISR after the final heal
+    SAMPLE_ERROR = "sample-error"  # the metadata sampler could not sample
+    CLIENT_ERROR = "client-error"  # a workload client raised (recorded, the client goes on)
+    FATAL = "fatal"  # a producer's fatal error (it is recreated)
+    RECREATED = "recreated"  # a producer was recreated after a fatal error
+    STOPPED = "stopped"  # a client gave up after too many errors
+    UNFLUSHED = "unflushed"  # a producer closed with sends that never got a delivery report
+
+
+CLIENT_TROUBLE = (Event.CLIENT_ERROR, Event.FATAL, Event.RECREATED, Event.STOPPED, Event.UNFLUSHED)
 
 
 def _line(row: dict) -> bytes:
@@ -59,6 +86,7 @@ now_ns = time.monotonic_ns  # the history clock: CLOCK_MONOTONIC in ns, shared b
 
 
 def arrow_schema(table: str) -> pa.Schema:
+    """A table's columns as an Arrow schema."""
     return pa.schema([(name, ARROW[kind]) for name, kind in TABLES[table]])
 
 
@@ -96,6 +124,17 @@ class HistoryWriter:
         """Queue several rows of one table."""
         self._buf[table].extend(rows)
 
+    def event(self, source: str, kind: Event, *, topic: str = "", partition: int = NO_PARTITION,
+              offset: int = NO_OFFSET, detail: str = "", t: int | None = None) -> None:
+        """Queue one `events` row, stamped now unless `t` is given."""
+        self._buf["events"].append({"t": now_ns() if t is None else t, "source": source, "kind": kind,
+                                    "topic": topic, "partition": partition, "offset": offset, "detail": detail})
+
+    def fault(self, fault: str, t_start: int, targets: list[int], detail: dict) -> None:
+        """Queue one `faults` row that ends now: the op, its broker targets and what it did (JSON)."""
+        self._buf["faults"].append({"t_start": t_start, "t_end": now_ns(), "fault": fault,
+                                    "targets": ",".join(map(str, targets)), "detail": json.dumps(detail)})
+
     def line_writer(self, table: str) -> Callable[[bytes], None]:
         """What queues one row of `table` that its caller already encoded as a JSON object and a newline: the
         producer's hot path, one C call per row."""
@@ -124,6 +163,17 @@ class HistoryWriter:
             f.close()
         if compact:
             compact_dir(self.dir)
+
+
+def row_format(table: str, fixed: dict[str, object]) -> bytes:
+    """One row of `table` as a bytes %-format, in the schema's column order: the `fixed` columns encoded once, every
+    other one a placeholder (%d for an int column, %s for the JSON bytes of any other). The producer's hot path
+    fills it with one % per row, and it cannot drift from the schema."""
+    parts = []
+    for name, kind in TABLES[table]:
+        value = orjson.dumps(fixed[name]).replace(b"%", b"%%") if name in fixed else b"%d" if kind == "int" else b"%s"
+        parts.append(b'"%s":%s' % (name.encode(), value))
+    return b"{" + b",".join(parts) + b"}\n"
 
 
 def read_jsonl(directory: Path, table: str) -> pa.Table:

@@ -1,0 +1,53 @@
+"""Every fault kind, once: its name, its op, its default target and what it aims at. The scenario model's
+lists and defaults derive from this table (as validation context)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from faults import ops
+from harness import netrules
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    """One registry entry."""
+
+    name: str
+    op: ops.Op
+    default_target: str = "one"
+    aims: Literal["brokers", "consumers", "itself"] = "brokers"  # itself: victims chosen from live metadata
+
+    @property
+    def needs_targets(self) -> bool:
+        """Whether the nemesis resolves broker targets before the op runs."""
+        return self.aims == "brokers"
+
+
+def _port(ctx: ops.Ctx, node_id: int) -> int:
+    return ctx.cluster.node(node_id).external_port or 0
+
+
+_isolate = ops.grudge_fault(lambda ctx, t: ops.isolate_grudge(ctx.cluster, t))
+KINDS: dict[str, FaultKind] = {k.name: k for k in (
+    FaultKind("kill", ops.process("kill")),
+    FaultKind("terminate", ops.process("terminate")),
+    FaultKind("pause", ops.process("pause")),
+    FaultKind("restart", ops.restart),
+    FaultKind("isolate", _isolate),
+    FaultKind("zombie", _isolate, default_target="leader"),
+    FaultKind("isolate-controller", _isolate, default_target="controller"),
+    FaultKind("split", ops.grudge_fault(ops.split)),
+    FaultKind("bridge", ops.grudge_fault(ops.bridge)),
+    FaultKind("one-way", ops.grudge_fault(ops.one_way)),
+    FaultKind("packet-loss", ops.link_fault(lambda ctx, s, t: netrules.lose(s.probability))),
+    FaultKind("bandwidth", ops.link_fault(lambda ctx, s, t: netrules.cap_bandwidth(s.kbit))),
+    FaultKind("tcp-reset", ops.link_fault(lambda ctx, s, t: netrules.block_port(_port(ctx, t), reset=True))),
+    FaultKind("block-clients", ops.link_fault(lambda ctx, s, t: netrules.block_port(_port(ctx, t)))),
+    FaultKind("rolling-restart", ops.rolling("terminate"), aims="itself"),
+    FaultKind("hard-rolling-restart", ops.rolling("kill"), aims="itself"),
+    FaultKind("last-replica-standing", ops.last_replica_standing, aims="itself"),
+    FaultKind("unclean-sequence", ops.unclean_sequence, aims="itself"),
+    FaultKind("consumer-kill", ops.consumer_kill, aims="consumers"),
+)}

@@ -1,0 +1,103 @@
+"""What each node of a cluster is told: the settings every chaos run wants, listeners, and its metadata role."""
+
+from __future__ import annotations
+
+import base64
+import socket
+import uuid
+from dataclasses import dataclass, field
+
+from contracts.errors import ClusterError
+from contracts.versions import DEFAULT_VERSION, NO_ZOOKEEPER, has_zookeeper
+
+INTERNAL_PORT, CONTROLLER_PORT, ZK_PORT = 9092, 9093, 2181
+# Kafka's default before KIP-537 (18 s since 2.5): a SIGKILLed broker can restart that much sooner (see KafkaNode).
+ZK_SESSION_MS = 6000
+ZOOKEEPER_PROPERTIES = {"dataDir": "/var/lib/zookeeper", "clientPort": str(ZK_PORT), "admin.enableServer": "false",
+                        "maxClientCnxns": "0", "tickTime": "2000", "4lw.commands.whitelist": "*"}
+
+
+@dataclass
+class ClusterSpec:
+    """What to start: Kafka version, broker count, metadata mode and broker config overrides."""
+
+    version: str = DEFAULT_VERSION
+    brokers: int = 3
+    metadata: str = "kraft"  # or "zookeeper" (Kafka 3.x only)
+    config: dict[str, str] = field(default_factory=dict)
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
+
+    def validate(self) -> None:
+        """Raise one clear error for a spec no cluster can be started from."""
+        if not 1 <= self.brokers <= 5:
+            raise ClusterError(f"Expected 1 to 5 brokers but got kafka.brokers={self.brokers}")
+        if self.metadata == "zookeeper" and not has_zookeeper(self.version):
+            raise ClusterError(f"{NO_ZOOKEEPER}; kafka.version={self.version} needs kafka.metadata=kraft "
+                               "(or use a 3.x version)")
+
+    def controllers(self) -> list[int]:
+        """Node ids of the KRaft controller quorum (static voters): the first three nodes, or all if fewer."""
+        return list(range(1, min(3, self.brokers) + 1))
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cluster_id() -> str:
+    """A random KRaft cluster id (URL-safe base64 of a UUID, never starting with '-', which CLIs read as a flag)."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
+
+
+def broker_defaults(brokers: int) -> dict[str, str]:
+    """Broker settings a chaos run wants whatever the scenario: fast rebalances, no auto-created topics, and few
+    internal partitions (a SIGKILLed broker recovers every partition it hosts before it starts, so Kafka's 50
+    __consumer_offsets partitions would triple its restart)."""
+    rf = str(min(3, brokers))
+    return {
+        "offsets.topic.num.partitions": rf,
+        "transaction.state.log.num.partitions": rf,
+        "offsets.topic.replication.factor": rf,
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": str(min(2, brokers)),
+        "group.initial.rebalance.delay.ms": "0",
+        "auto.create.topics.enable": "false",
+        "unclean.leader.election.enable": "false",
+        "replica.lag.time.max.ms": "10000",
+        "num.partitions": "1",
+        "log.dirs": "/var/lib/kafka/data",
+        "inter.broker.listener.name": "INTERNAL",
+        "log.flush.interval.messages": "9223372036854775807",
+    }
+
+
+def broker_properties(spec: ClusterSpec, node_id: int, alias: str, external_port: int) -> dict[str, str]:
+    """One broker's server.properties: defaults, its listeners, its role (KRaft voter or ZooKeeper client), and the
+    scenario's overrides last."""
+    props = broker_defaults(spec.brokers)
+    listeners = {"INTERNAL": INTERNAL_PORT, "EXTERNAL": external_port}
+    if spec.metadata == "zookeeper":
+        props |= {"broker.id": str(node_id), "zookeeper.connect": f"zookeeper:{ZK_PORT}",
+                  "zookeeper.session.timeout.ms": str(ZK_SESSION_MS)}
+    else:
+        voters = spec.controllers()
+        if node_id in voters:
+            listeners["CONTROLLER"] = CONTROLLER_PORT
+        props |= {
+            "process.roles": "broker,controller" if node_id in voters else "broker",
+            "node.id": str(node_id),
+            "controller.quorum.voters": ",".join(f"{v}@kafka-{v}:{CONTROLLER_PORT}" for v in voters),
+            "controller.listener.names": "CONTROLLER",
+        }
+    props |= {
+        "listeners": ",".join(f"{name}://0.0.0.0:{port}" for name, port in listeners.items()),
+        "advertised.listeners": f"INTERNAL://{alias}:{INTERNAL_PORT},EXTERNAL://127.0.0.1:{external_port}",
+        "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    }
+    return props | {k: str(v) for k, v in spec.config.items()}

@@ -1,0 +1,157 @@
+"""What a cluster says about itself: admin clients, leaders, ISRs, the controller, topics, and waiting for them."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic, PartitionMetadata
+from tenacity import RetryError, Retrying, retry_if_exception, retry_if_result, stop_after_delay, wait_fixed
+
+from contracts.errors import ClusterError
+from harness.broker_config import ClusterSpec
+from harness.firewall import Firewall
+from harness.node import KafkaNode
+
+QUORUM_STATE = "/var/lib/kafka/data/__cluster_metadata-0/quorum-state"
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout_s: float = 60.0, every_s: float = 0.5) -> Any:
+    """Poll `check()` (tenacity) until it returns a truthy value; cluster and client errors count as not yet. On
+    timeout say what was awaited and what was last seen."""
+    last = None
+
+    def attempt():
+        nonlocal last
+        try:
+            last = check()
+        except (ClusterError, KafkaException) as exc:
+            last = exc
+            return None
+        return last
+
+    try:
+        return Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(every_s),
+                        retry=retry_if_result(lambda value: not value))(attempt)
+    except RetryError:
+        raise ClusterError(f"Timed out after {timeout_s:.0f}s waiting for {what} (last seen: {last!r})") from None
+
+
+class Metadata:
+    """Metadata queries against the brokers that can be trusted right now (running, not cut off)."""
+
+    wait_for = staticmethod(wait_for)
+
+    def __init__(self, spec: ClusterSpec, nodes: Callable[[], list[KafkaNode]], firewall: Firewall) -> None:
+        self.spec, self._nodes, self._firewall = spec, nodes, firewall
+
+    def bootstrap_servers(self, node_ids: Iterable[int] | None = None) -> str:
+        """Host-side bootstrap list (127.0.0.1 ports), of all brokers or the ones named."""
+        nodes = self._nodes()
+        ids = set(node_ids) if node_ids is not None else {n.node_id for n in nodes}
+        return ",".join(f"127.0.0.1:{n.external_port}" for n in nodes if n.node_id in ids)
+
+    def admin(self, node_ids: Iterable[int] | None = None) -> AdminClient:
+        """A fresh admin client; with one node id, its first requests are answered by that broker."""
+        return AdminClient({"bootstrap.servers": self.bootstrap_servers(node_ids), "socket.timeout.ms": 5000,
+                            "socket.connection.setup.timeout.ms": 5000, "log_level": 0})
+
+    def healthy_nodes(self) -> list[int]:
+        """Brokers running, not paused and not cut off: the ones whose metadata can be trusted."""
+        cut = self._firewall.isolated()
+        return [n.node_id for n in self._nodes() if n.node_id not in cut and n.state() == "running"]
+
+    def partitions(self, topic: str, timeout_s: float = 10.0) -> dict[int, PartitionMetadata]:
+        """Partition metadata of a topic as seen by a healthy broker (leader -1 when leaderless). Brokers learn
+        of a new topic or a restarted peer a little apart, so an unknown-topic answer is retried for a while."""
+        deadline = time.monotonic() + timeout_s
+        last: Exception | None = None
+        while True:
+            for node_id in self.healthy_nodes() or [n.node_id for n in self._nodes()]:
+                try:
+                    md = self.admin([node_id]).list_topics(topic, timeout=5)
+                except KafkaException as exc:
+                    last = exc
+                    continue
+                t = md.topics.get(topic)
+                if t is not None and t.error is None:
+                    return t.partitions
+                last = ClusterError(f"topic {topic}: {t.error if t else 'absent'}")
+            if time.monotonic() > deadline:
+                raise ClusterError(f"No broker answered metadata for {topic}: {last}")
+            time.sleep(0.5)
+
+    def leader(self, topic: str, partition: int) -> int:
+        """Current leader id of a partition, -1 if it has none."""
+        return self.partitions(topic)[partition].leader
+
+    def isr(self, topic: str, partition: int) -> list[int]:
+        """Current in-sync replicas of a partition."""
+        return sorted(self.partitions(topic)[partition].isrs)
+
+    def replicas(self, topic: str, partition: int) -> list[int]:
+        """Assigned replicas of a partition."""
+        return list(self.partitions(topic)[partition].replicas)
+
+    def controller(self) -> int:
+        """The active controller: the KRaft quorum leader with the highest epoch, or ZooKeeper's controller."""
+        if self.spec.metadata == "kraft":
+            return self._quorum_leader()
+        for node_id in self.healthy_nodes():
+            try:
+                desc = self.admin([node_id]).describe_cluster(request_timeout=5).result(timeout=10)
+            except KafkaException:
+                continue
+            return desc.controller.id if desc.controller else -1
+        return -1
+
+    def _quorum_leader(self) -> int:
+        """The leader of the highest epoch any running voter's quorum-state file names."""
+        best = (-1, -1)
+        for node in self._nodes():
+            if node.node_id not in self.spec.controllers() or node.state() != "running":
+                continue
+            code, out = node.sh(f"cat {QUORUM_STATE}")
+            if code == 0:
+                state = json.loads(out)
+                best = max(best, (state.get("leaderEpoch", -1), state.get("leaderId", -1)))
+        return best[1]
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     config: dict[str, str] | None = None, timeout_s: float = 60.0,
+                     replicas: list[int] | None = None) -> None:
+        """Create a topic (optionally with every partition on the given brokers, leader rotating) and wait
+        until every partition has a leader and its full ISR."""
+        cfg = {k: str(v) for k, v in (config or {}).items()}
+        if replicas:
+            assignment = [replicas[p % len(replicas):] + replicas[:p % len(replicas)] for p in range(partitions)]
+            topic = NewTopic(name, partitions, replica_assignment=assignment, config=cfg)
+        else:
+            topic = NewTopic(name, partitions, replication_factor, config=cfg)
+        admin = self.admin()  # keep the handle alive until the future resolves
+        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(1.0), reraise=True,
+                                retry=retry_if_exception(_not_yet)):
+            with attempt:
+                try:
+                    admin.create_topics([topic], request_timeout=30)[name].result(timeout=60)
+                except KafkaException as exc:  # an earlier attempt may have created it after all
+                    if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                        raise
+        self.wait_full_isr(name, timeout_s)
+
+    def wait_full_isr(self, topic: str, timeout_s: float = 60.0) -> None:
+        """Wait until every partition of a topic has a leader and all its replicas in the ISR."""
+        def full() -> bool:
+            parts = self.partitions(topic)
+            return bool(parts) and all(p.leader >= 0 and set(p.isrs) == set(p.replicas) for p in parts.values())
+        wait_for(f"a full ISR on every partition of {topic}", full, timeout_s)
+
+
+def _not_yet(exc: BaseException) -> bool:
+    """A topic creation worth retrying: a retriable error, or fewer brokers registered than its replicas."""
+    if not isinstance(exc, KafkaException) or not isinstance(exc.args[0], KafkaError):
+        return False
+    return exc.args[0].retriable() or exc.args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR

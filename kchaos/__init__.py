@@ -1,0 +1,1 @@
+"""The front doors: the run loop and check pipeline, the `kchaos` CLI and the pytest plugin."""

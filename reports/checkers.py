@@ -1,0 +1,207 @@
+"""One checker per anomaly, each a small function over the shared frames (Jepsen's kafka.clj keeps one `*-cases`
+function per anomaly over shared indexes). `ANOMALIES` is this registry's names: the scenario model's `expect`
+and the guarantee model take them from here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from contracts.history import Event
+from reports.frames import EXAMPLES, POSITION, REPLICA, SOURCES, VALUE, Frames, with_tid
+
+
+@dataclass
+class Finding:
+    """An anomaly's rows (lazy), the order its examples are taken in, and how those few rows are widened: `detail`
+    joins them back to the raw rows (shown in `shown` order), so the big aggregates stay fixed-width and wide
+    columns exist for 20 keys only."""
+
+    rows: DataFrame
+    order: list[str]
+    detail: Callable[[DataFrame], DataFrame] | None = None
+    shown: list[str] | None = None
+
+    def examples(self) -> list[dict]:
+        """The first EXAMPLES rows, widened by `detail`."""
+        first = self.rows.orderBy(*self.order).limit(EXAMPLES)
+        if self.detail is not None:
+            first = self.detail(F.broadcast(first)).orderBy(*(self.shown or self.order))
+        return [r.asDict(recursive=True) for r in first.collect()]
+
+
+Checker = Callable[[Frames], Finding | None]  # None: the anomaly does not apply to this run
+CHECKERS: dict[str, Checker] = {}
+SPOT = ["tid", "partition", "offset"]
+READ_COLS = ["reader", "phase", "topic", "partition", "offset", "producer", "seq"]
+
+
+def checker(name: str) -> Callable[[Checker], Checker]:
+    """Register a checker under its anomaly's name (registration order is the report's order)."""
+    def register(fn: Checker) -> Checker:
+        CHECKERS[name] = fn
+        return fn
+    return register
+
+
+def _missing(f: Frames) -> tuple[DataFrame, Column]:
+    """Acked values the final log lacks, and which of them are provably lost: a contiguous reader covered their
+    offset without reading them (Jepsen's rule), or a complete final read and every replica lack them. One a live
+    consumer read and the log then lost (truncated by an unclean election, say) is still a lost write."""
+    tids = F.broadcast(with_tid(f.ends).select("tid", "partition", "reached"))
+    covered_to = F.broadcast(with_tid(f.ours.filter(F.col("reader").isin(f.contiguous))
+                                      .groupBy("topic", "partition").agg(F.max("offset").alias("covered_to")))
+                             .drop("topic"))
+    missing = (f.values.filter("ok AND NOT final")
+               .join(covered_to, ["tid", "partition"], "left").join(tids, ["tid", "partition"], "left"))
+    covered = ~F.col("live") & F.coalesce((F.col("offset") >= 0) & (F.col("offset") <= F.col("covered_to")),
+                                          F.lit(False))
+    absent_everywhere = (F.coalesce(F.col("reached"), F.lit(False)) & ~F.col("in_replica")
+                         & F.lit(f.facts.replicas_dumped))
+    return missing, covered | absent_everywhere
+
+
+@checker("lost-write")
+def lost_write(f: Frames) -> Finding:
+    missing, lost = _missing(f)
+    return Finding(missing.filter(lost).select(*VALUE), VALUE, f.sends_of)
+
+
+@checker("unseen")
+def unseen(f: Frames) -> Finding:
+    """Acked, never read, and not provably lost: the final read did not reach it."""
+    missing, lost = _missing(f)
+    return Finding(missing.filter(~F.col("live") & ~lost).select(*VALUE), VALUE, f.sends_of)
+
+
+def _at_timeout(f: Frames) -> DataFrame:
+    """The values at more than one position that their producer was still awaiting when one of its messages timed
+    out (_MSG_TIMED_OUT): librdkafka then bumps the producer's epoch and re-sends what was unacknowledged, which the
+    broker cannot de-duplicate. Only the duplicated values are joined with the timeouts."""
+    timeouts = f.sends.filter((F.col("outcome") == "info") & (F.col("error") == "_MSG_TIMED_OUT")).select(
+        "producer", F.col("t_complete").alias("t_out"))
+    awaited = f.sends.join(f.values.filter("moved").select(*VALUE), VALUE, "left_semi").select(
+        *VALUE, "t_invoke", "t_complete")
+    return (awaited.join(timeouts, "producer")
+            .filter((F.col("t_invoke") <= F.col("t_out"))
+                    & F.coalesce(F.col("t_complete") >= F.col("t_out"), F.lit(True)))
+            .select(*VALUE).distinct())
+
+
+@checker("duplicate")
+def duplicate(f: Frames) -> Finding:
+    """One value at more than one position (an ack's offset counts as one)."""
+    moved = f.values.filter("moved").select(*VALUE)
+    return Finding(moved.join(_at_timeout(f), VALUE, "left_anti"), VALUE, f.positions_of)
+
+
+@checker("timeout-duplicate")
+def timeout_duplicate(f: Frames) -> Finding:
+    return Finding(_at_timeout(f), VALUE, f.positions_of)
+
+
+@checker("inconsistent-offset")
+def inconsistent_offset(f: Frames) -> Finding:
+    """One position holding different values across acks, reads and replicas."""
+    source = F.element_at(F.array(*map(F.lit, SOURCES)), F.col("src") + 1).alias("source")
+
+    def detail(keys: DataFrame) -> DataFrame:
+        return f.placed.join(keys, SPOT, "left_semi").groupBy(*POSITION).agg(
+            F.countDistinct(*VALUE).alias("values"),
+            F.slice(F.sort_array(F.collect_set(F.struct(*VALUE, source))), 1, 6).alias("seen"))
+    return Finding(f.places.select(*SPOT), SPOT, detail, POSITION)
+
+
+@checker("nonmonotonic-send")
+def nonmonotonic_send(f: Frames) -> Finding:
+    """A producer's later send in a partition acked at a lower offset than an earlier one."""
+    acked = with_tid(f.sends.filter((F.col("outcome") == "ok") & (F.col("offset") >= 0))).select(
+        *VALUE, "tid", "partition", "offset")
+    before = Window.partitionBy("producer", "tid", "partition").orderBy("seq").rowsBetween(
+        Window.unboundedPreceding, -1)
+    reordered = acked.withColumn("prev_max", F.max("offset").over(before)).filter(F.col("offset") < F.col("prev_max"))
+    return Finding(reordered.select(*VALUE, "partition", "offset", "prev_max"), VALUE)
+
+
+def _poll_steps(f: Frames) -> DataFrame:
+    """Live readers' consecutive offsets per partition within one assignment (a generation between assign, revoke
+    and lost events)."""
+    markers = (f.events.filter(F.col("kind").isin(Event.ASSIGN.value, Event.REVOKE.value, Event.LOST.value))
+               .select(F.col("source").alias("reader"), "t", F.lit(1).alias("marker"), F.lit(-1).alias("poll"),
+                       F.lit(None).cast("string").alias("topic"), F.lit(None).cast("long").alias("partition"),
+                       F.lit(None).cast("long").alias("offset")))
+    live = f.reads.filter(F.col("phase") == "live").select("reader", "t", F.lit(0).alias("marker"), "poll", "topic",
+                                                            "partition", "offset")
+    w_gen = Window.partitionBy("reader").orderBy("t", F.desc("marker"), "poll", "offset").rowsBetween(
+        Window.unboundedPreceding, 0)
+    gen = live.unionByName(markers).withColumn("generation", F.sum("marker").over(w_gen)).filter("marker = 0")
+    w = Window.partitionBy("reader", "generation", "topic", "partition").orderBy("poll", "offset")
+    steps = gen.withColumn("prev", F.lag("offset").over(w)).filter(F.col("prev").isNotNull())
+    return steps.select("reader", "generation", "partition", "prev", "offset")
+
+
+@checker("poll-skip")
+def poll_skip(f: Frames) -> Finding:
+    steps = _poll_steps(f)
+    return Finding(steps.filter(F.col("offset") > F.col("prev") + 1), ["reader", "partition", "offset"])
+
+
+@checker("nonmonotonic-poll")
+def nonmonotonic_poll(f: Frames) -> Finding:
+    steps = _poll_steps(f)
+    return Finding(steps.filter(F.col("offset") <= F.col("prev")), ["reader", "partition", "offset"])
+
+
+@checker("aborted-read")
+def aborted_read(f: Frames) -> Finding:
+    """A value read whose send definitely failed."""
+    aborted = f.ours.join(f.values.filter("failed").select(*VALUE), VALUE, "left_semi")
+    return Finding(aborted.select(*READ_COLS), ["reader", "offset"])
+
+
+@checker("unexpected")
+def unexpected(f: Frames) -> Finding:
+    """A value read that is not ours, is damaged, or (in a run that got to its drain) no producer attempted: a run
+    cut off earlier may have killed producers before they recorded their last sends."""
+    foreign = f.reads.filter((F.col("producer") < 0) | ~F.col("checksum_ok"))
+    never_sent = f.ours.join(f.values.filter("NOT sent").select(*VALUE), VALUE, "left_semi")
+    rows = foreign.unionByName(never_sent) if f.facts.drain_ran else foreign
+    return Finding(rows.select(*READ_COLS, "checksum_ok"), ["reader", "offset"])
+
+
+@checker("vanished-read")
+def vanished_read(f: Frames) -> Finding:
+    """A value a live consumer read that a complete final read lacks."""
+    drained = f.ends.filter("reached").select(F.col("partition").alias("read_partition"))
+    vanished = f.values.filter("live AND NOT final").join(F.broadcast(drained), ["read_partition"], "left_semi")
+    return Finding(vanished.select(*VALUE, F.col("read_partition").alias("partition"), "first_read_t"), VALUE)
+
+
+@checker("replica-divergence")
+def replica_divergence(f: Frames) -> Finding:
+    """Two replicas holding different values at one offset below the high watermark."""
+    def detail(keys: DataFrame) -> DataFrame:
+        return f.placed.filter(F.col("src") == REPLICA).join(keys, SPOT, "left_semi").groupBy(*POSITION).agg(
+            F.countDistinct(*VALUE).alias("values"),
+            F.sort_array(F.collect_list(F.struct("broker", *VALUE))).alias("replicas"))
+    return Finding(f.places.filter("diverged").select(*SPOT), SPOT, detail, POSITION)
+
+
+@checker("committed-unread")
+def committed_unread(f: Frames) -> Finding | None:
+    """At-least-once for a group: every record below its partition's final committed offset was read by a member."""
+    if f.facts.group_commits == "none":
+        return None
+    committed = f.events.filter(F.col("kind") == Event.COMMITTED.value).select(
+        "topic", "partition", F.col("offset").alias("committed"))
+    never_live = f.values.filter("final AND NOT live").select(*VALUE)
+    skipped = (f.ours.filter(F.col("phase") == "final").join(never_live, VALUE, "left_semi")
+               .select(*VALUE, *POSITION).distinct()
+               .join(F.broadcast(committed), ["topic", "partition"]).filter(F.col("offset") < F.col("committed")))
+    return Finding(skipped, POSITION)
+
+
+ANOMALIES: tuple[str, ...] = tuple(CHECKERS)

@@ -1,0 +1,246 @@
+"""The shared indexes every anomaly checker reads, built once per history with DataFrame operations (no UDFs).
+
+A checker never scans the raw tables for what these already hold: every sighting of a value (`obs`), one row per
+value that can take part in an anomaly (`values`), one row per position holding more than one value (`places`),
+and the run's `Facts` (did the final drain reach the end, were the replicas dumped).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from contracts.history import CLIENT_TROUBLE, Event
+from reports.history_io import load_all, sends_in
+
+EXAMPLES = 20
+PREFILTER_FROM = 1_000_000  # sends; below, one pass over every row is cheaper than fingerprinting first
+MAX_SUSPECTS = 2_000_000  # values a broadcast join carries cheaply (16 bytes each)
+BUCKET_BITS = 6  # fingerprint buckets of 64 offsets, one bit each in a long (see _distinct_in_64)
+VALUE = ["producer", "seq"]
+POSITION = ["topic", "partition", "offset"]
+SEND, LIVE, FINAL, REPLICA = range(4)  # an observation's `src`: what sighted the value
+OK, FAIL, INFO = range(1, 4)  # a send's outcome code `oc`
+SOURCES = ["ack", "read", "read", "replica"]  # what each `src` counts as in examples
+# The values worth a row in `values`: those that can take part in an anomaly or a metric
+SUSPECT = "(ok AND NOT final) OR moved OR failed OR NOT sent OR (live AND NOT final) OR info"
+
+
+@dataclass
+class Facts:
+    """What the run established; anything False makes some checks unknown."""
+
+    drain_ran: bool
+    drain_complete: bool
+    partitions_not_drained: list[int]
+    replicas_dumped: bool
+    recovered: bool
+    assign_readers: list[str]
+    group_commits: str = "none"  # "none" (no group), "known", or "unknown" (the committed offsets were not read)
+    client_trouble: list[str] = field(default_factory=list)  # the first client errors, fatal errors and restarts
+
+
+def facts_of(events: DataFrame, assign_readers: list[str]) -> tuple[Facts, DataFrame]:
+    """Drain ends per partition (small) and what the run established."""
+    ends = (events.filter(F.col("kind") == Event.FINAL_END.value)
+            .select("topic", "partition", F.col("offset").alias("end"),
+                    (F.col("detail") == "reached").alias("reached")))
+    end_rows = ends.collect()
+    first = F.slice(F.sort_array(F.collect_list(F.struct("t", "source", "detail"))), 1, EXAMPLES)
+    by_kind = events.groupBy("kind").agg(first.alias("first")).collect()
+    kinds = {r["kind"] for r in by_kind}
+    trouble = sorted((e["t"], f'{e["source"]} {r["kind"]}: {e["detail"]}')
+                     for r in by_kind if r["kind"] in CLIENT_TROUBLE for e in r["first"])
+    not_drained = sorted(r["partition"] for r in end_rows if not r["reached"])
+    facts = Facts(drain_ran=bool(end_rows), drain_complete=bool(end_rows) and not not_drained,
+                  partitions_not_drained=not_drained, replicas_dumped=Event.REPLICAS_DUMPED in kinds,
+                  recovered=Event.LIVENESS not in kinds, assign_readers=assign_readers,
+                  group_commits="unknown" if Event.COMMITTED_UNKNOWN in kinds else
+                  "known" if Event.COMMITTED in kinds else "none",
+                  client_trouble=[line for _, line in trouble[:EXAMPLES]])
+    return facts, ends
+
+
+def with_tid(df: DataFrame) -> DataFrame:
+    """`tid`: the topic's hash, so the big aggregates and their joins carry numbers, not strings."""
+    return df.withColumn("tid", F.xxhash64("topic"))
+
+
+def _spread(c: str, cond) -> F.Column:
+    """True when column `c` takes more than one value over the rows matching `cond` (fixed width, no sets)."""
+    return F.min(F.when(cond, F.col(c))) != F.max(F.when(cond, F.col(c)))
+
+
+def _observations(sends: DataFrame, ours: DataFrame, rep: DataFrame) -> DataFrame:
+    """Every sighting of a value, one row each: its send (SEND, with outcome code OK/FAIL/INFO), a live or final
+    read, or a replica record. `placed` marks the rows that put the value at a position (an ack with an offset, a
+    read, a replica); `tid` is the topic's hash, so the big aggregates shuffle numbers only."""
+    none = F.lit(None).cast("long")
+    code = F.when(F.col("outcome") == "ok", OK).when(F.col("outcome") == "fail", FAIL).otherwise(INFO)
+    send = sends.select(*VALUE, *POSITION, F.lit(SEND).alias("src"), code.alias("oc"), none.alias("t"),
+                        none.alias("broker"))
+    read = ours.select(*VALUE, *POSITION, F.when(F.col("phase") == "live", LIVE).otherwise(FINAL).alias("src"),
+                       F.lit(None).cast("int").alias("oc"), "t", none.alias("broker"))
+    replica = rep.select(*VALUE, *POSITION, F.lit(REPLICA).alias("src"), F.lit(None).cast("int").alias("oc"),
+                         none.alias("t"), "broker")
+    obs = send.unionByName(read).unionByName(replica)
+    placed = (F.col("src") != SEND) | ((F.col("oc") == OK) & (F.col("offset") >= 0))
+    return with_tid(obs.withColumn("placed", placed))
+
+
+def _per_value(obs: DataFrame) -> DataFrame:
+    """One row per (producer, seq) from one hash aggregate of fixed-width columns: how it was sighted (boolean
+    flags from one bit_or), its send's position, where and when it was first read, and whether it sits at more
+    than one position (`moved`)."""
+    src, placed = F.col("src"), F.col("placed")
+    bit = F.expr(f"IF(src = {SEND}, 1 + shiftleft(1, oc), shiftleft(1, src + 3))")
+    v = obs.groupBy(*VALUE).agg(
+        F.bit_or(bit).alias("bits"),
+        F.max(F.when(src == SEND, F.col("tid"))).alias("tid"),
+        F.max(F.when(src == SEND, F.col("partition"))).alias("partition"),
+        F.max(F.when(src == SEND, F.col("offset"))).alias("offset"),
+        F.min(F.when(src.isin(LIVE, FINAL), F.col("partition"))).alias("read_partition"),
+        F.min(F.when(src.isin(LIVE, FINAL), F.col("t"))).alias("first_read_t"),
+        (_spread("tid", placed) | _spread("partition", placed) | _spread("offset", placed)).alias("moved"))
+    flags = {"sent": 1, "ok": 1 << OK, "failed": 1 << FAIL, "info": 1 << INFO, "live": 1 << (LIVE + 3),
+             "final": 1 << (FINAL + 3), "in_replica": 1 << (REPLICA + 3)}
+    return v.select("*", *((F.col("bits").bitwiseAND(b) != 0).alias(name) for name, b in flags.items()))
+
+
+def _per_position(obs: DataFrame) -> DataFrame:
+    """One row per (tid, partition, offset) holding more than one value, across all sightings (`mixed`) and across
+    the replicas alone (`diverged`): min != max of producer or seq, fixed-width, no distinct sets."""
+    rep = F.col("src") == REPLICA
+
+    def differ(cond):
+        return _spread("producer", cond) | _spread("seq", cond)
+
+    return (obs.filter("placed").groupBy("tid", "partition", "offset")
+            .agg(differ(F.lit(True)).alias("mixed"), F.coalesce(differ(rep), F.lit(False)).alias("diverged"))
+            .filter("mixed"))
+
+
+def _bucket(c: str) -> F.Column:
+    """The fingerprint bucket of column `c`: all but its low BUCKET_BITS bits."""
+    return F.shiftright(c, BUCKET_BITS)
+
+
+def _distinct_in_64(c: str) -> F.Column:
+    """How many distinct values column `c` takes over a group whose values share all but their low BUCKET_BITS
+    bits: a 64-bit map of them, fixed width (no sets)."""
+    return F.expr(f"bit_count(bit_or(shiftleft(1L, {c} & {(1 << BUCKET_BITS) - 1})))")
+
+
+def _fingerprints(obs: DataFrame, need_live: bool) -> DataFrame:
+    """One row per (tid, partition, bucket of 2**BUCKET_BITS offsets) with `clean`: acks and final reads (and live
+    reads, for a group) are present, no source (acks, live reads, final reads, each broker's replica) holds an
+    offset twice, and every source holds the same multiset of (value, position) rows (equal count and 96-bit sum
+    of hashes). In a clean bucket each position holds one value, sighted alike everywhere, so none of its rows
+    can take part in an anomaly. Fixed-width partial aggregates: the shuffle is a few rows per bucket."""
+    h, g = F.xxhash64(*VALUE, "offset"), F.xxhash64("offset", *VALUE)
+    low = F.lit(0xFFFFFFFF)
+    sid = F.when(F.col("src") == REPLICA, 10 + F.col("broker")).otherwise(F.col("src"))
+    per_source = (obs.filter("placed")
+                  .groupBy("tid", "partition", _bucket("offset").alias("bucket"), sid.alias("sid"))
+                  .agg(F.count("*").alias("n"),
+                       _distinct_in_64("offset").alias("distinct"),
+                       F.sum(h.bitwiseAND(low)).alias("s1"), F.sum(F.shiftrightunsigned(h, 32)).alias("s2"),
+                       F.sum(g.bitwiseAND(low)).alias("s3")))
+
+    def has(s: int) -> F.Column:
+        return F.max((F.col("sid") == s).cast("int")) == 1
+
+    stamp = F.struct("n", "s1", "s2", "s3")
+    clean = (has(SEND) & has(FINAL) & (has(LIVE) if need_live else F.lit(True))
+             & F.min(F.col("n") == F.col("distinct")) & (F.min(stamp) == F.max(stamp)))
+    return per_source.groupBy("tid", "partition", "bucket").agg(clean.alias("clean"))
+
+
+def _suspect_rows(obs: DataFrame, sends: DataFrame, need_live: bool, always: bool) -> DataFrame:
+    """Every sighting of the values that can take part in an anomaly: values sighted in a bucket that is not clean,
+    sends that placed nothing (fail, info, ok without an offset), and all values of a producer whose send rows
+    repeat a seq (a value acked twice, at two positions the log agrees with, leaves every bucket clean). A clean
+    run's rows are almost all left out; when over a quarter of the buckets are not clean or the suspects exceed
+    MAX_SUSPECTS, `obs` itself is cheaper (unless `always`)."""
+    buckets = _fingerprints(obs, need_live).localCheckpoint()
+    tally = {r["clean"]: r["count"] for r in buckets.groupBy("clean").count().collect()}
+    if not always and tally.get(False, 0) * 4 > sum(tally.values()):
+        return obs
+    unclean = buckets.filter(~F.col("clean")).select("tid", "partition", "bucket", F.lit(True).alias("unclean"))
+    repeats = F.count("*") != _distinct_in_64("seq")
+    repeated = (sends.groupBy("producer", _bucket("seq")).agg(repeats.alias("repeats"))
+                .filter("repeats").select("producer", F.lit(True).alias("repeated")).distinct())
+    flagged = (obs.withColumn("bucket", _bucket("offset"))  # one scan; both small tables are broadcast
+               .join(F.broadcast(unclean), ["tid", "partition", "bucket"], "left")
+               .join(F.broadcast(repeated), "producer", "left"))
+    suspect = (F.col("placed") & F.col("unclean").isNotNull()) | ~F.col("placed") | F.col("repeated").isNotNull()
+    suspects = flagged.filter(suspect).select(*VALUE).distinct().localCheckpoint()
+    if not always and suspects.count() > MAX_SUSPECTS:
+        return obs
+    return obs.join(F.broadcast(suspects), VALUE, "left_semi").localCheckpoint()
+
+
+def is_large(history: Path) -> bool:
+    """A history of millions of sends: worth fingerprinting first, and worth a JVM compiled for long jobs."""
+    return sends_in(history) >= PREFILTER_FROM
+
+
+@dataclass
+class Frames:
+    """The indexes of one history (lazy DataFrames; `values` and `places` checkpointed), shared by every checker."""
+
+    sends: DataFrame
+    reads: DataFrame
+    events: DataFrame
+    ours: DataFrame  # reads of intact values of ours
+    obs: DataFrame  # every sighting (only the suspect values' when prefiltered)
+    values: DataFrame  # one row per suspect value with its flags
+    places: DataFrame  # positions holding more than one value
+    ends: DataFrame  # the final drain's end offset per partition
+    facts: Facts
+    contiguous: list[str]  # readers that read contiguously from the beginning (the drain, assign-mode readers)
+    metadata: DataFrame  # the sampler's leader and ISR samples
+    faults: DataFrame  # the fault ops as they fired
+
+    @cached_property
+    def placed(self) -> DataFrame:
+        """The sightings that put a value at a position."""
+        return self.obs.filter("placed")
+
+    def sends_of(self, keys: DataFrame) -> DataFrame:
+        """The send rows of the values in `keys` (an example's detail)."""
+        cols = ["producer", "seq", "topic", "partition", "offset", "t_invoke", "t_complete"]
+        return self.sends.join(keys.select(*VALUE), VALUE, "left_semi").select(*cols)
+
+    def positions_of(self, keys: DataFrame) -> DataFrame:
+        """How many positions each value of `keys` sits at, and the first five (an example's detail)."""
+        return self.placed.join(keys, VALUE, "left_semi").groupBy(*VALUE).agg(
+            F.countDistinct(*POSITION).alias("positions"),
+            F.slice(F.sort_array(F.collect_set(F.struct(*POSITION))), 1, 5).alias("at"))
+
+
+def build(spark: SparkSession, history: Path, assign_readers: list[str] | None = None,
+          prefilter: bool | None = None) -> Frames:
+    """The indexes of one history directory. `prefilter`: keep only the suspect rows (True), every row (False), or
+    whichever is cheaper for this history (None); the checks' results are the same (the tests prove it)."""
+    if prefilter is None and not is_large(history):
+        prefilter = False  # e.g. a chaos run's own history: too small for the fingerprint's jobs to pay off
+    t = load_all(spark, history)
+    sends, reads, replicas, events = t["sends"], t["reads"], t["replicas"], t["events"]
+    facts, ends = facts_of(events, assign_readers or [])
+    ours = reads.filter((F.col("producer") >= 0) & F.col("checksum_ok"))
+    # Replica records count only below the high watermark the drain saw: above it a follower may still truncate.
+    rep = (replicas.filter(F.col("producer") >= 0).join(F.broadcast(ends.select("topic", "partition", "end")),
+                                                        ["topic", "partition"], "left")
+           .filter(F.col("end").isNull() | (F.col("offset") < F.col("end"))))
+    obs = _observations(sends, ours, rep)
+    suspect = SUSPECT + (" OR NOT live" if facts.group_commits != "none" else "")
+    if prefilter is not False:
+        obs = _suspect_rows(obs, sends, need_live=facts.group_commits != "none", always=bool(prefilter))
+    values = _per_value(obs).filter(suspect).localCheckpoint()
+    return Frames(sends, reads, events, ours, obs, values, _per_position(obs).localCheckpoint(), ends, facts,
+                  ["drain", *(assign_readers or [])], t["metadata"], t["faults"])

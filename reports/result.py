@@ -1,0 +1,91 @@
+"""`RunResult`: what one run established, complete or not (a harness error is a field, not another shape). It is
+results.json, and what the console, JUnit, the report and the comparison read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from contracts import provenance
+from reports.frames import Facts
+from reports.guarantees import Rule
+
+SCHEMA_VERSION = 1
+Valid = Literal["true", "false", "unknown"]
+
+
+class Latency(BaseModel):
+    """Ack latency percentiles and maximum, in ms (None without acks)."""
+
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+
+class Window(BaseModel):
+    """A stretch of more than a second without a successful ack, in seconds since the first send."""
+
+    start_s: float
+    length_s: float
+
+
+class Metrics(BaseModel):
+    """Counts, latency and availability of a run's sends, reads and leaders."""
+
+    acked: int = 0
+    failed: int = 0
+    indeterminate: int = 0
+    latency_ms: Latency = Latency()
+    unavailability: list[Window] = []
+    unavailable_s: float = 0.0
+    recovered: int = 0  # indeterminate sends found later in a read or a replica
+    leader_changes: dict[int, int] = {}
+    reads: int = 0
+
+
+class RunResult(BaseModel):
+    """One run's identity, verdict, anomalies, metrics and facts (schema_version says which shape)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    kchaos_version: str = Field(default_factory=provenance.version)
+    kchaos_commit: str = Field(default_factory=provenance.commit)
+    scenario: str
+    description: str = ""
+    kafka: str
+    seed: int
+    run_dir: str
+    started_utc: str = ""
+    status: str = "complete"  # complete | error | interrupted | running (a run killed half-way)
+    elapsed_s: float = 0.0
+    verdict: Valid
+    failed: bool
+    error: str = ""  # the harness could not complete the run: why
+    forbidden: dict[str, int] = {}
+    allowed_seen: dict[str, int] = {}
+    missing_expect: list[str] = []
+    unknown_because: list[str] = []
+    liveness: str = ""
+    counts: dict[str, int] = {}
+    examples: dict[str, list[dict[str, Any]]] = {}
+    allowed: list[str] = []
+    rules: list[Rule] = []
+    metrics: Metrics | None = None
+    facts: Facts | None = None
+    nemesis_errors: list[str] = []
+    settings: dict[str, Any] = {}  # the resolved scenario
+
+    def save(self, run_dir: Path) -> Path:
+        """Write results.json into the run directory."""
+        path = run_dir / "results.json"
+        path.write_text(self.model_dump_json(indent=1))
+        return path
+
+    @classmethod
+    def load(cls, path: Path) -> RunResult:
+        """Read a results.json."""
+        return cls.model_validate_json(path.read_text())
