@@ -1,0 +1,91 @@
+"""Write a history by hand, from your own client's log, and check it with `kchaos analyze` (docs/history-format.md).
+
+    b = HistoryBuilder()
+    b.send(producer=0, seq=0, partition=0, offset=0)          # an acked send
+    b.read("drain", partition=0, offset=0, producer=0, seq=0)  # the final read found it
+    b.drain_end(partition=0, end=1).replicas_dumped()
+    b.write_run(Path("my-run"), {"name": "my-app", "producer": {"acks": "all"}})
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contracts.history import NO_OFFSET, NO_PARTITION, Event, HistoryWriter
+from kchaos.catalog import validate
+
+MS = 1_000_000
+
+
+@dataclass
+class HistoryBuilder:
+    """Rows per table, each stamped by a clock that moves `step_ns` per row unless a time is given."""
+
+    topic: str = "chaos"
+    t: int = 1_000_000_000  # the clock, ns (any monotonic origin: the analysis uses differences only)
+    step_ns: int = 10 * MS
+    rows: dict[str, list[dict]] = field(default_factory=dict)
+
+    def _add(self, table: str, row: dict) -> HistoryBuilder:
+        self.t += self.step_ns
+        self.rows.setdefault(table, []).append(row)
+        return self
+
+    def send(self, producer: int, seq: int, partition: int, offset: int, outcome: str = "ok",
+             error: str | None = None, took_ns: int = 5 * MS, key: str | None = None) -> HistoryBuilder:
+        """One send and how it ended: ok (acked at `offset`, or NO_OFFSET), fail (never written) or info (unknown)."""
+        return self._add("sends", {"producer": producer, "seq": seq, "key": key, "topic": self.topic,
+                                   "partition": partition, "t_invoke": self.t, "t_complete": self.t + took_ns,
+                                   "outcome": outcome, "error": None if outcome == "ok" else error,
+                                   "offset": offset if outcome == "ok" else NO_OFFSET})
+
+    def read(self, reader: str, partition: int, offset: int, producer: int, seq: int, poll: int = 1,
+             phase: str | None = None, checksum_ok: bool = True) -> HistoryBuilder:
+        """One record a reader returned; the reader `drain` reads in the `final` phase, every other one `live`."""
+        return self._add("reads", {"reader": reader, "phase": phase or ("final" if reader == "drain" else "live"),
+                                   "poll": poll, "t": self.t, "topic": self.topic, "partition": partition,
+                                   "offset": offset, "producer": producer, "seq": seq, "checksum_ok": checksum_ok})
+
+    def replica(self, broker: int, partition: int, offset: int, producer: int, seq: int,
+                leader_epoch: int = 0) -> HistoryBuilder:
+        """One record in one broker's copy of a partition, after the run healed."""
+        return self._add("replicas", {"broker": broker, "topic": self.topic, "partition": partition,
+                                      "offset": offset, "leader_epoch": leader_epoch, "producer": producer,
+                                      "seq": seq, "checksum_ok": True})
+
+    def event(self, source: str, kind: str, partition: int = NO_PARTITION, offset: int = NO_OFFSET,
+              detail: str = "") -> HistoryBuilder:
+        """One `events` row (kinds: contracts.history.Event)."""
+        return self._add("events", {"t": self.t, "source": source, "kind": kind, "topic": self.topic,
+                                    "partition": partition, "offset": offset, "detail": detail})
+
+    def drain_end(self, partition: int, end: int, reached: bool = True) -> HistoryBuilder:
+        """The final read's end offset of a partition, and whether it got there."""
+        return self.event("drain", Event.FINAL_END, partition, end, "reached" if reached else "not-reached")
+
+    def replicas_dumped(self) -> HistoryBuilder:
+        """Say that `replicas` holds every broker's copy (without it lost writes are judged from reads only)."""
+        return self.event("runner", Event.REPLICAS_DUMPED)
+
+    def drop(self, table: str, **match: Any) -> HistoryBuilder:
+        """Remove the rows of a table that match every given column."""
+        self.rows[table] = [r for r in self.rows.get(table, []) if any(r.get(k) != v for k, v in match.items())]
+        return self
+
+    def write(self, directory: Path, compact: bool = True) -> Path:
+        """Lay the rows out as a history directory (Parquet, or JSON Lines with `compact=False`)."""
+        writer = HistoryWriter(directory, flush_s=60)
+        for table, rows in self.rows.items():
+            writer.write_many(table, rows)
+        writer.close(compact=compact)
+        return directory
+
+    def write_run(self, run_dir: Path, scenario: dict[str, Any]) -> Path:
+        """A run directory `kchaos analyze` checks: RUN_DIR/history and RUN_DIR/scenario.json, the settings the
+        guarantee model judges by (a scenario file's fields; validated first)."""
+        settings = validate(scenario, "scenario")
+        self.write(run_dir / "history")
+        (run_dir / "scenario.json").write_text(settings.model_dump_json(indent=1, by_alias=True))
+        return run_dir
