@@ -46,8 +46,7 @@ def bringup() -> list[str]:
 
 PERF = re.compile(r"([\d.]+) records/sec")
 # Unmeasured rounds of every side before the measured ones, until ProducerPerformance's rate moved by less than
-# WARM_SETTLED from the round before: the brokers' JIT takes minutes of full load to settle (ProducerPerformance went
-# 81k/s, 197k/s, 231k/s in three rounds; the broker JVMs' CPU per record fell by three quarters).
+# WARM_SETTLED from the round before: the brokers' JIT takes minutes of full load to settle.
 WARM_ROUNDS = (2, 6)  # at least, at most
 WARM_SETTLED = 0.1
 
@@ -97,6 +96,11 @@ def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_00
         for i in range(REPEAT):
             for side in order[i % 3:] + order[:i % 3]:
                 sides[side].append(run(side, i))
+    return _throughput_lines(sides, warm, seconds, payload, records)
+
+
+def _throughput_lines(sides: dict, warm: dict, seconds: float, payload: int, records: int) -> list[str]:
+    """The throughput section: medians, every round, and the ratios against ProducerPerformance."""
     med = {side: statistics.median(v) for side, v in sides.items()}
 
     def row(label: str, side) -> str:

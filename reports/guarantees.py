@@ -75,18 +75,27 @@ def truncation(s: Scenario) -> Truncation:
     return Truncation(tuple(reasons), doc)
 
 
+# Rules no setting changes: (allowed, why, documentation)
+FIXED = {
+    "unseen": (True, "not an anomaly of Kafka: the final read did not reach the end (verdict unknown)", SEMANTICS),
+    "timeout-duplicate": (True, "a message of the same producer timed out (message.timeout.ms) while this one awaited "
+                          "its ack: librdkafka drains, bumps the producer epoch and re-sends what was unacknowledged "
+                          "under the new epoch, where the broker cannot recognise a copy written before; its "
+                          "maintainers: only transactions keep exactly-once across message timeouts "
+                          "(confluentinc/librdkafka#4953)", LIBRDKAFKA_TIMEOUTS),
+    "aborted-read": (False, "a send that produce() refused was never written", SEMANTICS),
+    "unexpected": (False, "consumers only read what producers wrote, intact (CRC-checked batches)", SEMANTICS),
+}
+for _name, (_ok, _why, _doc) in FIXED.items():
+    RULES[_name] = lambda s, fixed=Rule(_name, _ok, _why, _doc): fixed
+
+
 @rule("lost-write")
 def _lost_write(s: Scenario) -> Rule:
     loss = truncation(s)
     return Rule("lost-write", bool(loss.reasons), loss.why or "acks=all with min.insync.replicas>=2 and clean "
                 "elections: an acknowledged write is on at least min.insync.replicas replicas and survives any "
                 "failure of fewer", loss.doc if loss.reasons else MIN_ISR)
-
-
-@rule("unseen")
-def _unseen(s: Scenario) -> Rule:
-    return Rule("unseen", True, "not an anomaly of Kafka: the final read did not reach the end (verdict unknown)",
-                SEMANTICS)
 
 
 @rule("duplicate")
@@ -96,15 +105,6 @@ def _duplicate(s: Scenario) -> Rule:
                 "enable.idempotence=true: the broker de-duplicates retries by producer id and sequence" if on
                 else "enable.idempotence=false: a retried batch whose first attempt was written is written again",
                 IDEMPOTENCE)
-
-
-@rule("timeout-duplicate")
-def _timeout_duplicate(s: Scenario) -> Rule:
-    return Rule("timeout-duplicate", True,
-                "a message of the same producer timed out (message.timeout.ms) while this one awaited its ack: "
-                "librdkafka drains, bumps the producer epoch and re-sends what was unacknowledged under the new "
-                "epoch, where the broker cannot recognise a copy written before; its maintainers: only transactions "
-                "keep exactly-once across message timeouts (confluentinc/librdkafka#4953)", LIBRDKAFKA_TIMEOUTS)
 
 
 @rule("inconsistent-offset")
@@ -139,17 +139,6 @@ def _nonmonotonic_poll(s: Scenario) -> Rule:
     unclean = s.topic.unclean_leader_election
     return Rule("nonmonotonic-poll", unclean, "a truncated log can reset a consumer's position" if unclean
                 else "a consumer's position never goes back within an assignment", SEMANTICS)
-
-
-@rule("aborted-read")
-def _aborted_read(s: Scenario) -> Rule:
-    return Rule("aborted-read", False, "a send that produce() refused was never written", SEMANTICS)
-
-
-@rule("unexpected")
-def _unexpected(s: Scenario) -> Rule:
-    return Rule("unexpected", False, "consumers only read what producers wrote, intact (CRC-checked batches)",
-                SEMANTICS)
 
 
 @rule("vanished-read")
