@@ -74,7 +74,7 @@ def run_rows(name: str, runs: int, root: Path, rows: dict[str, str], errors: lis
             (s,) = override([base], None, seed, None)
             try:
                 r = run_and_check(s, root).result
-                row.count(r["verdict"], bool(s.expect) and not r["missing_expect"])
+                row.count(r.verdict, bool(s.expect) and not r.missing_expect)
             except Exception as exc:  # noqa: BLE001 - a harness error is a finding of its own, not the end of detect
                 row.count(None, False)
                 cause = (str(exc).splitlines() or [""])[0][:200]

@@ -8,6 +8,8 @@ from pathlib import Path
 
 
 def main() -> None:
+    """Print one engine's anomaly counts of a history; each engine imports only its own stack, so the other's
+    libraries never count in its measured memory."""
     engine, history = sys.argv[1], Path(sys.argv[2])
     if engine == "spark":
         from reports.analysis import analyze, is_large

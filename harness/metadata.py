@@ -101,8 +101,9 @@ class Metadata:
         if self.spec.metadata == "kraft":
             return self._quorum_leader()
         for node_id in self.healthy_nodes():
+            admin = self.admin([node_id])  # keep the handle alive until the future resolves
             try:
-                desc = self.admin([node_id]).describe_cluster(request_timeout=5).result(timeout=10)
+                desc = admin.describe_cluster(request_timeout=5).result(timeout=10)
             except KafkaException:
                 continue
             return desc.controller.id if desc.controller else -1

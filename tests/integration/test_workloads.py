@@ -31,7 +31,7 @@ def kraft():
 
 
 def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_offsets(kraft, tmp_path):
-    kraft.create_topic(TOPIC, 3, 3, {"min.insync.replicas": "2"})
+    kraft.metadata.create_topic(TOPIC, 3, 3, {"min.insync.replicas": "2"})
     h = HistoryWriter(tmp_path / "history")
     boot = kraft.bootstrap_servers()
     consumer = ConsumerClient(0, ConsumerSpec(), TOPIC, 3, boot, h).start()
@@ -74,7 +74,7 @@ def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_of
 
 
 def test_sends_with_the_cluster_stopped_end_info_or_fail_never_ok(kraft, tmp_path):
-    kraft.create_topic("down", 1, 3, {"min.insync.replicas": "2"})
+    kraft.metadata.create_topic("down", 1, 3, {"min.insync.replicas": "2"})
     h = HistoryWriter(tmp_path / "history")
     for n in kraft.nodes:
         n.kill()
@@ -106,7 +106,7 @@ time.sleep(600)
 
 
 def test_sigkilled_workload_leaves_a_readable_analyzable_history(kraft, tmp_path, spark):
-    kraft.create_topic("killed", 1, 3, {"min.insync.replicas": "2"})
+    kraft.metadata.create_topic("killed", 1, 3, {"min.insync.replicas": "2"})
     d = tmp_path / "history"
     proc = subprocess.Popen([sys.executable, "-c", WORKLOAD.format(topic="killed", boot=kraft.bootstrap_servers()),
                              str(d)], stdout=subprocess.PIPE, text=True)
