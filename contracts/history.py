@@ -25,7 +25,8 @@ TABLES: dict[str, list[tuple[str, str]]] = {
               ("t_invoke", "int"), ("t_complete", "int"), ("outcome", "str"), ("error", "str"), ("offset", "int")],
     "reads": [("reader", "str"), ("phase", "str"), ("poll", "int"), ("t", "int"), ("topic", "str"),
               ("partition", "int"), ("offset", "int"), ("producer", "int"), ("seq", "int"), ("checksum_ok", "bool")],
-    "faults": [("t_start", "int"), ("t_end", "int"), ("fault", "str"), ("targets", "str"), ("detail", "str")],
+    "faults": [("t_start", "int"), ("t_end", "int"), ("fault", "str"), ("targets", "str"), ("detail", "str"),
+               ("line", "int"), ("planned", "int"), ("outcome", "str")],
     "metadata": [("t", "int"), ("topic", "str"), ("partition", "int"), ("leader", "int"), ("isr", "str"),
                  ("controller", "int")],
     "replicas": [("broker", "int"), ("topic", "str"), ("partition", "int"), ("offset", "int"),
@@ -57,6 +58,16 @@ class Event(StrEnum):
     RECREATED = "recreated"  # a producer was recreated after a fatal error
     STOPPED = "stopped"  # a client gave up after too many errors
     UNFLUSHED = "unflushed"  # a producer closed with sends that never got a delivery report
+
+
+class Outcome(StrEnum):
+    """How a planned fault op ended (`faults.outcome`)."""
+
+    FIRED = "fired"  # it ran and took effect
+    SKIPPED = "skipped"  # nothing matched its target when it was due (detail: why)
+    FAILED = "failed"  # it raised (detail: error)
+    NO_EFFECT = "no-effect"  # it ran, but what it should have broken was not broken (detail: error)
+    NOT_REACHED = "not-reached"  # the run ended before it was due, or while its line was busy
 
 
 CLIENT_TROUBLE = (Event.CLIENT_ERROR, Event.FATAL, Event.RECREATED, Event.STOPPED, Event.UNFLUSHED)
@@ -130,10 +141,13 @@ class HistoryWriter:
         self._buf["events"].append({"t": now_ns() if t is None else t, "source": source, "kind": kind,
                                     "topic": topic, "partition": partition, "offset": offset, "detail": detail})
 
-    def fault(self, fault: str, t_start: int, targets: list[int], detail: dict) -> None:
-        """Queue one `faults` row that ends now: the op, its broker targets and what it did (JSON)."""
+    def fault(self, fault: str, t_start: int, targets: list[int], detail: dict, *, line: int = -1,
+              planned: int = -1, outcome: Outcome = Outcome.FIRED) -> None:
+        """Queue one `faults` row that ends now: the op, its broker targets, what it did (JSON), the scenario's
+        fault line it belongs to and when the schedule planned it (-1 for the final heal), and how it ended."""
         self._buf["faults"].append({"t_start": t_start, "t_end": now_ns(), "fault": fault,
-                                    "targets": ",".join(map(str, targets)), "detail": json.dumps(detail)})
+                                    "targets": ",".join(map(str, targets)), "detail": json.dumps(detail),
+                                    "line": line, "planned": planned, "outcome": outcome})
 
     def line_writer(self, table: str) -> Callable[[bytes], None]:
         """What queues one row of `table` that its caller already encoded as a JSON object and a newline: the

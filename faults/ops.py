@@ -1,4 +1,5 @@
-"""Fault operations. Each breaks something, holds it for the op's duration, then heals what it broke."""
+"""Fault operations. Each breaks something, checks that it broke (raising NoEffect when it did not), holds it for
+the op's duration, then heals what it broke. An op returns what it did, for the op's `faults` row."""
 
 from __future__ import annotations
 
@@ -12,22 +13,34 @@ from faults.ports import ClusterControl, ConsumerControl
 from faults.targets import pick
 
 Op = Callable[["Ctx", FaultSpec, list[int]], dict]
+STATE_AFTER = {"kill": "exited", "terminate": "exited", "pause": "paused"}
+
+
+class NoEffect(Exception):
+    """An op ran without error but what it should have broken was not broken (a node already down, say)."""
 
 
 @dataclass
 class Ctx:
-    """What a fault needs: the cluster, the topic, the seeded rng, a stop-aware sleep, and the live consumer
-    processes (a consumer crash is a fault of the application, not of Kafka)."""
+    """What a fault needs: the cluster, the topic, the seeded rng, a stop-aware sleep, the live consumer processes
+    (a consumer crash is a fault of the application, not of Kafka), and the owner name its network rules go by."""
 
     cluster: ClusterControl
     topic: str
     rng: random.Random
     stop: threading.Event
     consumers: list[ConsumerControl] = field(default_factory=list)
+    owner: str = ""
 
     def hold(self, seconds: float) -> None:
         """Sleep for the fault's duration, waking early if the run is ending."""
         self.stop.wait(seconds)
+
+    def expect_state(self, node_id: int, state: str, what: str) -> None:
+        """Raise NoEffect unless broker `node_id` is in `state` (Docker's status)."""
+        actual = self.cluster.node(node_id).state()
+        if actual != state:
+            raise NoEffect(f"{what}: broker {node_id} is {actual}, not {state}")
 
 
 def isolate_grudge(cluster: ClusterControl, targets: list[int]) -> dict[int, set[int]]:
@@ -41,17 +54,26 @@ def isolate_grudge(cluster: ClusterControl, targets: list[int]) -> dict[int, set
     return grudge
 
 
+def _break(ctx: Ctx, action: str, node_id: int) -> None:
+    """Kill, terminate or pause a running broker and check it is down (or frozen)."""
+    ctx.expect_state(node_id, "running", f"{action} found it not running")
+    getattr(ctx.cluster.node(node_id), action)()
+    ctx.expect_state(node_id, STATE_AFTER[action], f"{action} did not take")
+
+
 def process(action: str) -> Op:
     """Kill, terminate or pause the targets for the op's hold, then start (or resume) them."""
     def run(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-        for t in targets:
-            getattr(ctx.cluster.node(t), action)()
-        ctx.hold(spec.for_)
-        if action == "pause":
+        try:
             for t in targets:
-                ctx.cluster.node(t).resume()
-        else:
-            ctx.cluster.start_nodes(targets)
+                _break(ctx, action, t)
+            ctx.hold(spec.for_)
+        finally:
+            if action == "pause":
+                for t in targets:
+                    ctx.cluster.node(t).resume()
+            else:
+                ctx.cluster.start_nodes([t for t in targets if t in ctx.cluster.stopped()])
         return {"action": action}
     return run
 
@@ -59,18 +81,29 @@ def process(action: str) -> Op:
 def restart(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     """A clean shutdown and start of each target in turn."""
     for t in targets:
-        ctx.cluster.node(t).terminate()
+        _break(ctx, "terminate", t)
         ctx.cluster.start_node(t)
     return {"action": "terminate+start"}
+
+
+def _expect_rules(ctx: Ctx, node_ids: list[int], what: str) -> None:
+    """Raise NoEffect unless some running broker among `node_ids` holds fault rules (iptables or tc)."""
+    running = [n for n in node_ids if n not in ctx.cluster.stopped()]
+    if not any("-A KCHAOS" in ctx.cluster.firewall.rules(n) or " tbf " in ctx.cluster.firewall.rules(n)
+               for n in running):
+        raise NoEffect(f"{what}: no rule in force on brokers {sorted(node_ids)}")
 
 
 def grudge_fault(make: Callable[[Ctx, list[int]], dict[int, set[int]]]) -> Op:
     """Apply the grudge `make` draws for the targets for the op's hold, then lift it."""
     def run(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         grudge = make(ctx, targets)
-        ctx.cluster.firewall.partition(grudge)
-        ctx.hold(spec.for_)
-        ctx.cluster.firewall.partition({})
+        try:
+            ctx.cluster.firewall.partition(grudge, ctx.owner)
+            _expect_rules(ctx, sorted(grudge), "the partition")
+            ctx.hold(spec.for_)
+        finally:
+            ctx.cluster.firewall.lift(ctx.owner)
         return {"grudge": {str(k): sorted(v) for k, v in grudge.items()}}
     return run
 
@@ -86,8 +119,8 @@ def split(ctx: Ctx, targets: list[int]) -> dict[int, set[int]]:
 def bridge(ctx: Ctx, targets: list[int]) -> dict[int, set[int]]:
     """The first target talks to both halves; the halves do not talk to each other."""
     nodes = ctx.cluster.node_ids()
-    bridge = targets[0]
-    rest = [n for n in nodes if n != bridge]
+    middle = targets[0]
+    rest = [n for n in nodes if n != middle]
     left, right = set(rest[: len(rest) // 2]), set(rest[len(rest) // 2:])
     return {n: (right if n in left else left) for n in rest}
 
@@ -99,14 +132,17 @@ def one_way(ctx: Ctx, targets: list[int]) -> dict[int, set[int]]:
 
 
 def link_fault(fragment: Callable[[Ctx, FaultSpec, int], str]) -> Op:
-    """Add the link rule `fragment` gives each target for the op's hold, then heal."""
+    """Add the link rule `fragment` gives each target for the op's hold, then lift it."""
     def run(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         rules = {}
-        for t in targets:
-            rules[t] = fragment(ctx, spec, t)
-            ctx.cluster.firewall.link_fault(t, rules[t])
-        ctx.hold(spec.for_)
-        ctx.cluster.heal()
+        try:
+            for t in targets:
+                rules[t] = fragment(ctx, spec, t)
+                ctx.cluster.firewall.link_fault(t, rules[t], ctx.owner)
+            _expect_rules(ctx, targets, "the link rule")
+            ctx.hold(spec.for_)
+        finally:
+            ctx.cluster.firewall.lift(ctx.owner)
         return {"rules": {str(k): v for k, v in rules.items()}}
     return run
 
@@ -114,30 +150,37 @@ def link_fault(fragment: Callable[[Ctx, FaultSpec, int], str]) -> Op:
 def rolling(action: str) -> Op:
     """kafkatest's clean_bounce / hard_bounce: each broker in turn, waiting for a full ISR in between."""
     def run(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
+        bounced = []
         for t in sorted(targets or ctx.cluster.node_ids()):
             if ctx.stop.is_set():
                 break
-            getattr(ctx.cluster.node(t), action)()
+            _break(ctx, action, t)
             ctx.cluster.start_node(t)
+            bounced.append(t)
             ctx.cluster.metadata.wait_full_isr(ctx.topic, timeout_s=90)
-        return {"action": action}
+        return {"action": action, "bounced": bounced}
     return run
 
 
-def _leader_meta(ctx: Ctx, partition: int):
-    return ctx.cluster.metadata.partitions(ctx.topic)[partition]
+def _partition_of(ctx: Ctx):
+    """A partition of the topic drawn by the op's rng, and its metadata."""
+    parts = ctx.cluster.metadata.partitions(ctx.topic)
+    partition = ctx.rng.randrange(len(parts))
+    return partition, parts[partition]
 
 
 def last_replica_standing(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     """Cut the followers off until the ISR is the leader alone, then kill the leader; restore after `for`."""
-    partition = ctx.rng.randrange(len(ctx.cluster.metadata.partitions(ctx.topic)))
-    meta = _leader_meta(ctx, partition)
+    partition, meta = _partition_of(ctx)
     leader, followers = meta.leader, [r for r in meta.replicas if r != meta.leader]
-    ctx.cluster.firewall.partition(isolate_grudge(ctx.cluster, followers))
-    ctx.cluster.metadata.wait_for(f"ISR of partition {partition} shrinking to [{leader}]",
-                         lambda: ctx.cluster.metadata.isr(ctx.topic, partition) == [leader], timeout_s=60)
-    ctx.cluster.node(leader).kill()
-    ctx.cluster.firewall.partition({})
+    try:
+        ctx.cluster.firewall.partition(isolate_grudge(ctx.cluster, followers), ctx.owner)
+        ctx.cluster.metadata.wait_for(f"ISR of partition {partition} shrinking to [{leader}]",
+                                      lambda: ctx.cluster.metadata.isr(ctx.topic, partition) == [leader],
+                                      timeout_s=60)
+        _break(ctx, "kill", leader)
+    finally:
+        ctx.cluster.firewall.lift(ctx.owner)
     ctx.hold(spec.for_)
     ctx.cluster.start_node(leader)
     return {"partition": partition, "leader": leader, "followers": followers}
@@ -145,17 +188,19 @@ def last_replica_standing(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict
 
 def unclean_sequence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     """A follower falls out of the ISR, the ISR is killed, the lagging follower comes back first."""
-    partition = ctx.rng.randrange(len(ctx.cluster.metadata.partitions(ctx.topic)))
-    meta = _leader_meta(ctx, partition)
+    partition, meta = _partition_of(ctx)
     lagging = ctx.rng.choice([r for r in meta.replicas if r != meta.leader])
-    ctx.cluster.firewall.partition(isolate_grudge(ctx.cluster, [lagging]))
-    ctx.cluster.metadata.wait_for(f"replica {lagging} leaving the ISR of partition {partition}",
-                         lambda: lagging not in ctx.cluster.metadata.isr(ctx.topic, partition), timeout_s=60)
-    ctx.hold(spec.for_)  # writes continue without the lagging replica
     in_sync = [r for r in meta.replicas if r != lagging]
-    for r in in_sync:
-        ctx.cluster.node(r).kill()
-    ctx.cluster.firewall.partition({})
+    try:
+        ctx.cluster.firewall.partition(isolate_grudge(ctx.cluster, [lagging]), ctx.owner)
+        ctx.cluster.metadata.wait_for(f"replica {lagging} leaving the ISR of partition {partition}",
+                                      lambda: lagging not in ctx.cluster.metadata.isr(ctx.topic, partition),
+                                      timeout_s=60)
+        ctx.hold(spec.for_)  # writes continue without the lagging replica
+        for r in in_sync:
+            _break(ctx, "kill", r)
+    finally:
+        ctx.cluster.firewall.lift(ctx.owner)
     ctx.hold(spec.for_)  # only the lagging replica is alive: unclean election happens here, or nothing does
     ctx.cluster.start_nodes(in_sync)
     return {"partition": partition, "lagging": lagging, "killed": in_sync}
@@ -166,9 +211,14 @@ def consumer_kill(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     victims = pick(spec.target, list(range(len(ctx.consumers))), ctx.rng)
     try:
         for i in victims:
+            if not ctx.consumers[i].alive:
+                raise NoEffect(f"consumer {i} was not running")
             ctx.consumers[i].kill()
+            if ctx.consumers[i].alive:
+                raise NoEffect(f"consumer {i} survived SIGKILL")
         ctx.hold(spec.for_)
     finally:
         for i in victims:
-            ctx.consumers[i].start()
+            if not ctx.consumers[i].alive:
+                ctx.consumers[i].start()
     return {"consumers": victims}

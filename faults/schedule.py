@@ -1,4 +1,5 @@
-"""A seeded fault schedule (what fires when) and the nemesis thread that carries it out and records it."""
+"""A seeded fault schedule (what fires when) and the nemesis that carries it out, one thread per fault line, and
+records how every planned op ended."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from contracts.history import Event, HistoryWriter, now_ns
+from contracts.history import Event, HistoryWriter, Outcome, now_ns
 from contracts.scenario import FaultSpec
-from faults.ops import Ctx
+from faults.ops import Ctx, NoEffect
 from faults.ports import ClusterControl, ConsumerControl
 from faults.registry import KINDS
 from faults.targets import resolve
+
+STOP_WAIT_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -51,54 +54,87 @@ def load(path: Path) -> list[PlannedOp]:
 
 
 class Nemesis:
-    """Runs a schedule against a cluster on one thread, one op at a time, each op recorded in `faults`."""
+    """Runs a schedule against a cluster: each fault line on a thread of its own, so one line's slow op never
+    delays another's. Every planned op ends as one `faults` row: fired, skipped, failed, no-effect, or (when the
+    run ended first) not-reached."""
 
     def __init__(self, cluster: ClusterControl, topic: str, faults: list[FaultSpec], ops: list[PlannedOp],
                  seed: int, history: HistoryWriter, consumers: list[ConsumerControl] | None = None) -> None:
-        self.cluster, self.topic, self.faults, self.ops, self.history = cluster, topic, faults, ops, history
+        self.cluster, self.topic, self.faults, self.history = cluster, topic, faults, history
         self.stop_event = threading.Event()
-        self.ctx = Ctx(cluster, topic, random.Random(seed + 1), self.stop_event, consumers or [])
-        self.active: str = ""
+        self.lines = {i: [op for op in ops if op.index == i] for i in sorted({op.index for op in ops})}
+        self.ctx = {i: Ctx(cluster, topic, random.Random(seed + 1 + i), self.stop_event, consumers or [], f"line-{i}")
+                    for i in self.lines}
+        self.started: set[PlannedOp] = set()
+        self.running: dict[int, str] = {}
         self.errors: list[str] = []
-        self.thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
+        self.threads = [threading.Thread(target=self._line, args=(i,), name=f"nemesis-{i}", daemon=True)
+                        for i in self.lines]
+
+    @property
+    def active(self) -> str:
+        """The ops running now, for the progress line."""
+        return " ".join(self.running.values())
 
     def start(self) -> Nemesis:
-        self.t0 = time.monotonic()
-        self.thread.start()
+        """Start every line's clock now (the schedule's zero)."""
+        self.t0, self.t0_ns = time.monotonic(), now_ns()
+        for t in self.threads:
+            t.start()
         return self
 
     def stop(self) -> None:
-        """Ask the current op to heal early and wait for it."""
+        """Ask running ops to heal early, wait for them, and record every op never started as not reached."""
         self.stop_event.set()
-        self.thread.join(300)
+        for t in self.threads:
+            t.join(STOP_WAIT_S)
+        for i, ops in self.lines.items():
+            for op in ops:
+                if op not in self.started:
+                    self._record(op, now_ns(), [], {"planned_at": op.at, "target": self.faults[i].target},
+                                 Outcome.NOT_REACHED)
 
-    def _run(self) -> None:
-        for op in self.ops:
+    def _line(self, index: int) -> None:
+        for op in self.lines[index]:
             if self.stop_event.wait(max(0.0, self.t0 + op.at - time.monotonic())):
                 return
+            self.started.add(op)
             self.fire(op)
 
     def fire(self, op: PlannedOp) -> None:
-        spec = self.faults[op.index]
-        kind = KINDS[spec.fault]
+        """Run one op; record it with its delay from the plan and how it ended."""
+        spec, kind, ctx = self.faults[op.index], KINDS[self.faults[op.index].fault], self.ctx[op.index]
         t_start = now_ns()
         targets: list[int] = []
-        detail: dict = {"planned_at": op.at, "target": spec.target}
+        detail: dict = {"planned_at": op.at, "target": spec.target,
+                        "delay_s": round((t_start - self._planned(op)) / 1e9, 3)}
+        outcome = Outcome.FIRED
         try:
             if kind.needs_targets:
-                targets, detail["partition"] = resolve(spec.target, self.cluster, self.topic, self.ctx.rng)
+                targets, detail["partition"] = resolve(spec.target, self.cluster, self.topic, ctx.rng)
                 if not targets:
                     detail["skipped"] = f"no node matched target {spec.target!r} at this moment"
-            if targets or not kind.needs_targets:
-                self.active = f"{spec.fault}({','.join(map(str, targets))})"
-                detail |= kind.op(self.ctx, spec, targets)
+                    outcome = Outcome.SKIPPED
+            if outcome is Outcome.FIRED:
+                self.running[op.index] = f"{spec.fault}({','.join(map(str, targets))})"
+                detail |= kind.op(ctx, spec, targets)
+        except NoEffect as exc:
+            outcome, detail["error"] = Outcome.NO_EFFECT, str(exc)
+            self.errors.append(f"{spec.fault} at {op.at} s had no effect: {exc}")
         except Exception as exc:  # noqa: BLE001 - a failed op is recorded; the run goes on and heals at the end
-            detail["error"] = f"{type(exc).__name__}: {exc}"
-            self.errors.append(detail["error"])
+            outcome, detail["error"] = Outcome.FAILED, f"{type(exc).__name__}: {exc}"
             detail["trace"] = traceback.format_exc(limit=3)
+            self.errors.append(f"{spec.fault} at {op.at} s failed: {detail['error']}")
         finally:
-            self.active = ""
-            self.history.fault(spec.fault, t_start, targets, detail)
+            self.running.pop(op.index, None)
+            self._record(op, t_start, targets, detail, outcome)
+
+    def _planned(self, op: PlannedOp) -> int:
+        return self.t0_ns + int(op.at * 1e9)
+
+    def _record(self, op: PlannedOp, t_start: int, targets: list[int], detail: dict, outcome: Outcome) -> None:
+        self.history.fault(op.fault, t_start, targets, detail, line=op.index, planned=self._planned(op),
+                           outcome=outcome)
 
 
 def heal_all(cluster: ClusterControl, topic: str, history: HistoryWriter, timeout_s: float) -> bool:

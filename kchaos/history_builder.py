@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,15 @@ class HistoryBuilder:
         """One `events` row (kinds: contracts.history.Event)."""
         return self._add("events", {"t": self.t, "source": source, "kind": kind, "topic": self.topic,
                                     "partition": partition, "offset": offset, "detail": detail})
+
+    def fault(self, fault: str, targets: list[int], outcome: str = "fired", line: int = 0, hold_ns: int = 1000 * MS,
+              **detail: Any) -> HistoryBuilder:
+        """One planned fault op and how it ended (contracts.history.Outcome); `detail` is what it did."""
+        self._add("faults", {"t_start": self.t, "t_end": self.t + hold_ns, "fault": fault,
+                             "targets": ",".join(map(str, targets)), "detail": json.dumps(detail), "line": line,
+                             "planned": self.t, "outcome": outcome})
+        self.t += hold_ns
+        return self
 
     def drain_end(self, partition: int, end: int, reached: bool = True) -> HistoryBuilder:
         """The final read's end offset of a partition, and whether it got there."""

@@ -20,9 +20,14 @@ def _png(fig) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
+def _took_place(f) -> bool:
+    """A fault row whose op ran (not the final heal, nor an op skipped or never reached)."""
+    return f["fault"] != "heal" and f.get("outcome") not in ("skipped", "not-reached")
+
+
 def _shade_faults(ax, faults: pd.DataFrame, t0: int) -> None:
     for _, f in faults.iterrows():
-        if f["fault"] == "heal":
+        if not _took_place(f):
             continue
         start, end = (f["t_start"] - t0) / 1e9, (f["t_end"] - t0) / 1e9
         ax.axvspan(start, end, color="tab:red", alpha=0.15, lw=0)
@@ -62,7 +67,14 @@ def isr_sizes(meta: pd.DataFrame, faults: pd.DataFrame, t0: int) -> str:
 
 
 def fault_rows(faults: pd.DataFrame, t0: int) -> list[dict]:
-    """Fault ops as table rows (seconds since the first send)."""
-    return [{"fault": f["fault"], "targets": f["targets"], "start_s": round((f["t_start"] - t0) / 1e9, 1),
-             "length_s": round((f["t_end"] - f["t_start"]) / 1e9, 1), "detail": json.loads(f["detail"] or "{}")}
-            for _, f in faults.iterrows()]
+    """Every planned fault op as a table row (seconds since the first send): how it ended, when it was planned and
+    how late it started, on whom, for how long, and what it did."""
+    rows = []
+    for _, f in faults.iterrows():
+        detail = json.loads(f["detail"] or "{}")
+        ran = _took_place(f) or f["fault"] == "heal"
+        rows.append({"fault": f["fault"], "outcome": f.get("outcome") or "fired", "planned_s": detail.pop(
+                     "planned_at", None), "delay_s": detail.pop("delay_s", None), "targets": f["targets"],
+                     "start_s": round((f["t_start"] - t0) / 1e9, 1) if ran else None,
+                     "length_s": round((f["t_end"] - f["t_start"]) / 1e9, 1) if ran else None, "detail": detail})
+    return rows

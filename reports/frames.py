@@ -7,6 +7,8 @@ and the run's `Facts` (did the final drain reach the end, were the replicas dump
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -14,7 +16,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from contracts.history import CLIENT_TROUBLE, Event
+from contracts.history import CLIENT_TROUBLE, Event, Outcome
 from reports.history_io import load_all, sends_in
 
 EXAMPLES = 20
@@ -42,9 +44,40 @@ class Facts:
     assign_readers: list[str]
     group_commits: str = "none"  # "none" (no group), "known", or "unknown" (the committed offsets were not read)
     client_trouble: list[str] = field(default_factory=list)  # the first client errors, fatal errors and restarts
+    ops: dict[str, int] = field(default_factory=dict)  # planned fault ops by how they ended (fired, skipped, ...)
+    chaos_problems: list[str] = field(default_factory=list)  # ops that failed or had no effect; lines that never fired
 
 
-def facts_of(events: DataFrame, assign_readers: list[str]) -> tuple[Facts, DataFrame]:
+def _outcome(row) -> str:
+    """A fault row's outcome; rows written before outcomes were recorded say it in their detail."""
+    if row["outcome"]:
+        return row["outcome"]
+    detail = json.loads(row["detail"] or "{}")
+    return Outcome.FAILED if "error" in detail else Outcome.SKIPPED if "skipped" in detail else Outcome.FIRED
+
+
+def chaos_of(faults: DataFrame) -> tuple[dict[str, int], list[str]]:
+    """How the planned fault ops ended, and what makes the chaos unproven: an op that failed or had no effect, or
+    a fault line none of whose ops fired."""
+    rows = [r for r in faults.orderBy("t_start").collect() if r["fault"] != "heal"]
+    outcomes = [_outcome(r) for r in rows]
+    problems = []
+    for r, outcome in zip(rows, outcomes, strict=True):
+        if outcome in (Outcome.FAILED, Outcome.NO_EFFECT):
+            detail = json.loads(r["detail"] or "{}")
+            problems.append(f"{r['fault']} planned at {detail.get('planned_at', '?')} s on brokers "
+                            f"[{r['targets']}] {outcome}: {detail.get('error', '')}")
+    by_line: dict[tuple, Counter] = {}
+    for r, outcome in zip(rows, outcomes, strict=True):
+        by_line.setdefault((r["line"], r["fault"]), Counter())[outcome] += 1
+    for (line, fault), seen in by_line.items():
+        if line is not None and line >= 0 and not seen[Outcome.FIRED]:
+            said = ", ".join(f"{n} {o}" for o, n in sorted(seen.items()))
+            problems.append(f"fault line {line} ({fault}) never took effect: {said}")
+    return dict(Counter(outcomes)), problems
+
+
+def facts_of(events: DataFrame, faults: DataFrame, assign_readers: list[str]) -> tuple[Facts, DataFrame]:
     """Drain ends per partition (small) and what the run established."""
     ends = (events.filter(F.col("kind") == Event.FINAL_END.value)
             .select("topic", "partition", F.col("offset").alias("end"),
@@ -62,6 +95,7 @@ def facts_of(events: DataFrame, assign_readers: list[str]) -> tuple[Facts, DataF
                   group_commits="unknown" if Event.COMMITTED_UNKNOWN in kinds else
                   "known" if Event.COMMITTED in kinds else "none",
                   client_trouble=[line for _, line in trouble[:EXAMPLES]])
+    facts.ops, facts.chaos_problems = chaos_of(faults)
     return facts, ends
 
 
@@ -231,7 +265,7 @@ def build(spark: SparkSession, history: Path, assign_readers: list[str] | None =
         prefilter = False  # e.g. a chaos run's own history: too small for the fingerprint's jobs to pay off
     t = load_all(spark, history)
     sends, reads, replicas, events = t["sends"], t["reads"], t["replicas"], t["events"]
-    facts, ends = facts_of(events, assign_readers or [])
+    facts, ends = facts_of(events, t["faults"], assign_readers or [])
     ours = reads.filter((F.col("producer") >= 0) & F.col("checksum_ok"))
     # Replica records count only below the high watermark the drain saw: above it a follower may still truncate.
     rep = (replicas.filter(F.col("producer") >= 0).join(F.broadcast(ends.select("topic", "partition", "end")),

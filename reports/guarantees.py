@@ -215,7 +215,7 @@ def _unknown_because(a: Analysis, loss_allowed: bool) -> list[str]:
         unknown.append("the consumer group's committed offsets could not be read")
     if not a.facts.replicas_dumped:
         unknown.append("replica logs were not dumped")
-    return unknown
+    return unknown + [f"the chaos did not happen as planned: {p}" for p in a.facts.chaos_problems]
 
 
 def verdict(s: Scenario, a: Analysis) -> Verdict:

@@ -6,9 +6,10 @@ import pytest
 
 from contracts.scenario import Scenario
 from kchaos.catalog import validate
-from reports.analysis import Analysis, Anomaly, Facts
+from reports.analysis import Analysis, Anomaly, Facts, analyze
 from reports.checkers import ANOMALIES
 from reports.guarantees import LIBRDKAFKA_TIMEOUTS, allowed, rules, verdict
+from tests.histories import clean
 
 SAFE = {"name": "s", "producer": {"acks": "all", "idempotence": True},
         "topic": {"min_insync_replicas": 2, "unclean_leader_election": False}}
@@ -96,3 +97,29 @@ def test_missing_expected_anomaly_is_a_sensitivity_failure():
     v = verdict(s, analysis())
     assert v.valid == "true" and v.missing_expect == ["lost-write"] and v.failed
     assert not verdict(s, analysis(lost_write=1)).failed
+
+
+def test_chaos_that_did_not_happen_makes_a_clean_run_unknown_and_names_the_op(spark, tmp_path):
+    h = clean()
+    h.fault("kill", [2], planned_at=5.0)
+    h.fault("pause", [2], outcome="no-effect", line=1, planned_at=7.0,
+            error="pause found it not running: broker 2 is exited, not running")
+    h.fault("isolate", [], outcome="skipped", line=2, planned_at=9.0, skipped="no node matched target 'leader'")
+    h.fault("isolate", [], outcome="not-reached", line=2, planned_at=20.0)
+    a = analyze(spark, h.write(tmp_path / "history"))
+    assert a.facts.ops == {"fired": 1, "no-effect": 1, "skipped": 1, "not-reached": 1}
+    assert a.facts.chaos_problems == [
+        "pause planned at 7.0 s on brokers [2] no-effect: pause found it not running: broker 2 is exited, not running",
+        "fault line 1 (pause) never took effect: 1 no-effect",
+        "fault line 2 (isolate) never took effect: 1 not-reached, 1 skipped"]
+    v = verdict(scenario(), a)
+    assert v.valid == "unknown" and len(v.unknown_because) == 3
+    assert v.unknown_because[0].startswith("the chaos did not happen as planned: pause planned at 7.0 s")
+
+
+def test_chaos_that_happened_leaves_a_clean_run_true(spark, tmp_path):
+    h = clean()
+    h.fault("kill", [2], planned_at=5.0).fault("kill", [1], outcome="skipped", planned_at=9.0)
+    a = analyze(spark, h.write(tmp_path / "history"))
+    assert a.facts.ops == {"fired": 1, "skipped": 1} and a.facts.chaos_problems == []
+    assert verdict(scenario(), a).valid == "true"
