@@ -14,9 +14,9 @@ class UsageError(ChaosError):
 
 
 class EngineError(ChaosError):
-    """No usable Docker engine."""
+    """No usable Docker engine (bad input to the machine, as a bad scenario is to the file: nothing started)."""
 
-    exit_code = 3
+    exit_code = 2
 
 
 class ImageError(ChaosError):
@@ -29,3 +29,6 @@ class ClusterError(ChaosError):
     """A broker did not come up or an operation on it did not take effect."""
 
     exit_code = 4
+
+
+UNKNOWN_EXIT = 5  # a run's verdict was unknown (and none failed); `--allow-unknown` makes it 0

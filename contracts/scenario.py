@@ -6,6 +6,7 @@ The fault kinds and anomaly names a scenario may use are not listed here: they b
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,11 +16,13 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 
 from contracts.versions import DEFAULT_VERSION, NO_ZOOKEEPER, has_zookeeper
 
+QUOTED = r"'([^']*)'"  # the values a message lists
 COUNTED = ("one", "all", "minority", "majority")  # targets that name members by how many
 TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr")
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")  # Kafka's legal topic names
+SCENARIO_NAME = re.compile(r"^[A-Za-z0-9_.\-\[\]=,]{1,200}$")  # a directory name, matrix tags included
 
 
 def seconds(value: Any) -> float:
@@ -123,16 +126,16 @@ class ProducerSpec(Strict):
     count: int = Field(2, ge=0, le=16)
     acks: Literal["0", "1", "all"] = "all"
     idempotence: bool = True
-    retries: int = Field(2147483647, ge=0)
+    retries: int = Field(2147483647, ge=0, le=2147483647)
     max_in_flight: int = Field(5, ge=1, le=100)
-    linger_ms: int = Field(5, ge=0)
-    batch_size: int = Field(16384, ge=1)
+    linger_ms: int = Field(5, ge=0, le=60_000)
+    batch_size: int = Field(16384, ge=1, le=16 * 1024 * 1024)
     compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
-    message_timeout_ms: int = Field(30000, ge=1000)
-    request_timeout_ms: int = Field(10000, ge=500)
+    message_timeout_ms: int = Field(30000, ge=1000, le=3_600_000)
+    request_timeout_ms: int = Field(10000, ge=500, le=600_000)
     keyed: bool = False
     payload_bytes: int = Field(64, ge=24, le=1_000_000)
-    rate: float = Field(1000, ge=0)  # messages per second per producer; 0 = as fast as possible
+    rate: float = Field(1000, ge=0, le=1_000_000)  # messages per second per producer; 0 = as fast as possible
 
     @field_validator("acks", mode="before")
     @classmethod
@@ -153,12 +156,12 @@ class FaultSpec(Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
     fault: str
     target: str | int | list[int] = "one"
-    every: float = 15.0
-    for_: float = Field(5.0, alias="for")
-    jitter: float = 0.0
-    after: float = 5.0
+    every: float = Field(20.0, ge=0.5, le=86400)
+    for_: float = Field(5.0, alias="for", ge=0, le=86400)
+    jitter: float = Field(0.0, ge=0, le=86400)
+    after: float = Field(5.0, ge=0, le=86400)
     probability: float = Field(0.3, gt=0, le=1)
-    kbit: int = Field(512, ge=8)
+    kbit: int = Field(512, ge=8, le=10_000_000)
 
     @model_validator(mode="before")
     @classmethod
@@ -192,7 +195,7 @@ class FaultSpec(Strict):
 class Scenario(Strict):
     """A whole chaos run: cluster, topic, clients, faults, duration and seed."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9_.\-\[\]=,]+$")
+    name: str
     description: str = ""
     guarantee: str = ""
     kafka: KafkaSpec = KafkaSpec()
@@ -200,16 +203,23 @@ class Scenario(Strict):
     producer: ProducerSpec = ProducerSpec()
     consumer: ConsumerSpec = ConsumerSpec()
     faults: list[FaultSpec] = []
-    duration: float = 60.0
-    seed: int = 42
+    duration: float = Field(60.0, ge=1, le=7 * 86400)
+    seed: int = Field(42, ge=0, le=2**31 - 1)
     expect: list[Anomaly] = []
-    recovery_timeout: float = 120.0
-    drain_timeout: float = 90.0
+    recovery_timeout: float = Field(120.0, ge=1, le=3600)
+    drain_timeout: float = Field(90.0, ge=1, le=3600)
 
     @field_validator("duration", "recovery_timeout", "drain_timeout", mode="before")
     @classmethod
     def _duration(cls, v: Any) -> float:
         return seconds(v)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not SCENARIO_NAME.match(v):
+            raise ValueError("Expected a scenario name of letters, digits and . _ - [ ] = , (no spaces)")
+        return v
 
     @field_validator("expect", mode="before")
     @classmethod
@@ -232,10 +242,28 @@ class Scenario(Strict):
         for i, f in enumerate(self.faults):
             if kinds[f.fault].aims == "consumers":
                 self._consumer_target(i, f)
+            elif kinds[f.fault].aims == "brokers":
+                self._broker_target(i, f)
+            self._timing(i, f)
         if self.producer.idempotence and (self.producer.acks != "all" or self.producer.max_in_flight > 5):
             raise ValueError("producer.idempotence=true needs producer.acks='all' and producer.max_in_flight<=5 "
                              "(librdkafka refuses otherwise)")
         return self
+
+    def _broker_target(self, i: int, f: FaultSpec) -> None:
+        """Node ids a fault names must be brokers of this cluster."""
+        ids = f.target if isinstance(f.target, list) else [f.target] if isinstance(f.target, int) else []
+        if any(not 1 <= n <= self.kafka.brokers for n in ids) or (isinstance(f.target, list) and not ids):
+            raise ValueError(f"faults.{i}.target={f.target!r} must name brokers among 1..{self.kafka.brokers} "
+                             f"(kafka.brokers={self.kafka.brokers})")
+
+    def _timing(self, i: int, f: FaultSpec) -> None:
+        """A fault line must plan at least one op within the run, and its jitter must not reverse its period."""
+        if f.after + min(f.for_, self.duration) > self.duration:
+            raise ValueError(f"faults.{i}: after={f.after:g} s plus for={f.for_:g} s exceeds duration="
+                             f"{self.duration:g} s, so the line would never fire; lower after or raise duration")
+        if f.jitter >= f.every:
+            raise ValueError(f"faults.{i}.jitter={f.jitter:g} s must be below every={f.every:g} s")
 
     def _consumer_target(self, i: int, f: FaultSpec) -> None:
         """A fault that aims at consumers: by count (one, all, minority, majority) or by index."""
@@ -260,18 +288,49 @@ def _cfg(v: Any) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
+BOUNDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+
+
+def _suggest(word: Any, choices: list[str]) -> str:
+    """' (did you mean 'x'?)' when `word` is close to one of `choices`."""
+    close = difflib.get_close_matches(str(word), choices, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _fields_at(loc: tuple) -> list[str]:
+    """The field names a model takes at an error's location (for suggestions); [] inside free-form mappings."""
+    model: Any = Scenario
+    for part in loc[:-1]:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if isinstance(part, int):
+            continue
+        annotation = getattr(field, "annotation", None)
+        inner = getattr(annotation, "__args__", (annotation,))[0] if annotation is not None else None
+        model = inner if isinstance(inner, type) and issubclass(inner, BaseModel) else annotation
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return []
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
 def describe_error(err: dict, where: str) -> str:
-    """One pydantic error as one line naming the field path, like Hypothesis does."""
-    path = ".".join(str(p) for p in err["loc"] if p not in ("function-after", "function-before"))
-    path = path.replace("for_", "for")
+    """One pydantic error as one line naming the field path, the value and what is expected, like Hypothesis."""
+    loc = tuple(p for p in err["loc"] if p not in ("function-after", "function-before"))
+    path = ".".join(str(p) for p in loc).replace("for_", "for")
     got = err.get("input")
-    if err["type"] == "literal_error":
-        return f"{where}: Expected one of {err['ctx']['expected'].replace(' or ', ', ')} but got {path}={got!r}"
-    if err["type"] == "extra_forbidden":
-        return f"{where}: Unknown field {path!r}"
-    if err["type"] == "missing":
+    kind = err["type"]
+    if kind == "literal_error":
+        expected = err["ctx"]["expected"].replace(" or ", ", ")
+        hint = _suggest(got, re.findall(QUOTED, expected))
+        return f"{where}: Expected one of {expected} but got {path}={got!r}{hint}"
+    if kind == "extra_forbidden":
+        return f"{where}: Unknown field {path!r}{_suggest(loc[-1], _fields_at(loc))}"
+    if kind == "missing":
         return f"{where}: Missing required field {path!r}"
+    if kind in BOUNDS:
+        limit = next(iter(err["ctx"].values()))
+        return f"{where}: Expected {path} {BOUNDS[kind]} {limit} but got {path}={got!r}"
     msg = err["msg"].removeprefix("Value error, ")
     if msg.startswith("Expected"):
-        return f"{where}: {msg} but got {path}={got!r}"
+        choices = re.findall(QUOTED, msg)
+        return f"{where}: {msg} but got {path}={got!r}{_suggest(got, choices) if isinstance(got, str) else ''}"
     return f"{where}: {msg}" if "=" in msg else f"{where}: {path}: {msg} (got {got!r})"

@@ -18,6 +18,11 @@ class FaultKind:
     op: ops.Op
     default_target: str = "one"
     aims: Literal["brokers", "consumers", "itself"] = "brokers"  # itself: victims chosen from live metadata
+    restarts: Literal["none", "once", "each"] = "none"  # broker restarts an op waits for: none, one, each broker
+
+    def busy_s(self, hold: float, brokers: int, restart_s: float) -> float:
+        """About how long one op keeps its line busy: its hold and the broker restarts it waits for."""
+        return hold + {"none": 0, "once": restart_s, "each": brokers * restart_s}[self.restarts]
 
     @property
     def needs_targets(self) -> bool:
@@ -31,10 +36,10 @@ def _port(ctx: ops.Ctx, node_id: int) -> int:
 
 _isolate = ops.grudge_fault(lambda ctx, t: ops.isolate_grudge(ctx.cluster, t))
 KINDS: dict[str, FaultKind] = {k.name: k for k in (
-    FaultKind("kill", ops.process("kill")),
-    FaultKind("terminate", ops.process("terminate")),
+    FaultKind("kill", ops.process("kill"), restarts="once"),
+    FaultKind("terminate", ops.process("terminate"), restarts="once"),
     FaultKind("pause", ops.process("pause")),
-    FaultKind("restart", ops.restart),
+    FaultKind("restart", ops.restart, restarts="once"),
     FaultKind("isolate", _isolate),
     FaultKind("zombie", _isolate, default_target="leader"),
     FaultKind("isolate-controller", _isolate, default_target="controller"),
@@ -45,9 +50,9 @@ KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("bandwidth", ops.link_fault(lambda ctx, s, t: netrules.cap_bandwidth(s.kbit))),
     FaultKind("tcp-reset", ops.link_fault(lambda ctx, s, t: netrules.block_port(_port(ctx, t), reset=True))),
     FaultKind("block-clients", ops.link_fault(lambda ctx, s, t: netrules.block_port(_port(ctx, t)))),
-    FaultKind("rolling-restart", ops.rolling("terminate"), aims="itself"),
-    FaultKind("hard-rolling-restart", ops.rolling("kill"), aims="itself"),
-    FaultKind("last-replica-standing", ops.last_replica_standing, aims="itself"),
-    FaultKind("unclean-sequence", ops.unclean_sequence, aims="itself"),
+    FaultKind("rolling-restart", ops.rolling("terminate"), aims="itself", restarts="each"),
+    FaultKind("hard-rolling-restart", ops.rolling("kill"), aims="itself", restarts="each"),
+    FaultKind("last-replica-standing", ops.last_replica_standing, aims="itself", restarts="once"),
+    FaultKind("unclean-sequence", ops.unclean_sequence, aims="itself", restarts="once"),
     FaultKind("consumer-kill", ops.consumer_kill, aims="consumers"),
 )}

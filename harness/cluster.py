@@ -6,11 +6,13 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import signal
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from testcontainers.core.network import Network
 
+from contracts import measured
 from contracts.errors import ClusterError
 from harness import images, labels
 from harness.broker_config import ZOOKEEPER_PROPERTIES, ClusterSpec, broker_properties, cluster_id, free_port
@@ -180,11 +182,14 @@ class Cluster:
         """Restart brokers together (a KRaft voter cannot finish starting without a quorum), wait for each,
         then re-apply the network rules in force for them."""
         nodes = [self.node(i) for i in node_ids]
+        began = time.monotonic()
         for n in nodes:
             n.begin_start()
         for n in nodes:
             n.wait_started()
             self.firewall.apply(n)
+        if nodes:
+            measured.record_restart(self.spec.version, time.monotonic() - began)
 
     def heal(self) -> None:
         """Remove every partition and link rule, resume paused nodes; stopped nodes are left to start_node."""

@@ -50,10 +50,13 @@ def central_versions(artifact: str) -> tuple[str, ...]:
     return tuple(re.findall(r"<version>([^<]+)</version>", text))
 
 
-def check_version(version: str) -> None:
-    """Raise one clear error unless every artifact a Kafka image needs exists on Maven Central."""
+def check_version(version: str, field: str = "--kafka") -> None:
+    """Raise one clear error unless every artifact a Kafka image needs exists on Maven Central (or its jars are
+    already cached here); `field` is where the user wrote the version."""
     if not VERSION_RE.match(version):
-        raise UsageError(f"Expected a Kafka version like '{DEFAULT_VERSION}' but got --kafka {version!r}")
+        raise UsageError(f"Expected a Kafka version like '{DEFAULT_VERSION}' but got {field}={version!r}")
+    if (cache_dir() / "kafka" / version / ".complete").exists():
+        return
     missing = [a for a in REQUIRED_ARTIFACTS if version not in central_versions(a)]
     if not missing:
         return
@@ -63,7 +66,7 @@ def check_version(version: str) -> None:
         said = f"Maven Central has no org.apache.kafka:kafka_2.13:{version}"
     else:
         said = f"Kafka {version} is incomplete on Maven Central (missing: {', '.join(missing)})"
-    raise UsageError(f"{said}. Newest complete versions there: {newest}.")
+    raise UsageError(f"{said} ({field}={version!r}). Newest complete versions there: {newest}.")
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -187,6 +190,34 @@ def fetch_jars(version: str, say=print) -> Path:
         _copy_dependencies(home, binding, libs)
     (home / ".complete").write_text(version)
     return libs
+
+
+JAVA_DIR = Path(__file__).parent / "java"
+
+
+@dataclass(frozen=True)
+class ConfigNames:
+    """The broker and topic config names a Kafka version defines (from its own ConfigDefs)."""
+
+    broker: frozenset[str]
+    topic: frozenset[str]
+
+
+def config_names(version: str, say=print) -> ConfigNames:
+    """A version's config names, listed once by harness/java/ConfigNames.java run against its jars (fetched if
+    need be) and kept beside them."""
+    listed = cache_dir() / "kafka" / version / "config-names.txt"
+    if not listed.is_file():
+        libs = fetch_jars(version, say)
+        done = subprocess.run(["java", "-cp", f"{libs}/*", str(JAVA_DIR / "ConfigNames.java")], capture_output=True,
+                              text=True, timeout=300)
+        if done.returncode != 0:
+            raise ImageError(f"Listing Kafka {version}'s config names failed: {done.stderr.strip()[-400:]}")
+        tmp = listed.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(done.stdout)
+        tmp.replace(listed)
+    rows = [line.split(" ", 1) for line in listed.read_text().splitlines() if " " in line]
+    return ConfigNames(frozenset(n for k, n in rows if k == "broker"), frozenset(n for k, n in rows if k == "topic"))
 
 
 def ensure_kafka_image(version: str, say=print) -> str:

@@ -3,8 +3,10 @@ vocabularies) and expanded into one Scenario per matrix combination before anyth
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -12,21 +14,60 @@ import yaml
 from pydantic import ValidationError
 
 from contracts.errors import UsageError
+from contracts.measured import restart_seconds
 from contracts.scenario import FaultSpec, Scenario, Vocabulary, describe_error, seconds
 from faults.registry import KINDS
 from harness import images
 from reports.checkers import ANOMALIES
 
 VOCABULARY = Vocabulary(KINDS, ANOMALIES)
+PREFIXED = ("listener.name.",)  # broker configs Kafka accepts per listener, under a listener's name
 CATALOG = Path(__file__).resolve().parents[1] / "scenarios"
 
 
 def validate(raw: dict, where: str) -> Scenario:
     """Validate one scenario dict; raise UsageError listing every problem, one per line."""
     try:
-        return Scenario.model_validate(raw, context=VOCABULARY.context())
+        scenario = Scenario.model_validate(raw, context=VOCABULARY.context())
     except ValidationError as exc:
         raise UsageError("\n".join(describe_error(e, where) for e in exc.errors())) from None
+    problems = [f"{where}: {problem}" for problem in (*pace_problems(scenario), *config_problems(scenario))]
+    if problems:
+        raise UsageError("\n".join(problems))
+    return scenario
+
+
+def config_problems(s: Scenario) -> list[str]:
+    """Broker and topic config keys the scenario's Kafka version does not define (checked against the version's
+    own config names; nothing to fetch when the scenario sets none)."""
+    if not s.kafka.config and not s.topic.config:
+        return []
+    names = images.config_names(s.kafka.version)
+    out = []
+    for field, given, known in (("kafka.config", s.kafka.config, names.broker), ("topic.config", s.topic.config,
+                                                                                  names.topic)):
+        for key in given:
+            if key not in known and not key.startswith(PREFIXED):
+                close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.7)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                out.append(f"Unknown config {field}.{key!r}: Kafka {s.kafka.version} defines no such "
+                           f"{field.split('.')[0].replace('kafka', 'broker')} config{hint}")
+    return out
+
+
+def pace_problems(s: Scenario) -> list[str]:
+    """Fault lines whose op (its hold and the broker restarts it waits for) outlasts `every`: their ops would fire
+    later and later. A line that plans one op has no pace to keep."""
+    restart, seen = restart_seconds(s.kafka.version)
+    how = "measured here" if seen else "assumed: none measured here yet"
+    out = []
+    for i, f in enumerate(s.faults):
+        busy = KINDS[f.fault].busy_s(f.for_, s.kafka.brokers, restart)
+        if busy > f.every - f.jitter and f.after + f.every + f.for_ <= s.duration:
+            out.append(f"faults.{i}: {f.fault} keeps its line busy about {busy:.0f} s (for={f.for_:g} s and broker "
+                       f"restarts of {restart:g} s, {how}, Kafka {s.kafka.version}), longer than every={f.every:g} s"
+                       f" minus jitter, so its ops would fire late; use every >= {math.ceil(busy + f.jitter) + 1} s")
+    return out
 
 
 def fault_spec(**fields: Any) -> FaultSpec:
@@ -84,15 +125,22 @@ def load(path: Path) -> list[Scenario]:
     """Read a YAML scenario file; every error is a UsageError with one clear message."""
     if not path.exists():
         raise UsageError(f"No scenario file at {path}")
+    if not path.is_file():
+        raise UsageError(f"{path} is a directory, not a scenario file; name a .yaml file in it")
     try:
         raw = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot be read as text ({exc}); name a readable YAML file") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise UsageError(f"{path}: not valid YAML{at}: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(raw, dict):
         raise UsageError(f"{path}: expected a mapping with at least a 'name' field")
-    return expand(raw, str(path))
+    scenarios = expand(raw, str(path))
+    for version in sorted({s.kafka.version for s in scenarios}):
+        images.check_version(version, f"{path}: kafka.version")
+    return scenarios
 
 
 def catalog() -> dict[str, Path]:
@@ -125,10 +173,24 @@ def resolve_scenario(arg: str) -> Path:
                      f"(built-in: {', '.join(catalog())})")
 
 
+def duration_option(value: str | None) -> float | None:
+    """--duration as seconds, or one clear error naming the option."""
+    if value is None:
+        return None
+    try:
+        s = seconds(value)
+    except ValueError:
+        s = -1.0
+    if not 1 <= s <= 7 * 86400:
+        raise UsageError(f"Expected a duration like '90s', '5m' or '2h' (1 s to 7 days) but got --duration {value!r}")
+    return s
+
+
 def override(scenarios: list[Scenario], kafka: str | None, seed: int | None, duration: str | None) -> list[Scenario]:
     """Apply --kafka/--seed/--duration, re-validating so errors still name the field."""
     if kafka:
         images.check_version(kafka)
+    length = duration_option(duration)
     out = []
     for s in scenarios:
         raw = json.loads(s.model_dump_json(by_alias=True))
@@ -136,8 +198,8 @@ def override(scenarios: list[Scenario], kafka: str | None, seed: int | None, dur
             raw["kafka"]["version"] = kafka
         if seed is not None:
             raw["seed"] = seed
-        if duration:
-            raw["duration"] = seconds(duration)
+        if length is not None:
+            raw["duration"] = length
         out.extend(expand(raw, f"{s.name} (with command-line overrides)"))
     return out
 

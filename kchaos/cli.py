@@ -3,68 +3,101 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.table import Table
+from rich.text import Text
 
-from contracts.errors import ChaosError, ClusterError, UsageError
+from contracts.errors import UNKNOWN_EXIT, ChaosError, ClusterError, UsageError
 from contracts.scenario import Scenario
 from contracts.versions import DEFAULT_VERSION, SUPPORTED_VERSIONS, has_zookeeper
 from faults.schedule import load as load_schedule
+from faults.schedule import plan
 from harness import images, labels
 from harness.engine import ensure_engine
 from kchaos.catalog import catalog, from_json, load, override, resolve_scenario, suite_files, with_seeds
-from kchaos.console import Progress, console, out, summary
+from kchaos.console import Progress, console, error_line, out, say_result, summary
 from kchaos.pipeline import check, run_and_check
 from reports import class_archive
 from reports.compare import write_compare
-from reports.render import write_junit
+from reports.render import step_summary, write_junit
 from reports.result import RunResult
 
 
 def say(message: str) -> None:
     """A line of set-up progress on stderr."""
-    console.print(message)
+    console.print(message, markup=False, highlight=False)
 
 
-def run_many(scenarios: list[Scenario], root: Path, suite: str, ops=None) -> list[RunResult]:
-    """Run scenarios one after another (one cluster at a time); write junit.xml; print the summary.
-    `ops` replays a recorded fault schedule instead of planning one from the seed."""
+def run_many(scenarios: list[Scenario], root: Path, suite: str, ops=None,
+             allow_unknown: bool = False) -> list[RunResult]:
+    """Run scenarios one after another (one cluster at a time); write junit.xml (and the GitHub step summary when
+    GITHUB_STEP_SUMMARY is set); print the summary. `ops` replays a recorded fault schedule instead of planning one
+    from the seed."""
     ensure_engine(say=say)
     results = []
-    for s in scenarios:
-        with Progress(s.name) as progress:
+    for i, s in enumerate(scenarios, 1):
+        with Progress(f"{s.name} {s.kafka.version} seed {s.seed}", i, len(scenarios)) as progress:
             outcome = run_and_check(s, root, progress, ops, keep_going=True)
-        r = outcome.result
-        if r.error:
-            console.print(f"[red]{s.name}: harness error, going on with the next run: {r.error}[/red]")
-        else:
-            console.print(f"{s.name}: valid={r.verdict} → {outcome.run_dir / 'report.html'}")
-        results.append(r)
-    junit = write_junit(results, root / f"junit-{suite}.xml", suite)
+        say_result(outcome.result, str(outcome.run_dir / "report.html"))
+        results.append(outcome.result)
+    junit = write_junit(results, root / f"junit-{suite}.xml", suite, allow_unknown)
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as f:
+            f.write(step_summary(results, suite, Path.cwd()))
     out.print(summary(results))
-    console.print(f"JUnit: {junit}")
+    say(f"JUnit: {junit}")
     return results
 
 
 def cmd_run(a) -> int:
     scenarios = override(load(resolve_scenario(a.scenario)), a.kafka, a.seed, a.duration)
-    return exit_code(run_many(scenarios, a.runs_dir, scenarios[0].name))
+    if a.dry_run:
+        return show_plans(scenarios)
+    return exit_code(run_many(scenarios, a.runs_dir, scenarios[0].name, allow_unknown=a.allow_unknown),
+                     a.allow_unknown)
 
 
 def cmd_suite(a) -> int:
-    scenarios = with_seeds([s for f in suite_files(a.suite) for s in load(f)], a.seeds, a.seed)
+    scenarios = with_seeds([s for f in suite_files(a.suite) for s in load(f)], seed_count(a.seeds), a.seed)
     scenarios = override(scenarios, a.kafka, None, a.duration)
-    return exit_code(run_many(scenarios, a.runs_dir, a.suite))
+    return exit_code(run_many(scenarios, a.runs_dir, a.suite, allow_unknown=a.allow_unknown), a.allow_unknown)
 
 
-def exit_code(results: list[RunResult]) -> int:
-    """4 when the harness could not complete a run, 1 when a verdict failed, else 0."""
+def cmd_validate(a) -> int:
+    return show_plans([s for f in a.files for s in load(resolve_scenario(f))])
+
+
+def show_plans(scenarios: list[Scenario]) -> int:
+    """Print each resolved scenario and the fault schedule its seed plans; start nothing."""
+    for s in scenarios:
+        out.print(Text(f"{s.name}: valid, Kafka {s.kafka.version} ({s.kafka.metadata}), seed {s.seed}, "
+                       f"{s.duration:g} s"))
+        out.print_json(s.model_dump_json(by_alias=True))
+        for op in plan(s.faults, s.duration, s.seed):
+            f = s.faults[op.index]
+            out.print(Text(f"  at {op.at:7.2f} s  {op.fault} {f.target} for {op.hold:g} s  (faults.{op.index})"))
+    return 0
+
+
+def seed_count(seeds: int) -> int:
+    """--seeds, which must run something."""
+    if not 1 <= seeds <= 1000:
+        raise UsageError(f"Expected --seeds between 1 and 1000 but got --seeds {seeds}")
+    return seeds
+
+
+def exit_code(results: list[RunResult], allow_unknown: bool = False) -> int:
+    """4 when the harness could not complete a run, 1 when a verdict failed, 5 when one was unknown (0 with
+    --allow-unknown), else 0."""
     if any(r.error for r in results):
         return ClusterError.exit_code
-    return 1 if any(r.failed for r in results) else 0
+    if any(r.failed for r in results):
+        return 1
+    return UNKNOWN_EXIT if any(r.verdict == "unknown" for r in results) and not allow_unknown else 0
 
 
 def load_run(run_dir: Path) -> Scenario:
@@ -75,39 +108,46 @@ def load_run(run_dir: Path) -> Scenario:
 
 
 def cmd_analyze(a) -> int:
-    r = check(load_run(a.run_dir), a.run_dir, a.spark_master).result
+    scenario = load_run(a.run_dir)
+    history = a.run_dir / "history"
+    if not any(history.glob("sends.*")):
+        raise UsageError(f"{a.run_dir} has no history to analyze (no {history}/sends.parquet or sends*.jsonl); "
+                         "name a run directory a run or the history builder wrote")
+    r = check(scenario, a.run_dir, a.spark_master).result
     out.print(summary([r]))
-    console.print(f"report: {a.run_dir / 'report.html'}")
-    return exit_code([r])
+    say(f"report: {a.run_dir / 'report.html'}")
+    return exit_code([r], a.allow_unknown)
 
 
 def cmd_replay(a) -> int:
     scenario = load_run(a.run_dir)
     ops = load_schedule(a.run_dir / "schedule.json")
-    return exit_code(run_many([scenario], a.runs_dir, f"replay-{scenario.name}", ops))
+    return exit_code(run_many([scenario], a.runs_dir, f"replay-{scenario.name}", ops), a.allow_unknown)
 
 
 def cmd_compare(a) -> int:
     versions = [v.strip() for v in a.kafka.split(",") if v.strip()]
+    if not versions:
+        raise UsageError(f"Expected comma-separated Kafka versions like '4.3.1,3.9.2' but got --kafka {a.kafka!r}")
     for v in versions:
         images.check_version(v)
     files = suite_files(a.suite)
     results = []
     for v in versions:
         scenarios = [s for f in files for s in load(f) if s.kafka.metadata != "zookeeper" or has_zookeeper(v)]
-        results += run_many(override(with_seeds(scenarios, a.seeds, a.seed), v, None, a.duration), a.runs_dir,
-                            f"compare-{v}")
+        results += run_many(override(with_seeds(scenarios, seed_count(a.seeds), a.seed), v, None, a.duration),
+                            a.runs_dir, f"compare-{v}", allow_unknown=a.allow_unknown)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     html, md = write_compare(results, a.runs_dir / f"compare-{stamp}")
-    console.print(f"comparison: {html} and {md}")
-    return exit_code(results)
+    say(f"comparison: {html} and {md}")
+    return exit_code(results, a.allow_unknown)
 
 
 def cmd_images(a) -> int:
     ensure_engine(say=say)
     if a.action == "build":
         for v in a.kafka.split(","):
-            console.print(f"{images.ensure_kafka_image(v.strip(), say=say)} ready")
+            say(f"{images.ensure_kafka_image(v.strip(), say=say)} ready")
         return 0
     table = Table(title="local kafka-chaos images")
     for col in ("image", "kafka", "size"):
@@ -120,7 +160,7 @@ def cmd_images(a) -> int:
 
 def cmd_clean(a) -> int:
     containers, networks = labels.clean(a.run)
-    console.print(f"removed {containers} container(s) and {networks} network(s)")
+    say(f"removed {containers} container(s) and {networks} network(s)")
     return 0
 
 
@@ -130,7 +170,7 @@ def cmd_scenarios(a) -> int:
         table.add_column(col)
     for path in catalog().values():
         for s in load(path):
-            table.add_row(s.name, f"{s.kafka.version} {s.kafka.metadata}", s.guarantee or s.description,
+            table.add_row(Text(s.name), f"{s.kafka.version} {s.kafka.metadata}", Text(s.guarantee or s.description),
                           ", ".join(s.expect) or "pass")
     out.print(table)
     return 0
@@ -141,19 +181,26 @@ def cmd_setup(a) -> int:
     for v in a.kafka.split(","):
         images.ensure_kafka_image(v.strip(), say=say)
     class_archive.ensure(say=say)
-    console.print("Docker engine, images and the Spark class archive ready")
+    say("Docker engine, images and the Spark class archive ready")
     return 0
 
 
 RUNS_DIR = {"type": Path, "default": Path("runs"), "help": "where run directories go (default: runs/)"}
 
 
+def allow_unknown(p: argparse.ArgumentParser) -> None:
+    """--allow-unknown, for every command that ends in verdicts."""
+    p.add_argument("--allow-unknown", action="store_true",
+                   help=f"exit 0, not {UNKNOWN_EXIT}, when a verdict is unknown (and none failed)")
+
+
 def suite_options(p: argparse.ArgumentParser) -> None:
-    """--seed, --seeds, --duration and --runs-dir, shared by `suite` and `compare`."""
+    """--seed, --seeds, --duration, --runs-dir and --allow-unknown, shared by `suite` and `compare`."""
     p.add_argument("--seed", type=int, help="the first seed of every scenario (default: each scenario's own)")
     p.add_argument("--seeds", type=int, default=1, help="runs per scenario with consecutive seeds")
     p.add_argument("--duration")
     p.add_argument("--runs-dir", **RUNS_DIR)
+    allow_unknown(p)
 
 
 class Parser(argparse.ArgumentParser):
@@ -173,7 +220,13 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int)
     r.add_argument("--duration")
     r.add_argument("--runs-dir", **RUNS_DIR)
+    r.add_argument("--dry-run", action="store_true", help="print the resolved scenario and its schedule only")
+    allow_unknown(r)
     r.set_defaults(fn=cmd_run)
+
+    v = sub.add_parser("validate", help="check scenario files and print each one's schedule; start nothing")
+    v.add_argument("files", nargs="+")
+    v.set_defaults(fn=cmd_validate)
 
     s = sub.add_parser("suite", help="run a suite of built-in scenarios (smoke, nightly)")
     s.add_argument("suite")
@@ -184,6 +237,7 @@ def parser() -> argparse.ArgumentParser:
     an = sub.add_parser("analyze", help="re-check a run directory (works on a run killed half-way)")
     an.add_argument("run_dir", type=Path)
     an.add_argument("--spark-master", help="e.g. spark://127.0.0.1:7077 (default local[*])")
+    allow_unknown(an)
     an.set_defaults(fn=cmd_analyze)
 
     c = sub.add_parser("compare", help="run a suite on several Kafka versions and tabulate")
@@ -195,6 +249,7 @@ def parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replay", help="repeat a run's exact fault schedule")
     rp.add_argument("run_dir", type=Path)
     rp.add_argument("--runs-dir", **RUNS_DIR)
+    allow_unknown(rp)
     rp.set_defaults(fn=cmd_replay)
 
     im = sub.add_parser("images", help="build or list Kafka images")
@@ -221,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.fn(args)
     except ChaosError as exc:
-        console.print(f"[red]kchaos: {exc}[/red]", highlight=False, soft_wrap=True, markup=True)
+        error_line(str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
         console.print("[yellow]interrupted; containers removed, history kept[/yellow]")

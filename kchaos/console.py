@@ -1,4 +1,5 @@
-"""What the CLI shows while runs go on and when they end: a live status line and the summary table."""
+"""What the CLI shows while runs go on and when they end: a live status line on a terminal, plain progress lines
+elsewhere (CI logs), and the summary table. Every user string is escaped: `[fault=x]` is a matrix tag, not markup."""
 
 from __future__ import annotations
 
@@ -7,35 +8,48 @@ import time
 
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from kchaos.run import Tick
 from reports.result import RunResult
 
 console = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 160)  # CI logs: wide enough for the summary
+PLAIN_EVERY_S = 10.0  # a plain progress line at least this often while a phase goes on
+COLORS = {"PASS": "green", "EXPECTED ANOMALY": "blue", "FAIL": "red", "UNKNOWN": "yellow"}
 
 
 class Progress:
-    """One live status line: phase, time left, acks/s, errors/s and active faults."""
+    """Progress of run `index` of `total`: phase, time left, acks/s, errors/s and active faults."""
 
-    def __init__(self, name: str) -> None:
-        self.name, self.last, self.live = name, (time.monotonic(), 0, 0), None
-        self.rates = (0.0, 0.0)
+    def __init__(self, label: str, index: int = 1, total: int = 1) -> None:
+        self.label, self.counter = label, f"[{index}/{total}]"
+        self.last, self.rates = (time.monotonic(), 0, 0), (0.0, 0.0)
+        self.live: Live | None = None
+        self.said = (0.0, "")
 
     def __enter__(self) -> Progress:
-        self.live = Live(self.render(Tick("start")), console=console, refresh_per_second=4, transient=True)
-        self.live.__enter__()
+        if console.is_terminal:
+            self.live = Live(Text(self.line(Tick("start"))), console=console, refresh_per_second=4, transient=True)
+            self.live.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.live.__exit__(*exc)
+        if self.live is not None:
+            self.live.__exit__(*exc)
 
-    def render(self, t: Tick) -> str:
-        left = f" · {t.remaining:4.0f}s left" if t.remaining else ""
-        rates = f" · {self.rates[0]:6.0f} acks/s · {self.rates[1]:5.0f} errors/s" if t.phase == "faults" else ""
-        active = f" · [red]{t.faults}[/red]" if t.faults else ""
-        return f"[bold]{self.name}[/bold] · {t.phase}{left}{rates}{active}"
+    def line(self, t: Tick) -> str:
+        """`[3/17] acks1-leader-kill 4.3.1 seed 42: faults, 30 s left, 9.8k acks/s, kill(3)`"""
+        parts = [t.phase]
+        if t.remaining:
+            parts.append(f"{t.remaining:.0f} s left")
+        if t.phase == "faults":
+            parts += [f"{self.rates[0] / 1000:.1f}k acks/s", f"{self.rates[1]:.0f} errors/s"]
+        if t.faults:
+            parts.append(t.faults)
+        return f"{self.counter} {self.label}: {', '.join(parts)}"
 
     def __call__(self, t: Tick) -> None:
         now = time.monotonic()
@@ -43,22 +57,45 @@ class Progress:
             dt = now - self.last[0]
             self.rates = ((t.acked - self.last[1]) / dt, (t.errors - self.last[2]) / dt)
             self.last = (now, t.acked, t.errors)
-        self.live.update(self.render(t))
+        text = self.line(t)
+        if self.live is not None:
+            self.live.update(Text(text))
+        elif t.phase != self.said[1] or now - self.said[0] >= PLAIN_EVERY_S:
+            console.print(text, markup=False, highlight=False)
+            self.said = (now, t.phase)
+
+
+def badge(r: RunResult) -> Text:
+    """The run's four-kind badge, coloured."""
+    return Text(r.badge, style=COLORS[r.badge])
 
 
 def summary(results: list[RunResult]) -> Table:
-    """The suite's table: one row per run."""
+    """The suite's table: one row per run (every cell plain text, never markup)."""
     table = Table(title="kafka-chaos summary")
-    for col in ("scenario", "kafka", "verdict", "anomalies (* allowed)", "unavailable"):
+    for col in ("scenario", "kafka", "seed", "result", "anomalies (* allowed)", "unavailable"):
         table.add_column(col)
-    colors = {"true": "green", "false": "red", "unknown": "yellow"}
     for r in results:
         seen = [f"{k}={n}{'*' if k in r.allowed else ''}" for k, n in r.counts.items() if n]
-        verdict = f"[{colors[r.verdict]}]{r.verdict}[/]"
+        result = badge(r)
         if r.error:
-            verdict += " [red](harness error)[/]"
+            result.append(" (harness error)", style="red")
         if r.missing_expect:
-            verdict += f" [red](missed expect: {', '.join(r.missing_expect)})[/]"
-        table.add_row(r.scenario, r.kafka, verdict, ", ".join(seen) or "-",
+            result.append(f" (missed expect: {', '.join(r.missing_expect)})", style="red")
+        table.add_row(Text(r.scenario), r.kafka, str(r.seed), result, Text(", ".join(seen) or "-"),
                       f"{r.metrics.unavailable_s}s" if r.metrics else "-")
     return table
+
+
+def say_result(r: RunResult, report: str) -> None:
+    """One line per finished run: its badge, and where its report is (or its harness error)."""
+    head = Text(f"{r.scenario} {r.kafka} seed {r.seed}: ")
+    if r.error:
+        console.print(head + Text(f"harness error, going on with the next run: {r.error}", style="red"))
+    else:
+        console.print(head + badge(r) + Text(f" → {report}"))
+
+
+def error_line(message: str) -> None:
+    """A user error: `kchaos: ...` in red, its text never read as markup."""
+    console.print(f"[red]kchaos: {escape(message)}[/red]", highlight=False, soft_wrap=True)

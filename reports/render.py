@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -26,25 +27,55 @@ def write_report(result: RunResult, series: dict, run_dir: Path) -> Path:
     return path
 
 
-def write_junit(results: list[RunResult], path: Path, suite: str) -> Path:
-    """One test case per scenario run: error when the harness could not complete it, failure on a violated
-    guarantee or missed expectation, skipped on unknown."""
-    failures = sum(1 for r in results if r.failed and not r.error)
-    root = ET.Element("testsuite", name=f"kafka-chaos.{suite}", tests=str(len(results)), failures=str(failures),
-                      errors=str(sum(1 for r in results if r.error)),
-                      skipped=str(sum(1 for r in results if r.verdict == "unknown" and not r.failed)))
+def case_name(r: RunResult) -> str:
+    """`scenario[version, seed]`: unique per run in a suite of several versions and seeds."""
+    return f"{r.scenario}[{r.kafka}, seed {r.seed}]"
+
+
+def failure_message(r: RunResult) -> str:
+    """Counts, the first example and the report: what a CI page shows of a failed or unknown run."""
+    if r.verdict == "false":
+        name = next(iter(r.forbidden))
+        first = (r.examples.get(name) or [{}])[0]
+        what = f"forbidden anomalies {', '.join(f'{k}={n}' for k, n in r.forbidden.items())}; first {name}: {first}"
+    elif r.missing_expect:
+        what = f"expected anomalies not seen: {', '.join(r.missing_expect)}"
+    else:
+        what = "unknown: " + "; ".join(r.unknown_because)
+    return f"{r.badge}: {what} (report: {r.run_dir}/report.html)"
+
+
+def write_junit(results: list[RunResult], path: Path, suite: str, allow_unknown: bool = False) -> Path:
+    """One test case per run, named `scenario[version, seed]` under the class `kchaos.<suite>` (no dots a CI reads
+    as packages): error when the harness could not complete it, failure on a violated guarantee, a missed
+    expectation or (unless `allow_unknown`) an unknown verdict, skipped on an allowed unknown."""
+    def fails(r: RunResult) -> bool:
+        return not r.error and (r.failed or (r.verdict == "unknown" and not allow_unknown))
+
+    classname = "kchaos." + "".join(c if c.isalnum() or c in "-_" else "_" for c in suite)
+    root = ET.Element("testsuite", name=classname, tests=str(len(results)),
+                      failures=str(sum(map(fails, results))), errors=str(sum(1 for r in results if r.error)),
+                      skipped=str(sum(1 for r in results if r.verdict == "unknown" and not fails(r) and not r.error)))
     for r in results:
-        case = ET.SubElement(root, "testcase", classname=f"kafka-chaos.{r.kafka}", name=r.scenario,
-                             time=str(r.elapsed_s))
+        case = ET.SubElement(root, "testcase", classname=classname, name=case_name(r), time=str(r.elapsed_s))
         if r.error:
             ET.SubElement(case, "error", message=r.error)
-        elif r.failed:
-            what = (f"forbidden anomalies {r.forbidden}" if r.verdict == "false"
-                    else f"expected anomalies not seen: {r.missing_expect}")
-            ET.SubElement(case, "failure", message=what).text = str(r.counts)
+        elif fails(r):
+            ET.SubElement(case, "failure", message=failure_message(r)).text = str(r.counts)
         elif r.verdict == "unknown":
             ET.SubElement(case, "skipped", message="; ".join(r.unknown_because))
         ET.SubElement(case, "system-out").text = r.run_dir
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
     return path
+
+
+def step_summary(results: list[RunResult], suite: str, base: Path) -> str:
+    """A GitHub step summary (Markdown): one row per run with its badge, counts and report (relative to `base`)."""
+    lines = [f"### kafka-chaos {suite}", "", "| run | result | anomalies (* allowed) | report |", "|---|---|---|---|"]
+    for r in results:
+        seen = ", ".join(f"{k}={n}{'*' if k in r.allowed else ''}" for k, n in r.counts.items() if n) or "-"
+        report = Path(r.run_dir) / ("results.json" if r.error else "report.html")
+        shown = os.path.relpath(report, base) if report.is_absolute() else str(report)
+        lines.append(f"| `{case_name(r)}` | **{r.badge}** | {seen} | `{shown}` |")
+    return "\n".join(lines) + "\n\n"

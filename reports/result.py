@@ -14,6 +14,7 @@ from reports.guarantees import Rule
 
 SCHEMA_VERSION = 1
 Valid = Literal["true", "false", "unknown"]
+BADGES = ("PASS", "EXPECTED ANOMALY", "FAIL", "UNKNOWN")  # what a run shows at a glance, least to most severe
 
 
 class Latency(BaseModel):
@@ -78,6 +79,16 @@ class RunResult(BaseModel):
     facts: Facts | None = None
     nemesis_errors: list[str] = []
     settings: dict[str, Any] = {}  # the resolved scenario
+
+    @property
+    def badge(self) -> str:
+        """PASS; EXPECTED ANOMALY (true, with anomalies the settings allow); FAIL (a guarantee violated or an
+        expected anomaly not provoked); UNKNOWN (the run could not establish the facts, or did not complete)."""
+        if self.verdict == "false" or (self.missing_expect and not self.error):
+            return "FAIL"
+        if self.verdict == "unknown" or self.error:
+            return "UNKNOWN"
+        return "EXPECTED ANOMALY" if self.allowed_seen else "PASS"
 
     def save(self, run_dir: Path) -> Path:
         """Write results.json into the run directory."""

@@ -43,9 +43,20 @@ def test_junit_one_case_per_run_with_failures_and_skips(tmp_path):
                         result("c", "4.3.1", "true", missing=["lost-write"]), result("d", "4.3.1", "unknown")],
                        tmp_path / "j.xml", "smoke")
     root = ET.parse(path).getroot()
-    assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("4", "2", "1")
+    assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("4", "3", "0")  # unknown fails
     failures = {c.get("name"): c.find("failure").get("message") for c in root if c.find("failure") is not None}
-    assert "forbidden anomalies" in failures["b"] and "expected anomalies not seen" in failures["c"]
+    assert "forbidden anomalies" in failures["b[4.3.1, seed 1]"]
+    assert "expected anomalies not seen" in failures["c[4.3.1, seed 1]"]
+    assert failures["d[4.3.1, seed 1]"].startswith("UNKNOWN: unknown: drain (report: runs/1/report.html)")
+    assert {c.get("classname") for c in root} == {"kchaos.smoke"}  # no dots a CI splits into packages
+    relaxed = ET.parse(write_junit([result("d", "4.3.1", "unknown")], tmp_path / "k.xml", "s", True)).getroot()
+    assert (relaxed.get("failures"), relaxed.get("skipped")) == ("0", "1")
+
+
+def test_cases_of_several_seeds_and_versions_have_distinct_names(tmp_path):
+    runs = [result("a", v, "true", seed) for v in ("4.3.1", "3.9.2") for seed in (1, 2)]
+    root = ET.parse(write_junit(runs, tmp_path / "j.xml", "nightly")).getroot()
+    assert len({c.get("name") for c in root}) == 4
 
 
 def test_a_run_the_harness_could_not_complete_is_an_error_and_the_suite_goes_on(tmp_path, monkeypatch):

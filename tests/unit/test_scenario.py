@@ -52,8 +52,8 @@ def test_matrix_expands_every_combination_and_validates_each(tmp_path):
 
 
 def test_durations(tmp_path):
-    s = load(write(tmp_path, "name: x\nduration: 2m\nfaults: [{fault: pause, every: 500ms, for: 1.5}]"))[0]
-    assert (s.duration, s.faults[0].every, s.faults[0].for_) == (120.0, 0.5, 1.5)
+    s = load(write(tmp_path, "name: x\nduration: 2m\nfaults: [{fault: pause, every: 2, for: 500ms, after: 1.5}]"))[0]
+    assert (s.duration, s.faults[0].every, s.faults[0].for_, s.faults[0].after) == (120.0, 2.0, 0.5, 1.5)
 
 
 def test_role_faults_keep_their_default_target_through_command_line_overrides(tmp_path):

@@ -1,0 +1,40 @@
+"""Figures this machine measured that validation plans with: how long a broker of each version takes to restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+
+from contracts.paths import cache_dir
+
+KEEP = 10  # restarts remembered per version
+ASSUMED_RESTART_S = 10.0  # before any restart of a version was measured here
+
+
+def _file():
+    return cache_dir() / "restart-seconds.json"
+
+
+def _load() -> dict[str, list[float]]:
+    try:
+        return json.loads(_file().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def restart_seconds(version: str) -> tuple[float, bool]:
+    """(seconds, measured): the median of this machine's last restarts of a version, or an assumption."""
+    seen = _load().get(version)
+    return (round(statistics.median(seen), 1), True) if seen else (ASSUMED_RESTART_S, False)
+
+
+def record_restart(version: str, seconds: float) -> None:
+    """Remember one restart's length (written whole, so concurrent writers lose a figure, never the file)."""
+    data = _load()
+    data[version] = [*data.get(version, []), round(seconds, 2)][-KEEP:]
+    path = _file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    tmp.replace(path)

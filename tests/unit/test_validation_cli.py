@@ -1,0 +1,83 @@
+"""Every bad input the reports issue found: exit 2, one line naming the field, the value and the fix, no traceback,
+and nothing started (the Docker engine is never even asked for)."""
+
+from __future__ import annotations
+
+import pytest
+
+from contracts.versions import SUPPORTED_VERSIONS
+from harness import images
+from harness.broker_config import broker_defaults
+from kchaos import cli
+from kchaos.catalog import catalog, load
+
+
+def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
+    def started(*args, **kwargs):
+        raise AssertionError("validation let something start")
+
+    monkeypatch.setattr(cli, "ensure_engine", started)
+    code = cli.main(argv)
+    return code, [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+
+
+@pytest.mark.parametrize("body, says", [
+    ("duration: -30", "Expected duration >= 1.0 but got duration=-30.0"),
+    ("duration: 0", "Expected duration >= 1.0 but got duration=0.0"),
+    ("faults: [{fault: kill, for: -5}]", "Expected faults.0.for >= 0.0 but got faults.0.for=-5.0"),
+    ("faults: [{fault: kill, every: 0s}]", "Expected faults.0.every >= 0.5 but got faults.0.every=0.0"),
+    ("faults: [{fault: kill, target: 7}]", "faults.0.target=7 must name brokers among 1..3 (kafka.brokers=3)"),
+    ("faults: [{fault: kill, target: [1, 9]}]", "faults.0.target=[1, 9] must name brokers among 1..3"),
+    ("kafka: {version: '9.9.9'}", "Maven Central has no org.apache.kafka:kafka_2.13:9.9.9 "
+                                  "(s.yaml: kafka.version='9.9.9')"),
+    ("kafka: {config: {log.retention.hour: 1}}", "Unknown config kafka.config.'log.retention.hour': Kafka 4.3.1 "
+                                                 "defines no such broker config; did you mean 'log.retention.hours'?"),
+    ("topic: {config: {flush.message: 1}}", "did you mean 'flush.messages'?"),
+    ("producer: {acks: al}", "but got producer.acks='al' (did you mean 'all'?)"),
+    ("producer: {ackz: 1}", "Unknown field 'producer.ackz' (did you mean 'acks'?)"),
+    ("faults: [{fault: kil}]", "but got faults.0.fault='kil' (did you mean 'kill'?)"),
+    ("faults: [{fault: kill, target: leader, every: 7s, for: 2s}, {fault: pause, target: followers, every: 11s, "
+     "for: 4s}]", "faults.0: kill keeps its line busy about"),
+    ("faults: [{fault: kill, after: 70s}]", "the line would never fire"),
+    ("producer: {rate: -1}", "Expected producer.rate >= 0.0 but got producer.rate=-1"),
+])
+def test_a_bad_scenario_file(tmp_path, capsys, monkeypatch, body, says):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: x\n{body}\n" + ("" if "duration" in body else "duration: 60s\n"))
+    monkeypatch.chdir(tmp_path)
+    code, lines = kchaos(["run", "s.yaml"], capsys, monkeypatch)
+    assert code == 2 and len(lines) == 1, lines
+    assert says in lines[0] and "Traceback" not in lines[0]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["run", "{dir}"], "is a directory, not a scenario file"),
+    (["run", "{dir}/list.yaml"], "expected a mapping with at least a 'name' field"),
+    (["run", "{dir}/spaced.yaml"], "Expected a scenario name of letters, digits and . _ - [ ] = , (no spaces) but "
+                                   "got name='a b'"),
+    (["run", "acks-all-leader-kill", "--duration", "5 minutes"], "but got --duration '5 minutes'"),
+    (["run", "acks-all-leader-kill", "--duration", "-5"], "but got --duration '-5'"),
+    (["run", "acks-all-leader-kill", "--kafka", "9.9"], "Expected a Kafka version like '4.3.1' but got --kafka='9.9'"),
+    (["suite", "smoke", "--seeds", "0"], "Expected --seeds between 1 and 1000 but got --seeds 0"),
+    (["compare", "--kafka", ""], "Expected comma-separated Kafka versions like '4.3.1,3.9.2' but got --kafka ''"),
+    (["analyze", "{dir}"], "is not a run directory (no scenario.json)"),
+])
+def test_bad_arguments(tmp_path, capsys, monkeypatch, argv, says):
+    (tmp_path / "list.yaml").write_text("- name: x\n")
+    (tmp_path / "spaced.yaml").write_text("name: a b\n")
+    code, lines = kchaos([a.format(dir=tmp_path) for a in argv], capsys, monkeypatch)
+    assert code == 2 and len(lines) == 1, lines
+    assert says in lines[0]
+
+
+def test_analyze_refuses_a_run_directory_without_a_history(tmp_path, capsys, monkeypatch):
+    (scenario,) = load(catalog()["acks-all-leader-kill"])  # a resolved scenario.json, as a run writes it
+    (tmp_path / "scenario.json").write_text(scenario.model_dump_json(by_alias=True))
+    code, lines = kchaos(["analyze", str(tmp_path)], capsys, monkeypatch)
+    assert code == 2 and "has no history to analyze" in lines[-1]
+    assert not (tmp_path / "report.html").exists() and not (tmp_path / "results.json").exists()
+
+
+def test_our_own_broker_settings_are_configs_every_supported_version_defines():
+    for version in SUPPORTED_VERSIONS:
+        assert set(broker_defaults(3)) <= images.config_names(version).broker, version
