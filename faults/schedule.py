@@ -117,6 +117,7 @@ class Nemesis:
                     outcome = Outcome.SKIPPED
             if outcome is Outcome.FIRED:
                 self.running[op.index] = f"{spec.fault}({','.join(map(str, targets))})"
+                detail["hold_s"] = spec.for_
                 detail |= kind.op(ctx, spec, targets)
         except NoEffect as exc:
             outcome, detail["error"] = Outcome.NO_EFFECT, str(exc)

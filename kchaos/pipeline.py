@@ -16,7 +16,7 @@ from contracts.scenario import Scenario
 from kchaos.run import Tick, execute, run_dir_for
 from reports import guarantees, render
 from reports.analysis import Analysis, analyze, is_large
-from reports.result import Metrics, RunResult
+from reports.result import Metrics, RunResult, Span
 from reports.spark import session
 from reports.warmup import analyze_small
 from workloads.consumer import reader_name
@@ -79,17 +79,31 @@ def _identity(scenario: Scenario, run_dir: Path) -> dict:
             "settings": scenario.model_dump(mode="json", by_alias=True)}
 
 
+TIMES = ("t_invoke", "t_complete", "t", "first_read_t")  # example columns on the history clock
+
+
+def in_seconds(example: dict, t0: int) -> dict:
+    """An example row with its history-clock times as seconds since the first send (`t_complete` -> `t_complete_s`),
+    the axis every chart uses."""
+    return {f"{k}_s" if k in TIMES else k: round((v - t0) / 1e9, 3) if k in TIMES and v is not None else v
+            for k, v in example.items()}
+
+
 def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outcome:
     """Analyze a run directory, judge it against the guarantee model, write results.json and report.html."""
     readers = [reader_name(i) for i in range(scenario.consumer.count)] if scenario.consumer.mode == "assign" else []
     history = run_dir / "history"
     a = analyze(spark_session(master, large=is_large(history)), history, readers)
     v = guarantees.verdict(scenario, a)
+    t0 = a.series["t0"]
     result = RunResult(
         **_identity(scenario, run_dir), verdict=v.valid, failed=v.failed, forbidden=v.forbidden,
         allowed_seen=v.allowed_seen, missing_expect=v.missing_expect, unknown_because=v.unknown_because,
         liveness="" if a.facts.recovered else "the cluster did not regain a full ISR after healing (see events)",
-        counts=a.counts(), examples={k: x.examples for k, x in a.anomalies.items()},
+        counts=a.counts(), examples={k: [in_seconds(e, t0) for e in x.examples] for k, x in a.anomalies.items()},
+        spans={k: Span(partitions=x.span["partitions"], first_s=round((x.span["t_first"] - t0) / 1e9, 1),
+                       last_s=round((x.span["t_last"] - t0) / 1e9, 1))
+               for k, x in a.anomalies.items() if x.span and x.span.get("t_first") is not None},
         rules=guarantees.rules(scenario), metrics=Metrics.model_validate(a.metrics), facts=a.facts)
     result.save(run_dir)
     render.write_report(result, a.series, run_dir)

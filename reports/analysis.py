@@ -15,6 +15,7 @@ from reports.frames import Facts, Frames, is_large
 from reports.metrics import send_metrics
 
 __all__ = ["Analysis", "Anomaly", "Facts", "analyze", "is_large"]
+SAMPLED_SENDS = 20_000  # individual sends the latency chart draws, sampled evenly
 
 
 @dataclass
@@ -23,6 +24,7 @@ class Anomaly:
 
     count: int
     examples: list[dict]
+    span: dict = field(default_factory=dict)  # partitions, t_first, t_last of its sends (where it has sends)
 
 
 @dataclass
@@ -50,7 +52,8 @@ def settle(findings: dict[str, Finding | None]) -> dict[str, Anomaly]:
         for df in labelled[1:]:
             union = union.unionAll(df)
         counts = {r["anomaly"]: r["count"] for r in union.groupBy("anomaly").count().collect()}
-    return {k: Anomaly(counts.get(k, 0), live[k].examples() if counts.get(k) else []) for k in findings}
+    return {k: Anomaly(counts[k], live[k].examples(), live[k].span()) if counts.get(k) else Anomaly(0, [])
+            for k in findings}
 
 
 def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None = None,
@@ -76,4 +79,9 @@ def _metrics(f: Frames) -> tuple[dict, dict]:
         meta["isr_size"] = meta["isr"].fillna("").map(lambda s: len([x for x in s.split(",") if x]))
     metrics.update(recovered=f.values.filter("info AND (live OR final OR in_replica)").count(),
                    leader_changes=leader_changes, reads=f.reads.count())
-    return metrics, {"per_second": per_s.toPandas(), "metadata": meta, "faults": faults, "t0": t0}
+    sends = metrics["acked"] + metrics["failed"] + metrics["indeterminate"]
+    sample = (f.sends.filter(F.col("t_complete").isNotNull())
+              .sample(fraction=min(1.0, SAMPLED_SENDS / max(sends, 1)), seed=1)
+              .select("t_invoke", ((F.col("t_complete") - F.col("t_invoke")) / 1e6).alias("latency_ms"), "outcome")
+              .limit(SAMPLED_SENDS).toPandas())
+    return metrics, {"per_second": per_s.toPandas(), "metadata": meta, "faults": faults, "t0": t0, "sample": sample}

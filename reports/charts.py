@@ -1,4 +1,5 @@
-"""The report's charts (matplotlib, embedded as PNG data URIs so report.html is self-contained)."""
+"""The report's timeline (matplotlib, embedded as a PNG data URI so report.html is self-contained): every panel on
+one axis, seconds since the first send. Faults get a lane per fault line, so overlapping ops never merge."""
 
 from __future__ import annotations
 
@@ -11,58 +12,126 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+OUTCOME_COLORS = {"ok": "tab:green", "info": "tab:orange", "fail": "tab:red"}
+RAN = ("fired", "failed", "no-effect")  # outcomes of ops that ran (a band); the others are a mark
 
 
 def _png(fig) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=90)
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def _took_place(f) -> bool:
-    """A fault row whose op ran (not the final heal, nor an op skipped or never reached)."""
-    return f["fault"] != "heal" and f.get("outcome") not in ("skipped", "not-reached")
+def _s(ns, t0: int):
+    return (ns - t0) / 1e9
 
 
-def _shade_faults(ax, faults: pd.DataFrame, t0: int) -> None:
-    for _, f in faults.iterrows():
-        if not _took_place(f):
-            continue
-        start, end = (f["t_start"] - t0) / 1e9, (f["t_end"] - t0) / 1e9
-        ax.axvspan(start, end, color="tab:red", alpha=0.15, lw=0)
-        ax.text(start, ax.get_ylim()[1], f"{f['fault']} {f['targets'] or ''}", fontsize=7, va="top", rotation=90)
+def _outcome(f) -> str:
+    return f.get("outcome") or "fired"
 
 
-def throughput_latency(per_second: pd.DataFrame, faults: pd.DataFrame, t0: int) -> str:
-    """Acks and errors per second, and p99 latency of acks, with fault windows shaded."""
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(10, 5), sharex=True)
-    for outcome, color in (("ok", "tab:green"), ("info", "tab:orange"), ("fail", "tab:red")):
-        d = per_second[per_second["outcome"] == outcome] if not per_second.empty else per_second
+def fault_lanes(ax, faults: pd.DataFrame, t0: int) -> None:
+    """One lane per fault line (and one for the final heal): the op's hold in red, its recovery (the broker
+    restarts it waited for) in orange, failed or ineffective ops hatched, skipped and unreached ones as marks."""
+    lanes = sorted({(-1 if f["fault"] == "heal" else int(f["line"] if pd.notna(f["line"]) else 0), f["fault"])
+                    for _, f in faults.iterrows()}, key=lambda x: (x[0] < 0, x[0]))
+    for y, (line, name) in enumerate(lanes):
+        rows = [f for _, f in faults.iterrows() if f["fault"] == name and
+                (f["fault"] == "heal" or int(f["line"] if pd.notna(f["line"]) else 0) == line)]
+        for n, f in enumerate(rows, 1):
+            detail = json.loads(f["detail"] or "{}")
+            start, end = _s(f["t_start"], t0), _s(f["t_end"], t0)
+            if _outcome(f) not in RAN:
+                ax.plot([_s(f["planned"], t0) if pd.notna(f["planned"]) and f["planned"] > 0 else start], [y],
+                        marker="x", color="grey")
+                continue
+            hold = min(detail.get("hold_s", end - start), end - start)
+            bad = _outcome(f) != "fired"
+            ax.broken_barh([(start, hold)], (y - 0.35, 0.7), color="darkred" if bad else "tab:red",
+                           hatch="//" if bad else None)
+            ax.broken_barh([(start + hold, end - start - hold)], (y - 0.35, 0.7), color="tab:orange", alpha=0.6)
+            ax.text(start, y + 0.38, f"#{n} {f['targets'] or ''}", fontsize=6, va="bottom")
+    ax.set_yticks(range(len(lanes)), [f"{name}" if line < 0 else f"{line}: {name}" for line, name in lanes],
+                  fontsize=7)
+    ax.set_ylim(-0.6, max(len(lanes), 1) - 0.1)
+    ax.legend(handles=[Patch(color="tab:red", label="fault"), Patch(color="tab:orange", alpha=0.6,
+                                                                    label="recovery"),
+                       Patch(facecolor="darkred", hatch="//", label="failed / no effect")],
+              loc="upper right", fontsize=7, ncol=3)
+
+
+def throughput(ax, per_second: pd.DataFrame, windows: list, end: float) -> None:
+    """Sends per second by outcome, every second drawn (zero when nothing completed), and the unavailability
+    windows (no ack for more than a second) shaded."""
+    seconds = pd.RangeIndex(0, int(end) + 1)
+    for outcome, color in OUTCOME_COLORS.items():
+        rows = per_second[per_second["outcome"] == outcome] if not per_second.empty else per_second
+        counts = rows.set_index("s")["n"].reindex(seconds, fill_value=0) if not rows.empty else None
+        if counts is not None:
+            ax.step(seconds, counts, where="post", color=color, lw=1, label=outcome)
+    for w in windows:
+        ax.axvspan(w.start_s, w.start_s + w.length_s, color="grey", alpha=0.25, lw=0)
+    ax.set_ylabel("sends / s")
+    ax.legend(handles=[*ax.get_legend_handles_labels()[0], Patch(color="grey", alpha=0.25, label="unavailable")],
+              loc="upper right", fontsize=7, ncol=4)
+
+
+def latency(ax, sample: pd.DataFrame, t0: int) -> None:
+    """Each (sampled) send at its invoke time and latency, coloured by outcome, like Jepsen's latency-raw plot."""
+    for outcome, color in OUTCOME_COLORS.items():
+        d = sample[sample["outcome"] == outcome] if not sample.empty else sample
         if not d.empty:
-            ax1.plot(d["s"], d["n"], label=outcome, color=color, lw=1)
-    ax1.set_ylabel("sends / s")
-    ax1.legend(loc="upper right", fontsize=8)
-    ok = per_second[per_second["outcome"] == "ok"] if not per_second.empty else per_second
-    if not ok.empty:
-        ax2.plot(ok["s"], ok["p99_ms"], color="tab:blue", lw=1)
-    ax2.set_ylabel("p99 ack latency (ms)")
-    ax2.set_xlabel("seconds since the first send")
-    for ax in (ax1, ax2):
-        _shade_faults(ax, faults, t0)
-    return _png(fig)
+            ax.scatter(_s(d["t_invoke"], t0), d["latency_ms"].clip(lower=0.1), s=2, color=color, alpha=0.5,
+                       label=outcome, rasterized=True)
+    ax.set_yscale("log")
+    ax.set_ylabel("latency (ms)")
+    if not sample.empty:
+        ax.legend(loc="upper right", fontsize=7, ncol=3, markerscale=4)
 
 
-def isr_sizes(meta: pd.DataFrame, faults: pd.DataFrame, t0: int) -> str:
-    """ISR size per partition over time (from the metadata sampler), fault windows shaded."""
-    fig, ax = plt.subplots(figsize=(10, 2.8))
-    if not meta.empty:
-        for p, g in meta.groupby("partition"):
-            ax.step((g["t"] - t0) / 1e9, g["isr_size"] + 0.03 * int(p), where="post", label=f"p{p}", lw=1)
-        ax.legend(loc="lower right", fontsize=8, ncol=4)
-    ax.set_ylabel("ISR size")
-    ax.set_xlabel("seconds since the first send")
-    _shade_faults(ax, faults, t0)
+def leaders(ax, meta: pd.DataFrame, t0: int, end: float) -> None:
+    """Per partition: its leader over time (a colour per broker, grey when leaderless), the ISR size as a step line
+    within the lane, and a tick at each election (a change of leader)."""
+    cmap = plt.get_cmap("tab10")
+    partitions = sorted(meta["partition"].unique()) if not meta.empty else []
+    for y, p in enumerate(partitions):
+        g = meta[meta["partition"] == p].sort_values("t")
+        times = [*_s(g["t"], t0).tolist(), end]
+        for (t, leader), t_next in zip(zip(times, g["leader"].tolist(), strict=False), times[1:], strict=False):
+            ax.broken_barh([(t, t_next - t)], (y - 0.4, 0.35), color="lightgrey" if leader < 0 else cmap(leader % 10))
+        changed = g[g["leader"].ne(g["leader"].shift()) & g["leader"].shift().notna()]
+        ax.plot(_s(changed["t"], t0), [y - 0.45] * len(changed), "|", color="black", ms=8)
+        top = max(int(g["isr_size"].max()), 1)
+        ax.step(_s(g["t"], t0), y + g["isr_size"] / top * 0.4, where="post", color="black", lw=0.8)
+    ax.set_yticks(range(len(partitions)), [f"p{p}" for p in partitions], fontsize=7)
+    brokers = sorted({int(b) for b in meta["leader"].unique() if b >= 0}) if not meta.empty else []
+    ax.legend(handles=[Patch(color=cmap(b % 10), label=f"leader {b}") for b in brokers]
+              + [Patch(color="lightgrey", label="no leader")], loc="upper right", fontsize=7, ncol=6)
+    ax.set_ylabel("leader / ISR")
+
+
+def timeline(series: dict, windows: list) -> str:
+    """The whole run on one time axis: faults, throughput, latency, leaders and ISR."""
+    t0, faults, meta = series["t0"], series["faults"], series["metadata"]
+    ends = [series["per_second"]["s"].max() + 1 if not series["per_second"].empty else 0,
+            _s(faults["t_end"].max(), t0) if not faults.empty else 0, _s(meta["t"].max(), t0) if not meta.empty else 0]
+    end = float(max(ends))
+    lanes = faults.assign(l=faults["line"].fillna(0)).groupby(["l", "fault"]).ngroups if not faults.empty else 1
+    parts = meta["partition"].nunique() if not meta.empty else 1
+    fig, axes = plt.subplots(4, 1, figsize=(11, 2.2 + 0.3 * lanes + 4.4 + 0.35 * parts), sharex=True,
+                             gridspec_kw={"height_ratios": [0.4 + 0.3 * lanes, 2.2, 2.2, 0.5 + 0.35 * parts]})
+    fault_lanes(axes[0], faults, t0)
+    throughput(axes[1], series["per_second"], windows, end)
+    latency(axes[2], series["sample"], t0)
+    leaders(axes[3], meta, t0, end)
+    axes[-1].set_xlim(0, end)
+    axes[-1].set_xlabel("seconds since the first send")
+    axes[1].yaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.subplots_adjust(left=0.12, right=0.98, top=0.98, bottom=0.06, hspace=0.12)
     return _png(fig)
 
 
@@ -72,9 +141,10 @@ def fault_rows(faults: pd.DataFrame, t0: int) -> list[dict]:
     rows = []
     for _, f in faults.iterrows():
         detail = json.loads(f["detail"] or "{}")
-        ran = _took_place(f) or f["fault"] == "heal"
-        rows.append({"fault": f["fault"], "outcome": f.get("outcome") or "fired", "planned_s": detail.pop(
-                     "planned_at", None), "delay_s": detail.pop("delay_s", None), "targets": f["targets"],
-                     "start_s": round((f["t_start"] - t0) / 1e9, 1) if ran else None,
-                     "length_s": round((f["t_end"] - f["t_start"]) / 1e9, 1) if ran else None, "detail": detail})
+        ran = _outcome(f) in RAN or f["fault"] == "heal"
+        rows.append({"fault": f["fault"], "outcome": _outcome(f), "planned_s": detail.pop("planned_at", None),
+                     "delay_s": detail.pop("delay_s", None), "targets": f["targets"],
+                     "start_s": round(_s(f["t_start"], t0), 1) if ran else None,
+                     "length_s": round((f["t_end"] - f["t_start"]) / 1e9, 1) if ran else None,
+                     "detail": {k: v for k, v in detail.items() if k != "trace"}})
     return rows

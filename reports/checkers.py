@@ -24,6 +24,11 @@ class Finding:
     order: list[str]
     detail: Callable[[DataFrame], DataFrame] | None = None
     shown: list[str] | None = None
+    extent: Callable[[DataFrame], DataFrame] | None = None  # rows -> one row: partitions, t_first, t_last
+
+    def span(self) -> dict:
+        """Where and when the anomaly's sends were acknowledged, over all its rows ({} without an extent)."""
+        return self.extent(self.rows).first().asDict() if self.extent is not None else {}
 
     def examples(self) -> list[dict]:
         """The first EXAMPLES rows, widened by `detail`."""
@@ -67,14 +72,14 @@ def _missing(f: Frames) -> tuple[DataFrame, Column]:
 @checker("lost-write")
 def lost_write(f: Frames) -> Finding:
     missing, lost = _missing(f)
-    return Finding(missing.filter(lost).select(*VALUE), VALUE, f.sends_of)
+    return Finding(missing.filter(lost).select(*VALUE), VALUE, f.sends_of, extent=f.send_extent)
 
 
 @checker("unseen")
 def unseen(f: Frames) -> Finding:
     """Acked, never read, and not provably lost: the final read did not reach it."""
     missing, lost = _missing(f)
-    return Finding(missing.filter(~F.col("live") & ~lost).select(*VALUE), VALUE, f.sends_of)
+    return Finding(missing.filter(~F.col("live") & ~lost).select(*VALUE), VALUE, f.sends_of, extent=f.send_extent)
 
 
 def _at_timeout(f: Frames) -> DataFrame:
@@ -95,12 +100,12 @@ def _at_timeout(f: Frames) -> DataFrame:
 def duplicate(f: Frames) -> Finding:
     """One value at more than one position (an ack's offset counts as one)."""
     moved = f.values.filter("moved").select(*VALUE)
-    return Finding(moved.join(_at_timeout(f), VALUE, "left_anti"), VALUE, f.positions_of)
+    return Finding(moved.join(_at_timeout(f), VALUE, "left_anti"), VALUE, f.positions_of, extent=f.send_extent)
 
 
 @checker("timeout-duplicate")
 def timeout_duplicate(f: Frames) -> Finding:
-    return Finding(_at_timeout(f), VALUE, f.positions_of)
+    return Finding(_at_timeout(f), VALUE, f.positions_of, extent=f.send_extent)
 
 
 @checker("inconsistent-offset")
@@ -123,7 +128,7 @@ def nonmonotonic_send(f: Frames) -> Finding:
     before = Window.partitionBy("producer", "tid", "partition").orderBy("seq").rowsBetween(
         Window.unboundedPreceding, -1)
     reordered = acked.withColumn("prev_max", F.max("offset").over(before)).filter(F.col("offset") < F.col("prev_max"))
-    return Finding(reordered.select(*VALUE, "partition", "offset", "prev_max"), VALUE)
+    return Finding(reordered.select(*VALUE, "partition", "offset", "prev_max"), VALUE, extent=f.send_extent)
 
 
 def _poll_steps(f: Frames) -> DataFrame:

@@ -250,6 +250,13 @@ class Frames:
         cols = ["producer", "seq", "topic", "partition", "offset", "t_invoke", "t_complete"]
         return self.sends.join(keys.select(*VALUE), VALUE, "left_semi").select(*cols)
 
+    def send_extent(self, keys: DataFrame) -> DataFrame:
+        """Where and when the sends of the values in `keys` were acknowledged: their partitions, first and last
+        completion (one row; a headline's facts, over every value, not only the examples)."""
+        return self.sends.join(keys.select(*VALUE).distinct(), VALUE, "left_semi").agg(
+            F.sort_array(F.collect_set("partition")).alias("partitions"),
+            F.min("t_complete").alias("t_first"), F.max("t_complete").alias("t_last"))
+
     def positions_of(self, keys: DataFrame) -> DataFrame:
         """How many positions each value of `keys` sits at, and the first five (an example's detail)."""
         return self.placed.join(keys, VALUE, "left_semi").groupBy(*VALUE).agg(

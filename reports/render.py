@@ -4,24 +4,55 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree as ET
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from reports import charts
+from reports.analysis import SAMPLED_SENDS
+from reports.headline import headline
 from reports.result import RunResult
 
 ENV = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
 
 
+def cell(value: Any) -> str:
+    """A value as a table cell reads it: mappings as `k=v, ...`, lists joined, nothing for None."""
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={cell(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        if any(isinstance(v, dict) for v in value):
+            return "; ".join(cell(v) for v in value)
+        return "[" + ", ".join(cell(v) for v in value) + "]"
+    return str(value)
+
+
+ENV.filters["cell"] = cell
+
+
+def flatten(settings: dict, prefix: str = "") -> list[tuple[str, Any]]:
+    """Nested settings as (dotted path, value) rows."""
+    rows: list[tuple[str, Any]] = []
+    for k, v in settings.items():
+        if isinstance(v, dict) and v:
+            rows += flatten(v, f"{prefix}{k}.")
+        else:
+            rows.append((f"{prefix}{k}", v))
+    return rows
+
+
 def write_report(result: RunResult, series: dict, run_dir: Path) -> Path:
-    """A self-contained HTML page: verdict, anomalies with examples, charts with fault windows shaded."""
-    t0, faults = series["t0"], series["faults"]
+    """A self-contained HTML page: the headline and badge, the timeline, anomalies with examples, faults planned and
+    done, settings. Every path in it is relative to the run directory."""
+    faults = charts.fault_rows(series["faults"], series["t0"])
+    sentence, doc = headline(result, faults)
     html = ENV.get_template("report.html.j2").render(
-        r=result,
-        charts={"throughput": charts.throughput_latency(series["per_second"], faults, t0),
-                "isr": charts.isr_sizes(series["metadata"], faults, t0)},
-        faults=charts.fault_rows(faults, t0))
+        r=result, headline=sentence, headline_doc=doc, faults=faults, settings=flatten(result.settings),
+        timeline=charts.timeline(series, result.metrics.unavailability if result.metrics else []),
+        sampled=len(series["sample"]) >= SAMPLED_SENDS)
     path = run_dir / "report.html"
     path.write_text(html)
     return path
@@ -36,7 +67,7 @@ def failure_message(r: RunResult) -> str:
     """Counts, the first example and the report: what a CI page shows of a failed or unknown run."""
     if r.verdict == "false":
         name = next(iter(r.forbidden))
-        first = (r.examples.get(name) or [{}])[0]
+        first = cell((r.examples.get(name) or [{}])[0])
         what = f"forbidden anomalies {', '.join(f'{k}={n}' for k, n in r.forbidden.items())}; first {name}: {first}"
     elif r.missing_expect:
         what = f"expected anomalies not seen: {', '.join(r.missing_expect)}"

@@ -33,6 +33,14 @@ class Window(BaseModel):
     length_s: float
 
 
+class Span(BaseModel):
+    """Where and when an anomaly's sends were acknowledged, over all of them (seconds since the first send)."""
+
+    partitions: list[int]
+    first_s: float
+    last_s: float
+
+
 class Metrics(BaseModel):
     """Counts, latency and availability of a run's sends, reads and leaders."""
 
@@ -72,7 +80,8 @@ class RunResult(BaseModel):
     unknown_because: list[str] = []
     liveness: str = ""
     counts: dict[str, int] = {}
-    examples: dict[str, list[dict[str, Any]]] = {}
+    examples: dict[str, list[dict[str, Any]]] = {}  # times in seconds since the first send (`*_s`)
+    spans: dict[str, Span] = {}
     allowed: list[str] = []
     rules: list[Rule] = []
     metrics: Metrics | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
@@ -13,6 +14,7 @@ from reports import class_archive
 # that C2 and the parallel collector pay back (BENCHMARKS.md).
 SHORT_JOBS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"  # many analyses in one JVM fill 48 MB
 LONG_JOBS = "-XX:+UseParallelGC"
+LOG_CONFIG = Path(__file__).parent / "log4j2.properties"  # errors only: the console is kafka-chaos's
 
 
 def session(master: str | None = None, driver_memory: str | None = None, large: bool = False,
@@ -25,6 +27,7 @@ def session(master: str | None = None, driver_memory: str | None = None, large: 
     if java_options is None:
         java_options = os.environ.get("KCHAOS_SPARK_JAVA_OPTIONS",
                                       f"{LONG_JOBS if large else SHORT_JOBS} {archive}".strip())
+    java_options = f"{java_options} -Dlog4j2.configurationFile=file:{LOG_CONFIG}"
     builder = (SparkSession.builder.appName("kafka-chaos")
                .master(master or os.environ.get("KCHAOS_SPARK_MASTER", "local[*]"))
                .config("spark.driver.memory", driver_memory or os.environ.get("KCHAOS_SPARK_MEMORY", "4g"))

@@ -1,0 +1,67 @@
+"""The one sentence at the top of a report (and of a CI failure) that says what happened."""
+
+from __future__ import annotations
+
+from reports.result import RunResult
+
+PHRASES = {  # anomaly -> how a count of it reads
+    "lost-write": "acknowledged writes lost", "unseen": "acknowledged writes never read back (not provably lost)",
+    "duplicate": "values written twice", "timeout-duplicate": "values re-sent after a message timeout and "
+    "written twice", "inconsistent-offset": "offsets holding two different values", "nonmonotonic-send":
+    "sends acknowledged out of order", "poll-skip": "consumer polls that skipped records", "nonmonotonic-poll":
+    "consumer polls that went back", "aborted-read": "reads of sends that had failed", "unexpected":
+    "reads of values no producer sent", "vanished-read": "records read live and gone from the final log",
+    "replica-divergence": "offsets where replicas disagree", "committed-unread": "records below the group's "
+    "committed offsets that no member read",
+}
+
+
+def _during(r: RunResult, first_s: float, last_s: float, faults: list[dict]) -> str:
+    """' during kill #2 of broker 3' when a fault op that ran overlaps [first_s, last_s]."""
+    seen: dict[str, int] = {}
+    for f in faults:
+        if f["start_s"] is None or f["fault"] == "heal":
+            continue
+        seen[f["fault"]] = seen.get(f["fault"], 0) + 1
+        if f["start_s"] <= last_s and first_s <= f["start_s"] + f["length_s"]:
+            return f" during {f['fault']} #{seen[f['fault']]} of broker {f['targets']}"
+    return ""
+
+
+def _anomaly(r: RunResult, name: str, faults: list[dict]) -> str:
+    """'Lost 31,350 of 345,658 acknowledged writes (9.1%) on partition 0, acknowledged at 22.9-23.4 s during ...'"""
+    n = r.counts[name]
+    acked = r.metrics.acked if r.metrics else 0
+    if name == "lost-write" and acked:
+        text = f"Lost {n:,} of {acked:,} acknowledged writes ({100 * n / acked:.1f}%)"
+    else:
+        text = f"{n:,} {PHRASES.get(name, name)}"
+    span = r.spans.get(name)
+    if span is not None:
+        where = ", ".join(map(str, span.partitions))
+        text += (f" on partition{'s' if len(span.partitions) > 1 else ''} {where}, acknowledged at "
+                 f"{span.first_s:.1f}-{span.last_s:.1f} s{_during(r, span.first_s, span.last_s, faults)}")
+    return text
+
+
+def headline(r: RunResult, faults: list[dict]) -> tuple[str, str]:
+    """(sentence, the documentation it cites or "")."""
+    why = {rule.anomaly: rule for rule in r.rules}
+    if r.error:
+        return f"The harness could not complete the run: {r.error}.", ""
+    if r.forbidden:
+        name = max(r.forbidden, key=r.forbidden.__getitem__)
+        return f"{_anomaly(r, name, faults)}; forbidden: {why[name].why}.", why[name].doc
+    if r.missing_expect:
+        return (f"Expected {', '.join(r.missing_expect)} but saw none: the run did not provoke what this scenario "
+                "exists to show.", "")
+    if r.verdict == "unknown":
+        more = f" (and {len(r.unknown_because) - 1} more)" if len(r.unknown_because) > 1 else ""
+        return f"Unknown: {r.unknown_because[0]}{more}.", ""
+    if r.allowed_seen:
+        name = max(r.allowed_seen, key=r.allowed_seen.__getitem__)
+        return f"{_anomaly(r, name, faults)}; allowed by {why[name].why}.", why[name].doc
+    ran = [f for f in faults if f["start_s"] is not None and f["fault"] != "heal"]
+    acked = r.metrics.acked if r.metrics else 0
+    return (f"All {acked:,} acknowledged writes were read back and no anomaly occurred, through {len(ran)} fault "
+            f"op{'s' if len(ran) != 1 else ''}.", "")
