@@ -94,7 +94,7 @@ def test_run_end_to_end_writes_verdict_report_and_junit_and_the_charts_render(tm
     assert any(f["fault"] == "kill" for f in json.loads((run_dir / "schedule.json").read_text()))
     assert "testcase" in (tmp_path / "runs" / "junit-e2e.xml").read_text()
     html = (run_dir / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 2
+    assert html.count("data:image/png;base64,") == 1 and 'id="headline">All ' in html
     png = tmp_path / "report.png"
     screenshot(run_dir / "report.html", png)
     img = mpimg.imread(png)
@@ -133,7 +133,7 @@ def test_run_killed_half_way_is_cleanable_and_analyzable(tmp_path):
     assert not docker.from_env().networks.list(filters={"label": OWNER})
     run_dir = sends.parent.parent
     done = kchaos("analyze", str(run_dir))
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 5, done.stderr[-2000:]  # unknown fails the command unless --allow-unknown
     result = json.loads((run_dir / "results.json").read_text())
     assert result["verdict"] == "unknown" and result["metrics"]["acked"] > 0
     assert any("final drain never ran" in u for u in result["unknown_because"])

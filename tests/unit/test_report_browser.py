@@ -1,0 +1,70 @@
+"""report.html as a person sees it: Debian's Chromium (installed on first use) opens reports of hand-built runs and
+finds the headline, the badge and the timeline, with no broken image."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from harness.apt import apt_install
+from kchaos import pipeline
+from kchaos.catalog import validate
+from tests.histories import clean
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+SAFE = {"producer": {"acks": "all", "idempotence": True}, "topic": {"min_insync_replicas": 2}}
+UNSAFE = {"producer": {"acks": "1", "idempotence": False}, "topic": {"min_insync_replicas": 1}}
+
+
+def chromium() -> str:
+    """Debian's Chromium, installed on first use (root on Debian)."""
+    if not shutil.which("chromium"):
+        apt_install("chromium")
+    return shutil.which("chromium") or "chromium"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def report(tmp_path: Path, settings: dict, lose: bool) -> Path:
+    """A run directory checked by the real pipeline: a clean history (with one kill that fired), minus one acked
+    write when `lose`."""
+    h = clean()
+    h.fault("kill", [2], planned_at=0.05, hold_s=0.02)
+    if lose:
+        h.drop("reads", producer=0, seq=0).drop("replicas", producer=0, seq=0)
+    run = tmp_path / "run"
+    scenario = validate({"name": "shown", **settings}, "test")
+    h.write(run / "history")
+    (run / "scenario.json").write_text(scenario.model_dump_json(by_alias=True))
+    pipeline.check(scenario, run)
+    return run / "report.html"
+
+
+@pytest.mark.parametrize("settings, lose, badge, says", [
+    (SAFE, False, "PASS", "All 12 acknowledged writes were read back and no anomaly occurred, through 1 fault op."),
+    (UNSAFE, True, "EXPECTED ANOMALY", "Lost 1 of 12 acknowledged writes (8.3%) on partition 0, acknowledged at "
+                                       "0.0-0.0 s; allowed by acks=1"),
+    (SAFE, True, "FAIL", "Lost 1 of 12 acknowledged writes (8.3%) on partition 0, acknowledged at 0.0-0.0 s; "
+                         "forbidden: acks=all with min.insync.replicas>=2"),
+])
+def test_the_report_shows_what_happened_at_the_top(spark, browser, tmp_path, settings, lose, badge, says):
+    page = browser.new_page()
+    page.goto(report(tmp_path, settings, lose).as_uri())
+    assert page.inner_text("#badge") == badge
+    assert page.inner_text("#headline").startswith(says)
+    images = page.evaluate("[...document.images].map(i => [i.id, i.complete && i.naturalWidth > 0])")
+    assert ["timeline", True] in images and all(ok for _, ok in images)
+    assert page.locator("#headline").bounding_box()["y"] < page.locator("#timeline").bounding_box()["y"] < 900
+    rows = page.locator("#faults tr").all_inner_texts()
+    assert any(r.startswith("kill\tfired") for r in rows), rows
+    page.close()
