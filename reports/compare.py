@@ -9,18 +9,18 @@ from pathlib import Path
 from reports.render import ENV
 from reports.result import RunResult
 
-SEVERITY = {"false": 2, "unknown": 1, "true": 0}
+SEVERITY = ("PASS", "EXPECTED ANOMALY", "UNKNOWN", "FAIL")  # a cell shows its runs' most severe badge
 
 
 def worst(runs: list[RunResult]) -> str:
-    """The verdict a cell shows: false beats unknown beats true, across all seeds."""
-    return max((r.verdict for r in runs), key=SEVERITY.__getitem__)
+    """The badge a cell shows: FAIL beats UNKNOWN beats EXPECTED ANOMALY beats PASS, across all seeds."""
+    return max((r.badge for r in runs), key=SEVERITY.index)
 
 
 def cell(runs: list[RunResult]) -> str:
-    """Verdicts, anomalies summed over runs (* = allowed), missed expectations and the worst unavailability."""
-    verdicts = Counter(r.verdict for r in runs)
-    head = worst(runs) if len(runs) == 1 else ", ".join(f"{v}×{n}" for v, n in sorted(verdicts.items()))
+    """Badges, anomalies summed over runs (* = allowed), missed expectations and the worst unavailability."""
+    badges = Counter(r.badge for r in runs)
+    head = worst(runs) if len(runs) == 1 else ", ".join(f"{b}×{n}" for b, n in sorted(badges.items()))
     totals: Counter = Counter()
     for r in runs:
         totals.update({k: n for k, n in r.counts.items() if n})

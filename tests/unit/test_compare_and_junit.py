@@ -32,9 +32,9 @@ def test_compare_table_shows_the_worst_seed_and_sums_counts(tmp_path):
     text = md.read_text()
     assert "| scenario | Kafka 4.3.1 | Kafka 3.9.2 |" in text
     row_a = next(ln for ln in text.splitlines() if ln.startswith("| a |"))
-    assert "false×1, true×1" in row_a and "lost-write=3" in row_a and "unavailable ≤ 3.0 s" in row_a
+    assert "FAIL×1, PASS×1" in row_a and "lost-write=3" in row_a and "unavailable ≤ 3.0 s" in row_a
     assert "| b | not run |" in text
-    assert 'class="v-false"' in html.read_text() and "seed 2" in html.read_text()
+    assert 'class="b-FAIL"' in html.read_text() and "seed 2" in html.read_text()
     assert 'href="../runs/2/report.html"' in html.read_text()  # relative: the directory can move as a whole
 
 
@@ -79,5 +79,5 @@ def test_a_run_the_harness_could_not_complete_is_an_error_and_the_suite_goes_on(
     assert (root.get("tests"), root.get("errors"), root.get("failures")) == ("2", "1", "0")
     assert root.find("testcase/error").get("message") == r.error
     html, md = write_compare([r], tmp_path / "compare")
-    assert "| e | unknown; harness error in 1/1; no anomalies |" in md.read_text()
+    assert "| e | UNKNOWN; harness error in 1/1; no anomalies |" in md.read_text()
     assert f'href="../runs/e/{out.run_dir.name}/results.json"' in html.read_text()
