@@ -17,6 +17,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 from contracts.versions import DEFAULT_VERSION, NO_ZOOKEEPER, has_zookeeper
 
 QUOTED = r"'([^']*)'"  # the values a message lists
+# Cluster events a scenario can exist to provoke; the analysis observes them in the history (reports.provoked)
+PROVOKED = ("isr-shrink", "leader-election", "unclean-election", "controller-change", "rebalance")
 COUNTED = ("one", "all", "minority", "majority")  # targets that name members by how many
 TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr")
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
@@ -206,6 +208,7 @@ class Scenario(Strict):
     duration: float = Field(60.0, ge=1, le=7 * 86400)
     seed: int = Field(42, ge=0, le=2**31 - 1)
     expect: list[Anomaly] = []
+    provokes: list[Literal[PROVOKED]] = []  # type: ignore[valid-type]  # events that must be seen, or unknown
     recovery_timeout: float = Field(120.0, ge=1, le=3600)
     drain_timeout: float = Field(90.0, ge=1, le=3600)
 
@@ -221,7 +224,7 @@ class Scenario(Strict):
             raise ValueError("Expected a scenario name of letters, digits and . _ - [ ] = , (no spaces)")
         return v
 
-    @field_validator("expect", mode="before")
+    @field_validator("expect", "provokes", mode="before")
     @classmethod
     def _expect(cls, v: Any) -> Any:
         return [] if v in ({}, None) else v

@@ -13,6 +13,7 @@ from reports import frames
 from reports.checkers import CHECKERS, Finding
 from reports.frames import Facts, Frames, is_large
 from reports.metrics import send_metrics
+from reports.provoked import from_metadata
 
 __all__ = ["Analysis", "Anomaly", "Facts", "analyze", "is_large"]
 SAMPLED_SENDS = 20_000  # individual sends the latency chart draws, sampled evenly
@@ -77,6 +78,7 @@ def _metrics(f: Frames) -> tuple[dict, dict]:
             lead = g["leader"].tolist()
             leader_changes[int(p)] = sum(1 for a, b in zip(lead, lead[1:], strict=False) if a != b)
         meta["isr_size"] = meta["isr"].fillna("").map(lambda s: len([x for x in s.split(",") if x]))
+    f.facts.observed = sorted({*f.facts.observed, *from_metadata(meta)})
     metrics.update(recovered=f.values.filter("info AND (live OR final OR in_replica)").count(),
                    leader_changes=leader_changes, reads=f.reads.count())
     sends = metrics["acked"] + metrics["failed"] + metrics["indeterminate"]

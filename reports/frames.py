@@ -46,6 +46,7 @@ class Facts:
     client_trouble: list[str] = field(default_factory=list)  # the first client errors, fatal errors and restarts
     ops: dict[str, int] = field(default_factory=dict)  # planned fault ops by how they ended (fired, skipped, ...)
     chaos_problems: list[str] = field(default_factory=list)  # ops that failed or had no effect; lines that never fired
+    observed: list[str] = field(default_factory=list)  # cluster events the run showed (contracts.scenario.PROVOKED)
 
 
 def _outcome(row) -> str:
@@ -96,6 +97,7 @@ def facts_of(events: DataFrame, faults: DataFrame, assign_readers: list[str]) ->
                   "known" if Event.COMMITTED in kinds else "none",
                   client_trouble=[line for _, line in trouble[:EXAMPLES]])
     facts.ops, facts.chaos_problems = chaos_of(faults)
+    facts.observed = ["rebalance"] if {Event.REVOKE, Event.LOST} & kinds else []
     return facts, ends
 
 

@@ -224,7 +224,9 @@ def verdict(s: Scenario, a: Analysis) -> Verdict:
     counts = a.counts()
     forbidden = {k: n for k, n in counts.items() if n and k not in ok}
     seen_ok = {k: n for k, n in counts.items() if n and k in ok and k != "unseen"}
-    unknown = _unknown_because(a, "lost-write" in ok)
+    unknown = _unknown_because(a, "lost-write" in ok) + [
+        f"the scenario exists to provoke {event} and the run showed none" for event in s.provokes
+        if event not in a.facts.observed]
     missing = [e for e in s.expect if not counts.get(e)]
     valid = "false" if forbidden else ("unknown" if unknown else "true")
     return Verdict(valid, forbidden, seen_ok, missing, unknown)

@@ -1,0 +1,28 @@
+"""Which cluster events a run shows (scenario `provokes`): from the sampled metadata and the consumers' events."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+
+def from_metadata(meta: pd.DataFrame) -> list[str]:
+    """isr-shrink (an ISR smaller than the largest seen), leader-election (a partition's leader changed),
+    unclean-election (a leader elected from outside the ISR sampled just before), controller-change."""
+    seen: set[str] = set()
+    if meta.empty:
+        return []
+    sizes = meta["isr"].fillna("").map(lambda s: len([x for x in s.split(",") if x]))
+    if (sizes < sizes.max()).any():
+        seen.add("isr-shrink")
+    for _, g in meta.sort_values("t").groupby("partition"):
+        before_leader, before_isr = None, set()
+        for leader, isr in zip(g["leader"], g["isr"].fillna(""), strict=True):
+            if before_leader is not None and leader != before_leader and leader >= 0:
+                seen.add("leader-election")
+                if before_isr and str(leader) not in before_isr:
+                    seen.add("unclean-election")
+            before_leader, before_isr = leader, {x for x in isr.split(",") if x}
+    controllers = [c for c in meta.sort_values("t")["controller"] if c is not None and c >= 0]
+    if any(a != b for a, b in zip(controllers, controllers[1:], strict=False)):
+        seen.add("controller-change")
+    return sorted(seen)

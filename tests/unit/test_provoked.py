@@ -1,0 +1,31 @@
+"""The cluster events a run showed, from hand-built metadata samples (exact expectations)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from reports.provoked import from_metadata
+
+
+def samples(*rows: tuple[int, int, int, str, int]) -> pd.DataFrame:
+    """(t, partition, leader, isr, controller) rows, as the sampler writes them."""
+    return pd.DataFrame(rows, columns=["t", "partition", "leader", "isr", "controller"])
+
+
+def test_a_steady_cluster_shows_nothing():
+    assert from_metadata(samples((1, 0, 1, "1,2,3", 1), (2, 0, 1, "1,2,3", 1), (2, 1, 2, "1,2,3", 1))) == []
+
+
+def test_a_clean_failover_shrinks_the_isr_and_elects_from_it():
+    meta = samples((1, 0, 1, "1,2,3", 1), (2, 0, -1, "2,3", 1), (3, 0, 2, "2,3", 1), (4, 0, 2, "1,2,3", 1))
+    assert from_metadata(meta) == ["isr-shrink", "leader-election"]
+
+
+def test_a_leader_from_outside_the_isr_is_an_unclean_election():
+    meta = samples((1, 0, 4, "4,5", 2), (2, 0, -1, "4,5", 2), (3, 0, 3, "3", 2))
+    assert from_metadata(meta) == ["isr-shrink", "leader-election", "unclean-election"]
+
+
+def test_a_new_active_controller_is_a_controller_change_and_unknown_controllers_are_not():
+    meta = samples((1, 0, 1, "1,2,3", 1), (2, 0, 1, "1,2,3", -1), (3, 0, 1, "1,2,3", 1), (4, 0, 1, "1,2,3", 3))
+    assert from_metadata(meta) == ["controller-change"]
