@@ -151,8 +151,14 @@ class Metadata:
         wait_for(f"a full ISR on every partition of {topic}", full, timeout_s)
 
 
+# Admin errors of a cluster still settling, worth another try: fewer brokers registered than a topic's replicas, and
+# librdkafka's own transient ones (a broker connection torn down or timed out while the request was out)
+TRANSIENT = (KafkaError.INVALID_REPLICATION_FACTOR, KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT,
+             KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_CONTROLLER)
+
+
 def _not_yet(exc: BaseException) -> bool:
-    """A topic creation worth retrying: a retriable error, or fewer brokers registered than its replicas."""
+    """A topic creation worth retrying: a retriable error, or one of a cluster still settling."""
     if not isinstance(exc, KafkaException) or not isinstance(exc.args[0], KafkaError):
         return False
-    return exc.args[0].retriable() or exc.args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR
+    return exc.args[0].retriable() or exc.args[0].code() in TRANSIENT
