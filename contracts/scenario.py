@@ -12,7 +12,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from contracts.versions import DEFAULT_VERSION, NO_ZOOKEEPER, has_zookeeper
 
@@ -76,6 +85,21 @@ def _anomaly(name: str, info: ValidationInfo) -> str:
 
 
 Anomaly = Annotated[str, AfterValidator(_anomaly)]
+Seconds = Annotated[float, BeforeValidator(seconds)]  # '90s', '5m', '500ms' or a number
+
+
+def _matching(pattern: re.Pattern, expected: str) -> AfterValidator:
+    """A validator of strings that must match `pattern`; `expected` says what one looks like."""
+    def check(v: str) -> str:
+        if not pattern.match(v):
+            raise ValueError(f"Expected {expected}")
+        return v
+    return AfterValidator(check)
+
+
+TopicName = Annotated[str, _matching(TOPIC_NAME, "a Kafka topic name (1-249 letters, digits, '.', '_' or '-')")]
+ScenarioName = Annotated[str, _matching(SCENARIO_NAME, "a scenario name of letters, digits and . _ - [ ] = , "
+                                                       "(no spaces)")]
 
 
 class Strict(BaseModel):
@@ -106,7 +130,7 @@ class KafkaSpec(Strict):
 
 
 class TopicSpec(Strict):
-    name: str = "chaos"
+    name: TopicName = "chaos"
     partitions: int = Field(3, ge=1, le=64)
     replication_factor: int = Field(3, ge=1, le=5)
     min_insync_replicas: int = Field(2, ge=1, le=5)
@@ -116,12 +140,6 @@ class TopicSpec(Strict):
     replicas: list[int] | None = None
     config: dict[str, str | int | float | bool] = {}
 
-    @field_validator("name")
-    @classmethod
-    def _legal_name(cls, v: str) -> str:
-        if not TOPIC_NAME.match(v):
-            raise ValueError("Expected a Kafka topic name (1-249 letters, digits, '.', '_' or '-')")
-        return v
 
 
 class ProducerSpec(Strict):
@@ -158,10 +176,10 @@ class FaultSpec(Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
     fault: str
     target: str | int | list[int] = "one"
-    every: float = Field(20.0, ge=0.5, le=86400)
-    for_: float = Field(5.0, alias="for", ge=0, le=86400)
-    jitter: float = Field(0.0, ge=0, le=86400)
-    after: float = Field(5.0, ge=0, le=86400)
+    every: Seconds = Field(20.0, ge=0.5, le=86400)
+    for_: Seconds = Field(5.0, alias="for", ge=0, le=86400)
+    jitter: Seconds = Field(0.0, ge=0, le=86400)
+    after: Seconds = Field(5.0, ge=0, le=86400)
     probability: float = Field(0.3, gt=0, le=1)
     kbit: int = Field(512, ge=8, le=10_000_000)
 
@@ -181,11 +199,6 @@ class FaultSpec(Strict):
             raise ValueError(f"Expected one of {one_of(list(known))}")
         return v
 
-    @field_validator("every", "for_", "jitter", "after", mode="before")
-    @classmethod
-    def _duration(cls, v: Any) -> float:
-        return seconds(v)
-
     @field_validator("target")
     @classmethod
     def _target(cls, v: Any) -> Any:
@@ -197,7 +210,7 @@ class FaultSpec(Strict):
 class Scenario(Strict):
     """A whole chaos run: cluster, topic, clients, faults, duration and seed."""
 
-    name: str
+    name: ScenarioName
     description: str = ""
     guarantee: str = ""
     kafka: KafkaSpec = KafkaSpec()
@@ -205,24 +218,13 @@ class Scenario(Strict):
     producer: ProducerSpec = ProducerSpec()
     consumer: ConsumerSpec = ConsumerSpec()
     faults: list[FaultSpec] = []
-    duration: float = Field(60.0, ge=1, le=7 * 86400)
+    duration: Seconds = Field(60.0, ge=1, le=7 * 86400)
     seed: int = Field(42, ge=0, le=2**31 - 1)
     expect: list[Anomaly] = []
     provokes: list[Literal[PROVOKED]] = []  # type: ignore[valid-type]  # events that must be seen, or unknown
-    recovery_timeout: float = Field(120.0, ge=1, le=3600)
-    drain_timeout: float = Field(90.0, ge=1, le=3600)
+    recovery_timeout: Seconds = Field(120.0, ge=1, le=3600)
+    drain_timeout: Seconds = Field(90.0, ge=1, le=3600)
 
-    @field_validator("duration", "recovery_timeout", "drain_timeout", mode="before")
-    @classmethod
-    def _duration(cls, v: Any) -> float:
-        return seconds(v)
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not SCENARIO_NAME.match(v):
-            raise ValueError("Expected a scenario name of letters, digits and . _ - [ ] = , (no spaces)")
-        return v
 
     @field_validator("expect", "provokes", mode="before")
     @classmethod
