@@ -7,6 +7,7 @@ import gc
 import multiprocessing as mp
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Literal, Self
 
@@ -24,7 +25,8 @@ Kind = Literal["producer", "consumer"]
 # Group members flush before they store or commit (at-least-once); the background flush only paces assign-mode
 # readers and the at-most-once mode, whose reads a crash loses for up to this long. Producers keep the default.
 FLUSH_S = {"producer": 0.2, "consumer": 1.0}
-COUNT_EVERY_S = 0.5  # how often a child publishes its acked/error counts for the progress line
+POLL_S = 0.1  # how often a child looks for the stop flag (and publishes its counts), and the runner for ready
+STOP, READY = range(2)  # the child's flags
 # A client allocates a few container objects per message (payloads, callbacks, history rows) and keeps up to
 # MAX_QUEUED sends in flight: at Python's default threshold (700) cyclic GC ran every ~10 sends and re-scanned them.
 GC_THRESHOLD = (50_000, 20, 100)
@@ -46,16 +48,17 @@ def _alive(pid: int) -> bool:
 
 
 def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topic: str, partitions: int, bootstrap: str,
-           history_dir: str, join_s: float, runner: int, stop, ready, counts) -> None:
+           history_dir: str, join_s: float, runner: int, flags, counts) -> None:
     """The child: one client writing its own history part until the runner says stop (or dies). Its parent is the
     fork server, which lives on after a killed runner (every child holds the write end of its liveness pipe)."""
     gc.freeze()  # what the fork server preloaded (confluent-kafka, pyarrow, pydantic) is never garbage
     gc.set_threshold(*GC_THRESHOLD)
     history = HistoryWriter(Path(history_dir), flush_s=FLUSH_S[kind], part=f"{kind}-{cid}-{incarnation}")
     client = _client(kind, cid, spec_json, topic, partitions, bootstrap, history).start()
-    ready.set()
-    while not stop.wait(COUNT_EVERY_S) and _alive(runner):
+    flags[READY] = 1
+    while not flags[STOP] and _alive(runner):
         counts[:] = [getattr(client, "acked", 0), getattr(client, "errors", 0)]
+        time.sleep(POLL_S)
     client.stop()
     client.join(join_s)
     counts[:] = [getattr(client, "acked", 0), getattr(client, "errors", 0)]
@@ -73,8 +76,7 @@ class ClientProcess:
         self._args = (spec.model_dump_json(), topic, partitions, bootstrap, str(history_dir), self.join_s)
         self.incarnation = -1
         self._proc: mp.Process | None = None
-        self._stop = CTX.Event()
-        self._ready = CTX.Event()
+        self._flags = CTX.Array("b", 2, lock=False)
         self._counts = CTX.Array("q", 2, lock=False)  # acked, errors of the running incarnation
         self._done = [0, 0]  # counts of earlier incarnations
 
@@ -94,16 +96,19 @@ class ClientProcess:
         self._done = [self.acked, self.errors]
         self._counts[:] = [0, 0]
         self.incarnation += 1
-        self._stop, self._ready = CTX.Event(), CTX.Event()
+        self._flags = CTX.Array("b", 2, lock=False)  # stop, ready: plain shared bytes, no lock to wait on
         self._proc = CTX.Process(target=_serve, name=f"{self.kind}-{self.cid}",
                                  args=(self.kind, self.cid, self.incarnation, *self._args, os.getpid(),
-                                       self._stop, self._ready, self._counts), daemon=True)
+                                       self._flags, self._counts), daemon=True)
         self._proc.start()
         return self
 
     def wait_ready(self, timeout: float) -> bool:
-        """True once the child's client runs."""
-        return self._ready.wait(timeout)
+        """True once the child's client runs; False after `timeout`, or at once if the child died."""
+        deadline = time.monotonic() + timeout
+        while not self._flags[READY] and self.alive and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+        return bool(self._flags[READY])
 
     def kill(self) -> None:
         """SIGKILL: no LeaveGroup, no commit, no flush; a group notices after session.timeout.ms."""
@@ -112,7 +117,9 @@ class ClientProcess:
             self._proc.join(10)
 
     def stop(self) -> None:
-        self._stop.set()
+        """Ask the child to stop: one write to shared memory, which no dead or stuck child can block (a
+        multiprocessing Event's set() waits on a condition a child killed while waiting never releases)."""
+        self._flags[STOP] = 1
 
     def join(self, timeout: float | None = None) -> None:
         """Wait for a graceful stop (by default as long as the child waits for its client, plus its history's

@@ -1,0 +1,34 @@
+"""The runner's hold on a client process can never block on a dead child: stopping one killed at any moment
+returns at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from contracts.scenario import ProducerSpec
+from workloads.client_process import ClientProcess
+
+NOWHERE = "127.0.0.1:1"  # loopback, nothing listens
+
+
+def test_stopping_a_client_killed_mid_run_returns_at_once(tmp_path):
+    for _ in range(5):  # the old Event-based stop hung only sometimes: try a few moments of death
+        client = ClientProcess("producer", 0, ProducerSpec(rate=50), "t", 1, NOWHERE, tmp_path).start()
+        assert client.wait_ready(60)
+        os.kill(client._proc.pid, signal.SIGKILL)
+        began = time.monotonic()
+        client.stop()
+        client.join(5)
+        assert time.monotonic() - began < 6 and not client.alive
+
+
+def test_a_stopped_client_ends_on_its_own_and_counts_what_it_sent(tmp_path):
+    client = ClientProcess("producer", 0, ProducerSpec(rate=100, message_timeout_ms=1000), "t", 1, NOWHERE,
+                           tmp_path).start()
+    assert client.wait_ready(60)
+    time.sleep(1)
+    client.stop()
+    client.join()
+    assert not client.alive and client.errors > 0  # every send timed out against nothing
