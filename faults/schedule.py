@@ -83,11 +83,12 @@ class Nemesis:
             t.start()
         return self
 
-    def stop(self) -> None:
-        """Ask running ops to heal early, wait for them, and record every op never started as not reached."""
+    def stop(self, wait_s: float = STOP_WAIT_S) -> None:
+        """Ask running ops to heal early, wait for them (up to `wait_s` each), and record every op never started
+        as not reached."""
         self.stop_event.set()
         for t in self.threads:
-            t.join(STOP_WAIT_S)
+            t.join(wait_s)
         for i, ops in self.lines.items():
             for op in ops:
                 if op not in self.started:

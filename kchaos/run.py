@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -139,33 +140,56 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
                  for i in range(scenario.consumer.count)]
     producers = [ClientProcess("producer", i, scenario.producer, topic, parts, boot, history.dir).start()
                  for i in range(scenario.producer.count)]
-    # the schedule's `after` counts from the first sends, not from a spawning interpreter
-    late = [p.cid for p in producers if not p.wait_ready(CLIENT_START_S)]
-    if late:
-        for client in (*producers, *consumers):
-            client.stop()
-            client.join(5)
-        raise RuntimeError(f"producers {late} did not start within {CLIENT_START_S:.0f} s")
-    nemesis = schedule.Nemesis(cluster, topic, scenario.faults, ops, scenario.seed, history, consumers).start()
-    stopping = threading.Thread(target=_stop_consumers, args=(consumers,), name="stop-consumers")
     try:
+        # the schedule's `after` counts from the first sends, not from a spawning interpreter
+        late = [p.cid for p in producers if not p.wait_ready(CLIENT_START_S)]
+        if late:
+            raise RuntimeError(f"producers {late} did not start within {CLIENT_START_S:.0f} s")
+        nemesis = schedule.Nemesis(cluster, topic, scenario.faults, ops, scenario.seed, history, consumers).start()
         try:
-            phase("faults")
-            end = time.monotonic() + scenario.duration
-            while (left := end - time.monotonic()) > 0:
-                time.sleep(min(1.0, left))
-                on_tick(Tick("faults", scenario.duration - left, max(left, 0), sum(p.acked for p in producers),
-                             sum(p.errors for p in producers), nemesis.active))
-        finally:
+            _faults(scenario, producers, nemesis, phase, on_tick)
+        finally:  # on an interrupt too: the ops heal early and every planned op gets its row
             for p in producers:
                 p.stop()
-            nemesis.stop()
-            phase("heal")
-            info.recovered = schedule.heal_all(cluster, topic, history, scenario.recovery_timeout)
-            for p in producers:
-                p.join()
+            nemesis.stop(INTERRUPTED_WAIT_S if sys.exc_info()[0] else schedule.STOP_WAIT_S)
             info.nemesis_errors = nemesis.errors
-            stopping.start()  # the drain and the replica dump need only the producers stopped
+        _settle(scenario, cluster, history, info, producers, consumers, sampler, phase, run_dir)
+    except BaseException:  # an interrupt or a failure: no heal, drain or dump; the cluster is removed next
+        for client in (*producers, *consumers):
+            client.stop()
+        for client in (*producers, *consumers):
+            client.join(INTERRUPTED_WAIT_S)
+        raise
+    phase("teardown")
+
+
+INTERRUPTED_WAIT_S = 5.0  # how long an interrupted run waits for a client or a fault op to end
+
+
+def _faults(scenario: Scenario, producers: list[ClientProcess], nemesis: schedule.Nemesis,
+            phase: Callable[[str], None], on_tick: Callable[[Tick], None]) -> None:
+    """The workload under the schedule's faults, for the scenario's duration."""
+    phase("faults")
+    end = time.monotonic() + scenario.duration
+    while (left := end - time.monotonic()) > 0:
+        time.sleep(min(1.0, left))
+        on_tick(Tick("faults", scenario.duration - left, max(left, 0), sum(p.acked for p in producers),
+                     sum(p.errors for p in producers), nemesis.active))
+
+
+def _settle(scenario: Scenario, cluster: Cluster, history: HistoryWriter, info: RunInfo,
+            producers: list[ClientProcess], consumers: list[ClientProcess], sampler: MetadataSampler,
+            phase: Callable[[str], None], run_dir: Path) -> None:
+    """The final generator, the producers told to stop: heal, let them settle, drain every partition to its end,
+    dump every replica, and stop the consumers (they catch up and leave their group meanwhile)."""
+    topic, parts, boot = scenario.topic.name, scenario.topic.partitions, cluster.bootstrap_servers()
+    phase("heal")
+    info.recovered = schedule.heal_all(cluster, topic, history, scenario.recovery_timeout)
+    for p in producers:
+        p.join()
+    stopping = threading.Thread(target=_stop_consumers, args=(consumers,), name="stop-consumers")
+    stopping.start()  # the drain and the replica dump need only the producers stopped
+    try:
         phase("drain")
         reached = final_drain(boot, topic, parts, history, scenario.drain_timeout)
         info.drain_reached = {str(p): r for p, r in reached.items()}
@@ -175,9 +199,7 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
         _dump_replicas(cluster, topic, history)
         cluster.collect_logs(run_dir / "logs")
     finally:
-        if stopping.ident is not None:
-            phase("consumers")
-            stopping.join()
+        phase("consumers")
+        stopping.join()
     if consumers and scenario.consumer.mode == "subscribe":
         record_committed(boot, scenario.consumer.group, topic, parts, history)
-    phase("teardown")
