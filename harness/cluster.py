@@ -6,6 +6,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import signal
+import subprocess
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -14,7 +15,7 @@ from testcontainers.core.network import Network
 
 from contracts import measured
 from contracts.errors import ClusterError
-from harness import images, labels
+from harness import images, labels, watchdog
 from harness.broker_config import ZOOKEEPER_PROPERTIES, ClusterSpec, broker_properties, cluster_id, free_port
 from harness.firewall import Firewall
 from harness.metadata import Metadata
@@ -38,6 +39,7 @@ class Cluster:
         self.firewall = Firewall(lambda: self.nodes, lambda: self.zookeeper)
         self.metadata = Metadata(spec, lambda: self.nodes, self.firewall)
         self._old_handlers: dict[int, object] = {}
+        self._watchdog: subprocess.Popen | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def __enter__(self) -> Cluster:
@@ -69,6 +71,7 @@ class Cluster:
         self.network = Network(docker_network_kw={"labels": labels.labels(self.spec.run_id, "network"),
                                                   "driver": "bridge"})
         self.network.name = f"kchaos-{self.spec.run_id}"
+        self._watchdog = watchdog.spawn(self.spec.run_id)  # before anything exists that could be left behind
         self.network.create()
         self._network_up = True
         zk = self.spec.metadata == "zookeeper"
@@ -128,6 +131,10 @@ class Cluster:
         except Exception as exc:
             errors.append(exc)
         finally:
+            if self._watchdog is not None:  # everything is removed: nothing left to watch over
+                self._watchdog.kill()
+                self._watchdog.wait()
+                self._watchdog = None
             self._restore_signal_handlers()
         if errors:
             raise errors[0]
