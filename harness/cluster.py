@@ -144,6 +144,8 @@ class Cluster:
             raise SystemExit(128 + signum)
 
         for sig in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(sig) is not signal.SIG_DFL:  # the caller handles it (the CLI does)
+                continue
             try:
                 self._old_handlers[sig] = signal.signal(sig, raise_exit)
             except ValueError:  # not the main thread

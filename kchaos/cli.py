@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -271,16 +272,52 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+SIGNALLED: list[int] = []  # the signal that is ending this command, if one is
+
+
+def _terminate(signum: int, _frame) -> None:
+    """SIGTERM (what `timeout` and CI cancellations send to the process group) ends the command like Ctrl-C."""
+    SIGNALLED.append(signum)
+    raise SystemExit(128 + signum)
+
+
+def _interrupt(signum: int, _frame) -> None:
+    SIGNALLED.append(signum)
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    handlers = {sig: signal.signal(sig, fn) for sig, fn in ((signal.SIGTERM, _terminate),
+                                                             (signal.SIGINT, _interrupt))}
     try:
         return args.fn(args)
     except ChaosError as exc:
-        error_line(str(exc))
-        return exc.exit_code
+        if not SIGNALLED:
+            error_line(str(exc))
+            return exc.exit_code
+        return interrupted()
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted; containers removed, history kept[/yellow]")
-        return 130
+        return interrupted()
+    except SystemExit:
+        if SIGNALLED:
+            return interrupted()
+        raise
+    except Exception:  # a signal to the group also ends the Spark JVM and clients: their errors are its echo
+        if SIGNALLED:
+            return interrupted()
+        raise
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+def interrupted() -> int:
+    """Say so and give the shell's code for the signal (130 for SIGINT, 143 for SIGTERM)."""
+    signum = SIGNALLED[0] if SIGNALLED else signal.SIGINT
+    console.print(f"{signal.Signals(signum).name}: stopped; containers removed, history kept", style="yellow",
+                  markup=False)
+    return 128 + signum
 
 
 if __name__ == "__main__":

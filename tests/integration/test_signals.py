@@ -1,0 +1,60 @@
+"""SIGINT and SIGTERM to a run's whole process group, as Ctrl-C and a cancelled CI job send them, at several
+phases: the run ends within 30 s with the shell's code, its history readable and nothing of it left running."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import docker
+import pyarrow.parquet as pq
+import pytest
+
+from harness.labels import OWNER
+
+SCENARIO = """
+name: signalled
+topic: {partitions: 2}
+producer: {count: 1, rate: 200}
+consumer: {count: 1}
+faults: [{fault: kill, target: leader, every: 40s, for: 3s, after: 3s}]
+duration: 30s
+"""
+
+
+def phase_of(runs) -> str:
+    """The phase run.json says the run is in ('' before it exists)."""
+    found = list(runs.glob("signalled/*/run.json"))
+    try:
+        return json.loads(found[0].read_text())["phase"] if found else ""
+    except (ValueError, KeyError):  # caught between writes
+        return ""
+
+
+@pytest.mark.parametrize("phase, sig", [("cluster", signal.SIGTERM), ("faults", signal.SIGINT),
+                                        ("drain", signal.SIGTERM), ("done", signal.SIGINT)])
+def test_a_signal_to_the_group_ends_the_run_cleanly(tmp_path, phase, sig):
+    (tmp_path / "s.yaml").write_text(SCENARIO)
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", "kchaos.cli", "run", str(tmp_path / "s.yaml"), "--runs-dir",
+                             str(runs)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while phase_of(runs) != phase and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert phase_of(runs) == phase, f"never reached {phase}: {proc.stderr.read().decode()[-2000:]}"
+    os.killpg(proc.pid, sig)
+    signalled = time.monotonic()
+    code = proc.wait(60)
+    took = time.monotonic() - signalled
+    assert code == 128 + sig and took < 30, (code, took, proc.stderr.read().decode()[-2000:])
+    client = docker.from_env()
+    assert not client.containers.list(all=True, filters={"label": OWNER})
+    assert not client.networks.list(filters={"label": OWNER})
+    history = next(runs.glob("signalled/*/history"))
+    assert pq.read_table(history / "faults.parquet") is not None if (history / "faults.parquet").exists() else True
+    for table in history.glob("*.parquet"):
+        pq.read_table(table)  # compacted whole: readable
