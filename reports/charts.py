@@ -6,10 +6,12 @@ from __future__ import annotations
 import base64
 import io
 import json
+import logging
 
 import matplotlib
 
 matplotlib.use("Agg")
+logging.getLogger("matplotlib").setLevel(logging.ERROR)  # font-cache notices are not the run's news
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
