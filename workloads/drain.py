@@ -1,4 +1,5 @@
-"""The final drain: a fresh reader assigned to every partition from the beginning, reading to each end offset."""
+"""The final drain: a fresh reader assigned to every partition from the beginning, reading to each end offset, until
+the ends hold still."""
 
 from __future__ import annotations
 
@@ -10,33 +11,56 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 from contracts.history import Event, HistoryWriter
 from workloads.consumer import BATCH, consumer_config, read_rows
 
+SETTLE_S = 1.0  # how long an end offset must hold still before the drain trusts it
+
+
+def _ends(consumer: Consumer, topic: str, partitions: list[int], deadline: float) -> dict[int, int]:
+    """Each partition's high watermark (a partition whose leader does not answer by the deadline is left out)."""
+    ends: dict[int, int] = {}
+    for p in partitions:
+        while p not in ends and time.monotonic() < deadline:
+            try:
+                ends[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)[1]
+            except KafkaException:
+                time.sleep(0.5)  # leader moving or not yet known: retry within the bound
+    return ends
+
+
+def _read_to(consumer: Consumer, ends: dict[int, int], position: dict[int, int], history: HistoryWriter,
+             poll: int, deadline: float) -> int:
+    """Read until every partition's position reaches its end (or the deadline); returns the last poll number."""
+    while time.monotonic() < deadline and any(position[p] < ends[p] for p in ends):
+        msgs = consumer.consume(BATCH, timeout=0.5)
+        if not msgs:
+            continue
+        poll += 1
+        rows = read_rows("drain", "final", poll, msgs)
+        history.write_many("reads", rows)
+        for r in rows:
+            position[r["partition"]] = max(position[r["partition"]], r["offset"] + 1)
+    return poll
+
 
 def final_drain(bootstrap: str, topic: str, partitions: int, history: HistoryWriter,
                 timeout_s: float = 90.0) -> dict[int, bool]:
-    """Read every partition to its high watermark; record each end offset and whether it was reached."""
+    """Read every partition to its high watermark, again while the watermark still moves (acks=1 writes acked above
+    it are committed once the followers fetch them), and record each end offset and whether it was reached."""
     consumer = Consumer(consumer_config(bootstrap, f"chaos-drain-{uuid.uuid4().hex[:8]}", "read_uncommitted", False))
     deadline = time.monotonic() + timeout_s
-    ends: dict[int, int] = {}
-    for p in range(partitions):
-        while p not in ends and time.monotonic() < deadline:
-            try:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
-                ends[p] = high
-            except KafkaException:
-                time.sleep(0.5)  # leader moving or not yet known: retry within the bound
+    ends = _ends(consumer, topic, list(range(partitions)), deadline)
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
     position = {p: 0 for p in ends}
     poll = 0
     try:
-        while time.monotonic() < deadline and any(position[p] < ends[p] for p in ends):
-            msgs = consumer.consume(BATCH, timeout=0.5)
-            if not msgs:
-                continue
-            poll += 1
-            rows = read_rows("drain", "final", poll, msgs)
-            history.write_many("reads", rows)
-            for r in rows:
-                position[r["partition"]] = max(position[r["partition"]], r["offset"] + 1)
+        while True:
+            poll = _read_to(consumer, ends, position, history, poll, deadline)
+            if time.monotonic() >= deadline or any(position[p] < ends[p] for p in ends):
+                break
+            time.sleep(SETTLE_S)
+            later = _ends(consumer, topic, list(ends), deadline)
+            if all(later.get(p, end) <= end for p, end in ends.items()):
+                break  # every end held still: the drain read the whole log
+            ends = {p: max(end, later.get(p, end)) for p, end in ends.items()}
     finally:
         consumer.close()
     reached = {p: p in ends and position[p] >= ends[p] for p in range(partitions)}
