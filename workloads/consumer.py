@@ -6,6 +6,7 @@ import contextlib
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
+from contracts.clientlog import QUIET
 from contracts.history import Event, HistoryWriter, now_ns
 from contracts.payload import decode
 from contracts.scenario import ConsumerSpec
@@ -29,6 +30,7 @@ def consumer_config(bootstrap: str, group: str, isolation: str, auto_commit: boo
         "reconnect.backoff.max.ms": 1000,
         "enable.partition.eof": False,
         "log_level": 0,  # client logs would drown the progress line; outcomes are in the history
+        "logger": QUIET,  # librdkafka prints fatal errors even at log_level 0: they are history events instead
     }
 
 

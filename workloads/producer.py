@@ -8,6 +8,7 @@ from collections.abc import Callable
 import orjson
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from contracts.clientlog import QUIET
 from contracts.history import NO_OFFSET, NO_PARTITION, Event, HistoryWriter, now_ns, row_format
 from contracts.payload import encode
 from contracts.scenario import ProducerSpec
@@ -35,6 +36,7 @@ def producer_config(spec: ProducerSpec, bootstrap: str, client_id: str) -> dict:
         "socket.connection.setup.timeout.ms": 5000,
         "reconnect.backoff.max.ms": 1000,
         "log_level": 0,  # client logs would drown the progress line; outcomes are in the history
+        "logger": QUIET,  # librdkafka prints fatal errors even at log_level 0: they are history events instead
     }
 
 
