@@ -16,6 +16,7 @@ from workloads.worker import Worker
 
 MAX_QUEUED = 20_000
 MAX_CLIENT_ERRORS = 100
+RELEASE_S = 2.0  # how long a producer being dropped may take to report what it purged
 BATCH = 64  # sends per produce_batch call when unthrottled; delivery reports are served after each call
 
 
@@ -67,6 +68,7 @@ class ProducerClient(Worker):
             producer = self._produce(producer)
         finally:
             self._close(producer)
+            self._release(producer)
             self._settle_pending()
 
     def _produce(self, producer: Producer) -> Producer:
@@ -79,6 +81,7 @@ class ProducerClient(Worker):
             try:
                 if fatal:
                     self._close(producer)
+                    self._release(producer)
                     producer = self._new_producer()
                     fatal = False
                     self._event(Event.RECREATED, "after a fatal error")
@@ -164,6 +167,15 @@ class ProducerClient(Worker):
         for seq, t0 in sorted(self._pending.items()):
             self.history.write("sends", self._row(seq, NO_PARTITION, t0, now_ns(), "info", "NO_DELIVERY_REPORT"))
         self._pending.clear()
+
+    def _release(self, producer: Producer) -> None:
+        """Purge what the client still holds and serve those delivery reports now (each ends `info`): a client
+        destroyed later with messages left calls back into Python while the interpreter shuts down, and crashed."""
+        try:
+            producer.purge()
+            producer.flush(RELEASE_S)
+        except Exception as exc:  # noqa: BLE001 - what stays unreported is settled as `info`
+            self._event(Event.CLIENT_ERROR, f"{type(exc).__name__}: {exc}")
 
     def _close(self, producer: Producer) -> None:
         """Wait for outstanding delivery reports (each ends ok or info by message.timeout.ms)."""
