@@ -17,6 +17,7 @@ from workloads.worker import Worker
 MAX_QUEUED = 20_000
 MAX_CLIENT_ERRORS = 100
 RELEASE_S = 2.0  # how long a producer being dropped may take to report what it purged
+RECREATE_EVERY_S = 1.0  # at most one new producer a second, whatever a broker keeps answering
 BATCH = 64  # sends per produce_batch call when unthrottled; delivery reports are served after each call
 
 
@@ -77,12 +78,15 @@ class ProducerClient(Worker):
         next_at = time.monotonic()
         client_errors = 0
         fatal = False
+        recreated = -RECREATE_EVERY_S
         while not self._stop.is_set():
             try:
                 if fatal:
                     self._close(producer)
                     self._release(producer)
-                    producer = self._new_producer()
+                    if self._stop.wait(max(0.0, recreated + RECREATE_EVERY_S - time.monotonic())):
+                        break
+                    producer, recreated = self._new_producer(), time.monotonic()
                     fatal = False
                     self._event(Event.RECREATED, "after a fatal error")
                 due = BATCH
