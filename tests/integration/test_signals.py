@@ -15,15 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.labels import OWNER
+from tests.integration.test_cli import SHORT
 
-SCENARIO = """
-name: signalled
-topic: {partitions: 2}
-producer: {count: 1, rate: 200}
-consumer: {count: 1}
-faults: [{fault: kill, target: leader, every: 40s, for: 3s, after: 3s}]
-duration: 30s
-"""
+SCENARIO = SHORT.replace("name: e2e", "name: signalled").replace("duration: 15s", "duration: 30s")
 
 
 def phase_of(runs) -> str:
