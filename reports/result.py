@@ -14,7 +14,6 @@ from reports.guarantees import Rule
 
 SCHEMA_VERSION = 1
 Valid = Literal["true", "false", "unknown"]
-BADGES = ("PASS", "EXPECTED ANOMALY", "FAIL", "UNKNOWN")  # what a run shows at a glance, least to most severe
 
 
 class Latency(BaseModel):
