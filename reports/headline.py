@@ -44,13 +44,19 @@ def _anomaly(r: RunResult, name: str, faults: list[dict]) -> str:
     return text
 
 
+def _first(r: RunResult, seen: dict[str, int]) -> str:
+    """The anomaly a headline leads with: the first in the checkers' order (lost writes before anything else), not
+    the most numerous."""
+    return next(name for name in r.counts if name in seen)
+
+
 def headline(r: RunResult, faults: list[dict]) -> tuple[str, str]:
     """(sentence, the documentation it cites or "")."""
     why = {rule.anomaly: rule for rule in r.rules}
     if r.error:
         return f"The harness could not complete the run: {r.error}.", ""
     if r.forbidden:
-        name = max(r.forbidden, key=r.forbidden.__getitem__)
+        name = _first(r, r.forbidden)
         return f"{_anomaly(r, name, faults)}; forbidden: {why[name].why}.", why[name].doc
     if r.missing_expect:
         return (f"Expected {', '.join(r.missing_expect)} but saw none: the run did not provoke what this scenario "
@@ -59,7 +65,7 @@ def headline(r: RunResult, faults: list[dict]) -> tuple[str, str]:
         more = f" (and {len(r.unknown_because) - 1} more)" if len(r.unknown_because) > 1 else ""
         return f"Unknown: {r.unknown_because[0]}{more}.", ""
     if r.allowed_seen:
-        name = max(r.allowed_seen, key=r.allowed_seen.__getitem__)
+        name = _first(r, r.allowed_seen)
         return f"{_anomaly(r, name, faults)}; allowed by {why[name].why}.", why[name].doc
     ran = [f for f in faults if f["start_s"] is not None and f["fault"] != "heal"]
     acked = r.metrics.acked if r.metrics else 0

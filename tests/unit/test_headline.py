@@ -1,0 +1,19 @@
+"""The headline leads with lost writes whenever there are any, however numerous the other anomalies."""
+
+from __future__ import annotations
+
+from kchaos.catalog import validate
+from reports.guarantees import rules
+from reports.headline import headline
+from reports.result import Metrics, RunResult, Span
+
+
+def test_lost_writes_lead_the_headline_even_when_reorders_outnumber_them():
+    unsafe = validate({"name": "s", "producer": {"acks": "1", "idempotence": False}}, "test")
+    r = RunResult(rules=rules(unsafe), scenario="s", kafka="4.3.1", seed=1, run_dir="r", verdict="true", failed=False,
+                  counts={"lost-write": 2, "nonmonotonic-send": 5}, allowed_seen={"lost-write": 2,
+                                                                                   "nonmonotonic-send": 5},
+                  metrics=Metrics(acked=100), spans={"lost-write": Span(partitions=[0], first_s=1.0, last_s=2.0)})
+    faults = [{"fault": "kill", "start_s": 0.5, "length_s": 3.0, "targets": "3"}]
+    assert headline(r, faults)[0].startswith("Lost 2 of 100 acknowledged writes (2.0%) on partition 0, acknowledged "
+                                             "at 1.0-2.0 s during kill #1 of broker 3; allowed by acks=1")
