@@ -88,9 +88,9 @@ def restart(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
 
 def _expect_rules(ctx: Ctx, node_ids: list[int], what: str) -> None:
     """Raise NoEffect unless some running broker among `node_ids` holds fault rules (iptables or tc)."""
-    running = [n for n in node_ids if n not in ctx.cluster.stopped()]
-    if not any("-A KCHAOS" in ctx.cluster.firewall.rules(n) or " tbf " in ctx.cluster.firewall.rules(n)
-               for n in running):
+    stopped = ctx.cluster.stopped()
+    rules = [ctx.cluster.firewall.rules(n) for n in node_ids if n not in stopped]
+    if not any("-A KCHAOS" in r or " tbf " in r for r in rules):
         raise NoEffect(f"{what}: no rule in force on brokers {sorted(node_ids)}")
 
 
