@@ -17,6 +17,8 @@ import pandas as pd  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from reports.frames import fault_outcome  # noqa: E402
+
 OUTCOME_COLORS = {"ok": "tab:green", "info": "tab:orange", "fail": "tab:red"}
 RAN = ("fired", "failed", "no-effect")  # outcomes of ops that ran (a band); the others are a mark
 
@@ -32,27 +34,27 @@ def _s(ns, t0: int):
     return (ns - t0) / 1e9
 
 
-def _outcome(f) -> str:
-    return f.get("outcome") or "fired"
+def _lane(f) -> tuple[int, str]:
+    """A fault row's lane: (its fault line, or -1 for the final heal; its fault kind)."""
+    return (-1 if f["fault"] == "heal" else int(f["line"]) if pd.notna(f["line"]) else 0), f["fault"]
 
 
 def fault_lanes(ax, faults: pd.DataFrame, t0: int) -> None:
     """One lane per fault line (and one for the final heal): the op's hold in red, its recovery (the broker
     restarts it waited for) in orange, failed or ineffective ops hatched, skipped and unreached ones as marks."""
-    lanes = sorted({(-1 if f["fault"] == "heal" else int(f["line"] if pd.notna(f["line"]) else 0), f["fault"])
-                    for _, f in faults.iterrows()}, key=lambda x: (x[0] < 0, x[0]))
-    for y, (line, name) in enumerate(lanes):
-        rows = [f for _, f in faults.iterrows() if f["fault"] == name and
-                (f["fault"] == "heal" or int(f["line"] if pd.notna(f["line"]) else 0) == line)]
-        for n, f in enumerate(rows, 1):
+    rows = [f for _, f in faults.iterrows()]
+    lanes = sorted({_lane(f) for f in rows}, key=lambda lane: (lane[0] < 0, lane[0]))
+    for y, lane in enumerate(lanes):
+        for n, f in enumerate((f for f in rows if _lane(f) == lane), 1):
             detail = json.loads(f["detail"] or "{}")
             start, end = _s(f["t_start"], t0), _s(f["t_end"], t0)
-            if _outcome(f) not in RAN:
+            outcome = fault_outcome(f)
+            if outcome not in RAN:
                 ax.plot([_s(f["planned"], t0) if pd.notna(f["planned"]) and f["planned"] > 0 else start], [y],
                         marker="x", color="grey")
                 continue
             hold = min(detail.get("hold_s", end - start), end - start)
-            bad = _outcome(f) != "fired"
+            bad = outcome != "fired"
             ax.broken_barh([(start, hold)], (y - 0.35, 0.7), color="darkred" if bad else "tab:red",
                            hatch="//" if bad else None)
             ax.broken_barh([(start + hold, end - start - hold)], (y - 0.35, 0.7), color="tab:orange", alpha=0.6)
@@ -122,7 +124,7 @@ def timeline(series: dict, windows: list) -> str:
     ends = [series["per_second"]["s"].max() + 1 if not series["per_second"].empty else 0,
             _s(faults["t_end"].max(), t0) if not faults.empty else 0, _s(meta["t"].max(), t0) if not meta.empty else 0]
     end = float(max(ends))
-    lanes = faults.assign(l=faults["line"].fillna(0)).groupby(["l", "fault"]).ngroups if not faults.empty else 1
+    lanes = len({_lane(f) for _, f in faults.iterrows()}) or 1
     parts = meta["partition"].nunique() if not meta.empty else 1
     fig, axes = plt.subplots(4, 1, figsize=(11, 2.2 + 0.3 * lanes + 4.4 + 0.35 * parts), sharex=True,
                              gridspec_kw={"height_ratios": [0.4 + 0.3 * lanes, 2.2, 2.2, 0.5 + 0.35 * parts]})
@@ -143,8 +145,9 @@ def fault_rows(faults: pd.DataFrame, t0: int) -> list[dict]:
     rows = []
     for _, f in faults.iterrows():
         detail = json.loads(f["detail"] or "{}")
-        ran = _outcome(f) in RAN or f["fault"] == "heal"
-        rows.append({"fault": f["fault"], "outcome": _outcome(f), "planned_s": detail.pop("planned_at", None),
+        outcome = fault_outcome(f)
+        ran = outcome in RAN or f["fault"] == "heal"
+        rows.append({"fault": f["fault"], "outcome": outcome, "planned_s": detail.pop("planned_at", None),
                      "delay_s": detail.pop("delay_s", None), "targets": f["targets"],
                      "start_s": round(_s(f["t_start"], t0), 1) if ran else None,
                      "length_s": round((f["t_end"] - f["t_start"]) / 1e9, 1) if ran else None,

@@ -49,8 +49,9 @@ class Facts:
     observed: list[str] = field(default_factory=list)  # cluster events the run showed (contracts.scenario.PROVOKED)
 
 
-def _outcome(row) -> str:
-    """A fault row's outcome; rows written before outcomes were recorded say it in their detail."""
+def fault_outcome(row) -> str:
+    """A fault row's outcome (a Spark row or a pandas one); rows written before outcomes were recorded say it in
+    their detail."""
     if row["outcome"]:
         return row["outcome"]
     detail = json.loads(row["detail"] or "{}")
@@ -61,7 +62,7 @@ def chaos_of(faults: DataFrame) -> tuple[dict[str, int], list[str]]:
     """How the planned fault ops ended, and what makes the chaos unproven: an op that failed or had no effect, or
     a fault line none of whose ops fired."""
     rows = [r for r in faults.orderBy("t_start").collect() if r["fault"] != "heal"]
-    outcomes = [_outcome(r) for r in rows]
+    outcomes = [fault_outcome(r) for r in rows]
     problems = []
     for r, outcome in zip(rows, outcomes, strict=True):
         if outcome in (Outcome.FAILED, Outcome.NO_EFFECT):
