@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from pyspark.sql import SparkSession
 
 from contracts.errors import EngineError, ImageError, UsageError
 from contracts.scenario import Scenario
-from kchaos.run import Tick, execute, run_dir_for
+from kchaos.run import RunInfo, Tick, execute, run_dir_for
 from reports import guarantees, render
 from reports.analysis import Analysis, analyze, is_large
 from reports.result import Metrics, RunResult, Span
@@ -69,12 +68,12 @@ def warm_spark(master: str | None = None) -> threading.Thread:
 
 def _identity(scenario: Scenario, run_dir: Path) -> dict:
     """What every result says of its run: which scenario, on which Kafka, with which seed, where, how set."""
-    info = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
+    info = RunInfo.load(run_dir)
     return {"scenario": scenario.name, "description": scenario.description or scenario.guarantee,
             "kafka": scenario.kafka.version, "seed": scenario.seed, "run_dir": str(run_dir),
-            "started_utc": info.get("started_utc", ""), "status": info.get("status", "unknown"),
-            "elapsed_s": round(sum(info.get("timings", {}).values()), 1),
-            "nemesis_errors": info.get("nemesis_errors", []),
+            "started_utc": info.started_utc if info else "", "status": info.status if info else "unknown",
+            "elapsed_s": round(sum(info.timings.values()), 1) if info else 0.0,
+            "nemesis_errors": info.nemesis_errors if info else [],
             "allowed": sorted(guarantees.allowed(scenario)),
             "settings": scenario.model_dump(mode="json", by_alias=True)}
 

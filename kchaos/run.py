@@ -53,6 +53,12 @@ class RunInfo:
     nemesis_errors: list[str] = field(default_factory=list)
     error: str = ""
 
+    @classmethod
+    def load(cls, run_dir: Path) -> RunInfo | None:
+        """A run directory's run.json (None where there is none: a history built by hand)."""
+        path = run_dir / "run.json"
+        return cls(**json.loads(path.read_text())) if path.exists() else None
+
     def save(self, run_dir: Path) -> None:
         """Write run.json atomically."""
         tmp = run_dir / ".run.json.tmp"
