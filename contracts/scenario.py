@@ -296,10 +296,16 @@ def _cfg(v: Any) -> str:
 BOUNDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
 
 
+def closest(word: Any, choices: list[str], cutoff: float = 0.6) -> str | None:
+    """The one of `choices` that `word` most likely misspells, if any is close enough."""
+    close = difflib.get_close_matches(str(word), choices, n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
 def _suggest(word: Any, choices: list[str]) -> str:
     """' (did you mean 'x'?)' when `word` is close to one of `choices`."""
-    close = difflib.get_close_matches(str(word), choices, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    close = closest(word, choices)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 def _fields_at(loc: tuple) -> list[str]:

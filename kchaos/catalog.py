@@ -3,7 +3,6 @@ vocabularies) and expanded into one Scenario per matrix combination before anyth
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import json
 import math
@@ -15,7 +14,7 @@ from pydantic import ValidationError
 
 from contracts.errors import UsageError
 from contracts.measured import restart_seconds
-from contracts.scenario import FaultSpec, Scenario, Vocabulary, describe_error, seconds
+from contracts.scenario import FaultSpec, Scenario, Vocabulary, closest, describe_error, seconds
 from faults.registry import KINDS
 from harness import images
 from reports.checkers import ANOMALIES
@@ -31,6 +30,7 @@ def validate(raw: dict, where: str) -> Scenario:
         scenario = Scenario.model_validate(raw, context=VOCABULARY.context())
     except ValidationError as exc:
         raise UsageError("\n".join(describe_error(e, where) for e in exc.errors())) from None
+    images.check_version(scenario.kafka.version, f"{where}: kafka.version")  # before anything that needs its jars
     problems = [f"{where}: {problem}" for problem in (*pace_problems(scenario), *config_problems(scenario))]
     if problems:
         raise UsageError("\n".join(problems))
@@ -48,8 +48,8 @@ def config_problems(s: Scenario) -> list[str]:
                                                                                   names.topic)):
         for key in given:
             if key not in known and not key.startswith(PREFIXED):
-                close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.7)
-                hint = f"; did you mean {close[0]!r}?" if close else ""
+                close = closest(key, sorted(known), cutoff=0.7)
+                hint = f"; did you mean {close!r}?" if close else ""
                 out.append(f"Unknown config {field}.{key!r}: Kafka {s.kafka.version} defines no such "
                            f"{field.split('.')[0].replace('kafka', 'broker')} config{hint}")
     return out
@@ -137,10 +137,7 @@ def load(path: Path) -> list[Scenario]:
         raise UsageError(f"{path}: not valid YAML{at}: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(raw, dict):
         raise UsageError(f"{path}: expected a mapping with at least a 'name' field")
-    scenarios = expand(raw, str(path))
-    for version in sorted({s.kafka.version for s in scenarios}):
-        images.check_version(version, f"{path}: kafka.version")
-    return scenarios
+    return expand(raw, str(path))
 
 
 def catalog() -> dict[str, Path]:
