@@ -14,9 +14,9 @@ from contracts.errors import EngineError, ImageError, UsageError
 from contracts.scenario import Scenario
 from kchaos.run import RunInfo, Tick, execute, run_dir_for
 from reports import guarantees, render
+from reports import spark as spark_jvm
 from reports.analysis import Analysis, analyze, is_large
 from reports.result import Metrics, RunResult, Span
-from reports.spark import session
 from reports.warmup import analyze_small
 from workloads.consumer import reader_name
 
@@ -46,7 +46,7 @@ def spark_session(master: str | None = None, large: bool = False) -> SparkSessio
     global _SPARK
     with _SPARK_LOCK:
         if _SPARK is None:
-            _SPARK = session(master, large=large)
+            _SPARK = spark_jvm.session(master, large=large)
     return _SPARK
 
 
@@ -106,6 +106,8 @@ def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outco
         rules=guarantees.rules(scenario), metrics=Metrics.model_validate(a.metrics), facts=a.facts)
     result.save(run_dir)
     render.write_report(result, a.series, run_dir)
+    if spark_jvm.OUTPUT:
+        spark_jvm.OUTPUT.take(run_dir / "logs" / "spark.log")
     return Outcome(result, a, run_dir)
 
 

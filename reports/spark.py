@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import tempfile
 from pathlib import Path
 
+from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkRuntimeError
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from reports import class_archive
@@ -15,6 +19,45 @@ from reports import class_archive
 SHORT_JOBS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"  # many analyses in one JVM fill 48 MB
 LONG_JOBS = "-XX:+UseParallelGC"
 LOG_CONFIG = Path(__file__).parent / "log4j2.properties"  # errors only: the console is kafka-chaos's
+
+
+class JvmOutput:
+    """Where the Spark JVM's stdout and stderr go instead of the console: a file of this process, from which each
+    analysis takes what was written since the last one into its run's logs/."""
+
+    def __init__(self) -> None:
+        fd, name = tempfile.mkstemp(prefix="kchaos-spark-", suffix=".log")
+        self.file = os.fdopen(fd, "ab")
+        self.path = Path(name)
+        self._taken = 0
+        atexit.register(self.path.unlink, missing_ok=True)
+
+    def take(self, dest: Path) -> None:
+        """Append what the JVM wrote since the last call to `dest` (e.g. a run's logs/spark.log)."""
+        with self.path.open("rb") as src:
+            src.seek(self._taken)
+            text = src.read()
+        self._taken += len(text)
+        if text:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with dest.open("ab") as out:
+                out.write(text)
+
+
+OUTPUT: JvmOutput | None = None
+
+
+def _start(conf: SparkConf) -> SparkSession:
+    """A session whose JVM writes its stdout and stderr to OUTPUT, not to the console (the running one, if any;
+    a stopped one's JVM is reused)."""
+    global OUTPUT
+    if SparkContext._active_spark_context is None:
+        gateway = None
+        if SparkContext._gateway is None:
+            OUTPUT = OUTPUT or JvmOutput()
+            gateway = launch_gateway(conf, popen_kwargs={"stdout": OUTPUT.file, "stderr": OUTPUT.file})
+        SparkContext(conf=conf, gateway=gateway)
+    return SparkSession.builder.getOrCreate()
 
 
 def session(master: str | None = None, driver_memory: str | None = None, large: bool = False,
@@ -28,23 +71,23 @@ def session(master: str | None = None, driver_memory: str | None = None, large: 
         java_options = os.environ.get("KCHAOS_SPARK_JAVA_OPTIONS",
                                       f"{LONG_JOBS if large else SHORT_JOBS} {archive}".strip())
     java_options = f"{java_options} -Dlog4j2.configurationFile=file:{LOG_CONFIG}"
-    builder = (SparkSession.builder.appName("kafka-chaos")
-               .master(master or os.environ.get("KCHAOS_SPARK_MASTER", "local[*]"))
-               .config("spark.driver.memory", driver_memory or os.environ.get("KCHAOS_SPARK_MEMORY", "4g"))
-               .config("spark.sql.shuffle.partitions", os.environ.get("KCHAOS_SPARK_PARTITIONS", "8"))
-               .config("spark.sql.adaptive.enabled", "true")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.driver.extraJavaOptions", java_options))
+    conf = (SparkConf().setAppName("kafka-chaos")
+            .setMaster(master or os.environ.get("KCHAOS_SPARK_MASTER", "local[*]"))
+            .setAll([("spark.driver.memory", driver_memory or os.environ.get("KCHAOS_SPARK_MEMORY", "4g")),
+                     ("spark.sql.shuffle.partitions", os.environ.get("KCHAOS_SPARK_PARTITIONS", "8")),
+                     ("spark.sql.adaptive.enabled", "true"),
+                     ("spark.ui.enabled", "false"),
+                     ("spark.ui.showConsoleProgress", "false"),
+                     ("spark.driver.bindAddress", "127.0.0.1"),
+                     ("spark.driver.host", "127.0.0.1"),
+                     ("spark.sql.session.timeZone", "UTC"),
+                     ("spark.driver.extraJavaOptions", java_options)]))
     try:
-        spark = builder.getOrCreate()
+        spark = _start(conf)
     except PySparkRuntimeError:
         if not archive or archive not in java_options:
             raise
         class_archive.path().unlink(missing_ok=True)  # a JVM that cannot use the archive: drop it, start without
-        spark = builder.config("spark.driver.extraJavaOptions", java_options.replace(archive, "")).getOrCreate()
+        spark = _start(conf.set("spark.driver.extraJavaOptions", java_options.replace(archive, "")))
     spark.sparkContext.setLogLevel("ERROR")
     return spark
