@@ -88,6 +88,25 @@ def in_seconds(example: dict, t0: int) -> dict:
             for k, v in example.items()}
 
 
+def _records(result: RunResult) -> int:
+    """How much of a history a result was judged on: its sends and reads."""
+    m = result.metrics
+    return m.acked + m.failed + m.indeterminate + m.reads
+
+
+def _refuse_emptier(result: RunResult, run_dir: Path) -> None:
+    """Raise rather than replace a run's report with one judged on less of its history than the report there."""
+    path = run_dir / "results.json"
+    try:
+        before = RunResult.load(path)
+    except (OSError, ValueError):
+        return  # no report yet, or one this version cannot read: nothing to keep
+    if _records(result) < _records(before):
+        raise UsageError(f"{run_dir}: its history now holds {_records(result):,} sends and reads, its report was "
+                         f"judged on {_records(before):,}; the report is left as it was "
+                         "(analyze a copy of the run directory to see the new result)")
+
+
 def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outcome:
     """Analyze a run directory, judge it against the guarantee model, write results.json and report.html."""
     readers = [reader_name(i) for i in range(scenario.consumer.count)] if scenario.consumer.mode == "assign" else []
@@ -104,6 +123,7 @@ def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outco
                        last_s=round((x.span["t_last"] - t0) / 1e9, 1))
                for k, x in a.anomalies.items() if x.span and x.span.get("t_first") is not None},
         rules=guarantees.rules(scenario), metrics=Metrics.model_validate(a.metrics), facts=a.facts)
+    _refuse_emptier(result, run_dir)
     result.save(run_dir)
     render.write_report(result, a.series, run_dir)
     if spark_jvm.OUTPUT:

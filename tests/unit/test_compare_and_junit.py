@@ -81,3 +81,16 @@ def test_a_run_the_harness_could_not_complete_is_an_error_and_the_suite_goes_on(
     html, md = write_compare([r], tmp_path / "compare")
     assert "| e | UNKNOWN; harness error in 1/1; no anomalies |" in md.read_text()
     assert f'href="../runs/e/{out.run_dir.name}/results.json"' in html.read_text()
+
+
+def test_a_report_is_never_replaced_by_one_judged_on_less_history(tmp_path):
+    full = result("a", "4.3.1", "false", lost=3)
+    full.metrics = Metrics(acked=900, failed=50, indeterminate=10, reads=940)
+    full.save(tmp_path)
+    fewer = result("a", "4.3.1", "true")
+    fewer.metrics = Metrics(acked=100, reads=100)
+    with pytest.raises(pipeline.UsageError, match="holds 200 sends and reads, its report was judged on 1,900"):
+        pipeline._refuse_emptier(fewer, tmp_path)
+    assert RunResult.load(tmp_path / "results.json").verdict == "false"
+    fewer.metrics = Metrics(acked=950, failed=10, reads=940)  # as much history, judged again: allowed
+    pipeline._refuse_emptier(fewer, tmp_path)
