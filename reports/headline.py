@@ -16,16 +16,19 @@ PHRASES = {  # anomaly -> how a count of it reads
 }
 
 
-def _during(r: RunResult, first_s: float, last_s: float, faults: list[dict]) -> str:
-    """' during kill #2 of broker 3' when a fault op that ran overlaps [first_s, last_s]."""
+def _during(first_s: float, last_s: float, faults: list[dict]) -> str:
+    """' during kill #2 of broker 3' for the first fault op that ran within [first_s, last_s], ' and 2 more fault
+    ops' when others did too."""
     seen: dict[str, int] = {}
+    hits = []
     for f in faults:
         if f["start_s"] is None or f["fault"] == "heal":
             continue
         seen[f["fault"]] = seen.get(f["fault"], 0) + 1
         if f["start_s"] <= last_s and first_s <= f["start_s"] + f["length_s"]:
-            return f" during {f['fault']} #{seen[f['fault']]} of broker {f['targets']}"
-    return ""
+            hits.append(f"{f['fault']} #{seen[f['fault']]} of broker {f['targets']}")
+    more = len(hits) - 1
+    return f" during {hits[0]}{f' and {more} more fault op' + 's' * (more > 1) if more else ''}" if hits else ""
 
 
 def _anomaly(r: RunResult, name: str, faults: list[dict]) -> str:
@@ -40,7 +43,7 @@ def _anomaly(r: RunResult, name: str, faults: list[dict]) -> str:
     if span is not None:
         where = ", ".join(map(str, span.partitions))
         text += (f" on partition{'s' if len(span.partitions) > 1 else ''} {where}, acknowledged at "
-                 f"{span.first_s:.1f}-{span.last_s:.1f} s{_during(r, span.first_s, span.last_s, faults)}")
+                 f"{span.first_s:.1f}-{span.last_s:.1f} s{_during(span.first_s, span.last_s, faults)}")
     return text
 
 

@@ -17,3 +17,14 @@ def test_lost_writes_lead_the_headline_even_when_reorders_outnumber_them():
     faults = [{"fault": "kill", "start_s": 0.5, "length_s": 3.0, "targets": "3"}]
     assert headline(r, faults)[0].startswith("Lost 2 of 100 acknowledged writes (2.0%) on partition 0, acknowledged "
                                              "at 1.0-2.0 s during kill #1 of broker 3; allowed by acks=1")
+
+
+def test_a_span_over_several_fault_ops_names_the_first_and_counts_the_rest():
+    unsafe = validate({"name": "s", "producer": {"acks": "1", "idempotence": False}}, "test")
+    r = RunResult(rules=rules(unsafe), scenario="s", kafka="4.3.1", seed=1, run_dir="r", verdict="true", failed=False,
+                  counts={"lost-write": 7}, allowed_seen={"lost-write": 7}, metrics=Metrics(acked=100),
+                  spans={"lost-write": Span(partitions=[0, 1], first_s=10.0, last_s=50.0)})
+    kills = ((1, "1"), (12, "2"), (30, "3"))
+    faults = [{"fault": "kill", "start_s": s, "length_s": 2.0, "targets": t} for s, t in kills]
+    faults += [{"fault": "pause", "start_s": 40.0, "length_s": 4.0, "targets": "2"}]
+    assert "at 10.0-50.0 s during kill #2 of broker 2 and 2 more fault ops; allowed" in headline(r, faults)[0]
