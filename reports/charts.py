@@ -14,12 +14,14 @@ matplotlib.use("Agg")
 logging.getLogger("matplotlib").setLevel(logging.ERROR)  # font-cache notices are not the run's news
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from reports.frames import fault_outcome  # noqa: E402
 
 OUTCOME_COLORS = {"ok": "tab:green", "info": "tab:orange", "fail": "tab:red"}
+ELECTION = "crimson"
 RAN = ("fired", "failed", "no-effect")  # outcomes of ops that ran (a band); the others are a mark
 
 
@@ -39,9 +41,19 @@ def _lane(f) -> tuple[int, str]:
     return (-1 if f["fault"] == "heal" else int(f["line"]) if pd.notna(f["line"]) else 0), f["fault"]
 
 
-def fault_lanes(ax, faults: pd.DataFrame, t0: int) -> None:
+def elections(meta: pd.DataFrame, t0: int) -> pd.Series:
+    """Seconds of every change of a partition's leader (any partition), in order."""
+    if meta.empty:
+        return pd.Series(dtype=float)
+    g = meta.sort_values("t")
+    prev = g.groupby("partition")["leader"].shift()
+    return _s(g.loc[g["leader"].ne(prev) & prev.notna(), "t"], t0)
+
+
+def fault_lanes(ax, faults: pd.DataFrame, t0: int, elected: pd.Series) -> None:
     """One lane per fault line (and one for the final heal): the op's hold in red, its recovery (the broker
-    restarts it waited for) in orange, failed or ineffective ops hatched, skipped and unreached ones as marks."""
+    restarts it waited for) in orange, failed or ineffective ops hatched, skipped and unreached ones as marks;
+    a dotted line at each election."""
     rows = [f for _, f in faults.iterrows()]
     lanes = sorted({_lane(f) for f in rows}, key=lambda lane: (lane[0] < 0, lane[0]))
     for y, lane in enumerate(lanes):
@@ -62,10 +74,12 @@ def fault_lanes(ax, faults: pd.DataFrame, t0: int) -> None:
     ax.set_yticks(range(len(lanes)), [f"{name}" if line < 0 else f"{line}: {name}" for line, name in lanes],
                   fontsize=7)
     ax.set_ylim(-0.6, max(len(lanes), 1) - 0.1)
+    ax.vlines(elected, -0.6, len(lanes), color=ELECTION, lw=0.9, ls=":")
     ax.legend(handles=[Patch(color="tab:red", label="fault"), Patch(color="tab:orange", alpha=0.6,
                                                                     label="recovery"),
-                       Patch(facecolor="darkred", hatch="//", label="failed / no effect")],
-              loc="upper right", fontsize=7, ncol=3)
+                       Patch(facecolor="darkred", hatch="//", label="failed / no effect"),
+                       Line2D([], [], color=ELECTION, ls=":", label="election")],
+              loc="upper right", fontsize=7, ncol=4)
 
 
 def throughput(ax, per_second: pd.DataFrame, windows: list, end: float) -> None:
@@ -99,7 +113,7 @@ def latency(ax, sample: pd.DataFrame, t0: int) -> None:
 
 def leaders(ax, meta: pd.DataFrame, t0: int, end: float) -> None:
     """Per partition: its leader over time (a colour per broker, grey when leaderless), the ISR size as a step line
-    within the lane, and a tick at each election (a change of leader)."""
+    within the lane, and a line across the lane at each election (a change of leader)."""
     cmap = plt.get_cmap("tab10")
     partitions = sorted(meta["partition"].unique()) if not meta.empty else []
     for y, p in enumerate(partitions):
@@ -107,14 +121,14 @@ def leaders(ax, meta: pd.DataFrame, t0: int, end: float) -> None:
         times = [*_s(g["t"], t0).tolist(), end]
         for (t, leader), t_next in zip(zip(times, g["leader"].tolist(), strict=False), times[1:], strict=False):
             ax.broken_barh([(t, t_next - t)], (y - 0.4, 0.35), color="lightgrey" if leader < 0 else cmap(leader % 10))
-        changed = g[g["leader"].ne(g["leader"].shift()) & g["leader"].shift().notna()]
-        ax.plot(_s(changed["t"], t0), [y - 0.45] * len(changed), "|", color="black", ms=8)
+        ax.vlines(elections(g, t0), y - 0.45, y + 0.45, color=ELECTION, lw=1.5)
         top = max(int(g["isr_size"].max()), 1)
         ax.step(_s(g["t"], t0), y + g["isr_size"] / top * 0.4, where="post", color="black", lw=0.8)
     ax.set_yticks(range(len(partitions)), [f"p{p}" for p in partitions], fontsize=7)
     brokers = sorted({int(b) for b in meta["leader"].unique() if b >= 0}) if not meta.empty else []
     ax.legend(handles=[Patch(color=cmap(b % 10), label=f"leader {b}") for b in brokers]
-              + [Patch(color="lightgrey", label="no leader")], loc="upper right", fontsize=7, ncol=6)
+              + [Patch(color="lightgrey", label="no leader"), Line2D([], [], color=ELECTION, label="election")],
+              loc="upper right", fontsize=7, ncol=7)
     ax.set_ylabel("leader / ISR")
 
 
@@ -128,7 +142,7 @@ def timeline(series: dict, windows: list) -> str:
     parts = meta["partition"].nunique() if not meta.empty else 1
     fig, axes = plt.subplots(4, 1, figsize=(11, 2.2 + 0.3 * lanes + 4.4 + 0.35 * parts), sharex=True,
                              gridspec_kw={"height_ratios": [0.4 + 0.3 * lanes, 2.2, 2.2, 0.5 + 0.35 * parts]})
-    fault_lanes(axes[0], faults, t0)
+    fault_lanes(axes[0], faults, t0, elections(meta, t0))
     throughput(axes[1], series["per_second"], windows, end)
     latency(axes[2], series["sample"], t0)
     leaders(axes[3], meta, t0, end)
