@@ -22,7 +22,11 @@ import pyarrow.parquet as pq
 # Table -> ordered (column, type). Types: int (64-bit), str, bool.
 TABLES: dict[str, list[tuple[str, str]]] = {
     "sends": [("producer", "int"), ("seq", "int"), ("key", "str"), ("topic", "str"), ("partition", "int"),
-              ("t_invoke", "int"), ("t_complete", "int"), ("outcome", "str"), ("error", "str"), ("offset", "int")],
+              ("t_invoke", "int"), ("t_complete", "int"), ("outcome", "str"), ("error", "str"), ("offset", "int"),
+              ("txn", "int")],
+    # One row per transaction a transactional producer began, written when its fate is known to the client.
+    "txns": [("producer", "int"), ("txn", "int"), ("t_begin", "int"), ("t_commit", "int"), ("t_end", "int"),
+             ("fate", "str"), ("error", "str")],
     "reads": [("reader", "str"), ("phase", "str"), ("poll", "int"), ("t", "int"), ("topic", "str"),
               ("partition", "int"), ("offset", "int"), ("producer", "int"), ("seq", "int"), ("checksum_ok", "bool")],
     "faults": [("t_start", "int"), ("t_end", "int"), ("fault", "str"), ("targets", "str"), ("detail", "str"),
@@ -38,6 +42,16 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 ARROW = {"int": pa.int64(), "str": pa.string(), "bool": pa.bool_()}
 NO_PARTITION = -1  # a send refused before a partition was chosen, an event about no partition in particular
 NO_OFFSET = -1  # a send acked without an offset (acks=0, or after a failover), an event about no offset
+NO_TXN = -1  # a send outside any transaction (`sends.txn`; null in histories written before transactions)
+NO_COMMIT = -1  # a transaction whose producer never asked to commit it (`txns.t_commit`)
+
+
+class Fate(StrEnum):
+    """How a transaction ended, as its producer learned it (`txns.fate`)."""
+
+    COMMITTED = "committed"  # commit_transaction returned
+    ABORTED = "aborted"  # abort_transaction returned (chosen, or after an abortable error)
+    UNKNOWN = "unknown"  # the outcome is not known (a fatal error, a commit that timed out until the run ended)
 
 
 class Event(StrEnum):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contracts.history import NO_OFFSET, NO_PARTITION, Event, HistoryWriter
+from contracts.history import NO_COMMIT, NO_OFFSET, NO_PARTITION, NO_TXN, Event, Fate, HistoryWriter
 from kchaos.catalog import validate
 
 MS = 1_000_000
@@ -35,12 +35,21 @@ class HistoryBuilder:
         return self
 
     def send(self, producer: int, seq: int, partition: int, offset: int, outcome: str = "ok",
-             error: str | None = None, took_ns: int = 5 * MS, key: str | None = None) -> HistoryBuilder:
-        """One send and how it ended: ok (acked at `offset`, or NO_OFFSET), fail (never written) or info (unknown)."""
+             error: str | None = None, took_ns: int = 5 * MS, key: str | None = None,
+             txn: int = NO_TXN) -> HistoryBuilder:
+        """One send and how it ended: ok (acked at `offset`, or NO_OFFSET), fail (never written) or info (unknown);
+        `txn`: the producer's transaction it was sent in."""
         return self._add("sends", {"producer": producer, "seq": seq, "key": key, "topic": self.topic,
                                    "partition": partition, "t_invoke": self.t, "t_complete": self.t + took_ns,
                                    "outcome": outcome, "error": None if outcome == "ok" else error,
-                                   "offset": offset if outcome == "ok" else NO_OFFSET})
+                                   "offset": offset if outcome == "ok" else NO_OFFSET, "txn": txn})
+
+    def transaction(self, producer: int, txn: int, fate: Fate | str, asked_commit: bool = True) -> HistoryBuilder:
+        """How one of a producer's transactions ended (committed, aborted, unknown), stamped now; `asked_commit`:
+        its producer called commit (now) before learning the fate."""
+        return self._add("txns", {"producer": producer, "txn": txn, "t_begin": self.t - self.step_ns,
+                                  "t_commit": self.t if asked_commit else NO_COMMIT, "t_end": self.t + self.step_ns,
+                                  "fate": str(fate), "error": ""})
 
     def read(self, reader: str, partition: int, offset: int, producer: int, seq: int, poll: int = 1,
              phase: str | None = None, checksum_ok: bool = True) -> HistoryBuilder:

@@ -12,8 +12,8 @@ class History(HistoryBuilder):
     """The public builder, with the tests' default error for a send that did not end ok."""
 
     def send(self, producer: int, seq: int, partition: int, offset: int, outcome: str = "ok", error: str = "X",
-             took_ns: int = 5_000_000, key: str | None = None) -> History:
-        super().send(producer, seq, partition, offset, outcome, error, took_ns, key)
+             took_ns: int = 5_000_000, key: str | None = None, txn: int = -1) -> History:
+        super().send(producer, seq, partition, offset, outcome, error, took_ns, key, txn)
         return self
 
 
@@ -38,3 +38,29 @@ def clean(partitions: int = 2, per_producer: int = 6, producers: int = 2, broker
     for p in range(partitions):
         h.drain_end(p, offsets[p])
     return h.replicas_dumped()
+
+
+# Producer 0's transactions: (txn, fate, [(seq, partition, offset)]); each leaves a marker at the next offset.
+TXNS = [(0, "committed", [(0, 0, 0), (1, 1, 0)]), (1, "aborted", [(2, 0, 2)]),
+        (2, "committed", [(3, 0, 4), (4, 1, 2)]), (3, "committed", [(5, 1, 4)])]
+
+
+def transactional(committed_reads: bool = True) -> History:
+    """Producer 0 sends in transactions (one aborted) over two partitions; `consumer-0` (read_committed) reads the
+    committed values, `consumer-1` (read_uncommitted) and the drain read every record, the markers' offsets hold
+    none. With `committed_reads=False` consumer-0 reads nothing (a test adds its own reads)."""
+    h = History()
+    h.event("consumer-0", "assign").event("consumer-1", "assign")
+    for txn, fate, values in TXNS:
+        for seq, p, off in values:
+            h.send(0, seq, p, off, txn=txn)
+        h.transaction(0, txn, fate, asked_commit=fate == "committed")
+    records = sorted((p, off, seq, fate) for _, fate, values in TXNS for seq, p, off in values)
+    for reader in ("consumer-0", "consumer-1", "drain"):
+        for p, off, seq, fate in records:
+            if reader != "consumer-0" or (committed_reads and fate == "committed"):
+                h.read(reader, p, off, 0, seq)
+    for p, off, seq, _ in records:
+        for b in (1, 2, 3):
+            h.replica(b, p, off, 0, seq)
+    return h.drain_end(0, 6).drain_end(1, 6).replicas_dumped()

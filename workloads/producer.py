@@ -9,7 +9,7 @@ import orjson
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from contracts.clientlog import QUIET
-from contracts.history import NO_OFFSET, NO_PARTITION, Event, HistoryWriter, now_ns, row_format
+from contracts.history import NO_OFFSET, NO_PARTITION, NO_TXN, Event, HistoryWriter, now_ns, row_format
 from contracts.payload import encode
 from contracts.scenario import ProducerSpec
 from workloads.worker import Worker
@@ -53,7 +53,8 @@ class ProducerClient(Worker):
         self.errors = 0
         self._pending: dict[int, int] = {}  # seq -> t_invoke of the sends awaiting a delivery report
         # An `ok` send's row, encoded once but for seq, key, partition, t_invoke, t_complete and offset
-        self._ok_line = row_format("sends", {"producer": pid, "topic": topic, "outcome": "ok", "error": None})
+        self._ok_line = row_format("sends", {"producer": pid, "topic": topic, "outcome": "ok", "error": None,
+                                               "txn": NO_TXN})
         self._keys_json = [orjson.dumps(self._key(seq)) for seq in range(16)]  # by seq % 16
         self._write_ok = history.line_writer("sends")
 
@@ -163,7 +164,8 @@ class ProducerClient(Worker):
     def _row(self, seq: int, partition: int, t0: int, t1: int, outcome: str, error: str | None) -> dict:
         """A send row without an offset."""
         return {"producer": self.pid, "seq": seq, "key": self._key(seq), "topic": self.topic, "partition": partition,
-                "t_invoke": t0, "t_complete": t1, "outcome": outcome, "error": error, "offset": NO_OFFSET}
+                "t_invoke": t0, "t_complete": t1, "outcome": outcome, "error": error, "offset": NO_OFFSET,
+                "txn": NO_TXN}
 
     def _settle_pending(self) -> None:
         """Sends enqueued whose delivery report never came (client crash, unflushed at the end): `info`, since

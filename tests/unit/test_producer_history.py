@@ -116,9 +116,9 @@ def test_an_ok_send_s_encoded_row_reads_back_as_its_columns(tmp_path):
         del r["t_complete"]
     assert rows == [
         {"producer": 7, "seq": 19, "key": "7-3", "topic": 'odd%s"topic', "partition": 2, "t_invoke": 100,
-         "outcome": "ok", "error": None, "offset": 12345678901},
+         "outcome": "ok", "error": None, "offset": 12345678901, "txn": -1},
         {"producer": 7, "seq": 20, "key": "7-4", "topic": 'odd%s"topic', "partition": 1, "t_invoke": 100,
-         "outcome": "ok", "error": None, "offset": -1}]
+         "outcome": "ok", "error": None, "offset": -1, "txn": -1}]
     assert client.acked == 2 and not client._pending
 
 
