@@ -29,11 +29,19 @@ QUOTED = r"'([^']*)'"  # the values a message lists
 # Cluster events a scenario can exist to provoke; the analysis observes them in the history (reports.provoked)
 PROVOKED = ("isr-shrink", "leader-election", "unclean-election", "controller-change", "rebalance")
 COUNTED = ("one", "all", "minority", "majority")  # targets that name members by how many
-TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr")
+# txn-coordinator: the leader of producer 0's __transaction_state partition; group-coordinator: of the consumer
+# group's __consumer_offsets partition
+COORDINATORS = ("txn-coordinator", "group-coordinator")
+TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS)
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")  # Kafka's legal topic names
 SCENARIO_NAME = re.compile(r"^[A-Za-z0-9_.\-\[\]=,]{1,200}$")  # a directory name, matrix tags included
+
+
+def transactional_id(producer: int) -> str:
+    """The transactional.id of a scenario's transactional producer (kept across its restarts)."""
+    return f"chaos-txn-{producer}"
 
 
 def seconds(value: Any) -> float:
@@ -50,7 +58,7 @@ class FaultTraits(Protocol):
     """What validation needs of a fault kind: its default target and what it aims at."""
 
     default_target: str
-    aims: Literal["brokers", "consumers", "itself"]  # itself: it picks its victims from live metadata
+    aims: Literal["brokers", "consumers", "producers", "itself"]  # itself: it picks its victims from live metadata
 
 
 @dataclass(frozen=True)
@@ -156,6 +164,10 @@ class ProducerSpec(Strict):
     keyed: bool = False
     payload_bytes: int = Field(64, ge=24, le=1_000_000)
     rate: float = Field(1000, ge=0, le=1_000_000)  # messages per second per producer; 0 = as fast as possible
+    transactional: bool = False  # each producer sends in transactions (KIP-98) under its own transactional.id
+    txn_sends: int = Field(5, ge=1, le=10_000)  # sends per transaction: 1 to this many, drawn per transaction
+    abort_ratio: float = Field(0.2, ge=0, le=1)  # the share of transactions a transactional producer aborts
+    transaction_timeout_ms: int = Field(60000, ge=1000, le=900_000)
 
     @field_validator("acks", mode="before")
     @classmethod
@@ -169,7 +181,20 @@ class ConsumerSpec(Strict):
     mode: Literal["subscribe", "assign"] = "subscribe"
     # after: commit once the reads are recorded (at-least-once); before: commit first (at-most-once, unsafe)
     commit: Literal["auto", "after", "before"] = "after"
-    isolation: Literal["read_uncommitted", "read_committed"] = "read_uncommitted"
+    # both: consumers alternate read_committed (even indices) and read_uncommitted (odd) side by side
+    isolation: Literal["read_uncommitted", "read_committed", "both"] = "read_uncommitted"
+    # To prove the transactional checkers can fail: judge every reader as this level, whatever it reads with
+    judged_as: Literal["read_uncommitted", "read_committed"] | None = None
+
+    def isolation_of(self, cid: int) -> str:
+        """The isolation.level consumer `cid` reads with."""
+        if self.isolation == "both":
+            return "read_committed" if cid % 2 == 0 else "read_uncommitted"
+        return self.isolation
+
+    def judged_isolation(self, cid: int) -> str:
+        """The isolation level the analysis holds consumer `cid`'s reads to."""
+        return self.judged_as or self.isolation_of(cid)
 
 
 class FaultSpec(Strict):
@@ -245,14 +270,17 @@ class Scenario(Strict):
                              f"topic.replication_factor={self.topic.replication_factor}")
         kinds = vocabulary(info).faults
         for i, f in enumerate(self.faults):
-            if kinds[f.fault].aims == "consumers":
-                self._consumer_target(i, f)
+            if kinds[f.fault].aims in ("consumers", "producers"):
+                self._client_target(i, f, kinds[f.fault].aims)
             elif kinds[f.fault].aims == "brokers":
                 self._broker_target(i, f)
             self._timing(i, f)
         if self.producer.idempotence and (self.producer.acks != "all" or self.producer.max_in_flight > 5):
             raise ValueError("producer.idempotence=true needs producer.acks='all' and producer.max_in_flight<=5 "
                              "(librdkafka refuses otherwise)")
+        if self.producer.transactional and not self.producer.idempotence:
+            raise ValueError("producer.transactional=true needs producer.idempotence=true (a transactional producer "
+                             "is idempotent); remove producer.idempotence=false")
         return self
 
     def _broker_target(self, i: int, f: FaultSpec) -> None:
@@ -270,17 +298,18 @@ class Scenario(Strict):
         if f.jitter >= f.every:
             raise ValueError(f"faults.{i}.jitter={f.jitter:g} s must be below every={f.every:g} s")
 
-    def _consumer_target(self, i: int, f: FaultSpec) -> None:
-        """A fault that aims at consumers: by count (one, all, minority, majority) or by index."""
-        n = self.consumer.count
+    def _client_target(self, i: int, f: FaultSpec, aims: str) -> None:
+        """A fault that aims at the workload's consumers or producers: by count (one, all, minority, majority) or
+        by index."""
+        n = self.consumer.count if aims == "consumers" else self.producer.count
         ids = f.target if isinstance(f.target, list) else [f.target] if isinstance(f.target, int) else []
         if n == 0:
-            raise ValueError(f"faults.{i}.fault={f.fault!r} needs consumer.count >= 1")
+            raise ValueError(f"faults.{i}.fault={f.fault!r} needs {aims[:-1]}.count >= 1")
         if isinstance(f.target, str) and f.target not in COUNTED:
-            raise ValueError(f"Expected one of {one_of(COUNTED)} or consumer indices "
-                             f"but got faults.{i}.target={f.target!r} ({f.fault} aims at consumers)")
+            raise ValueError(f"Expected one of {one_of(COUNTED)} or {aims[:-1]} indices "
+                             f"but got faults.{i}.target={f.target!r} ({f.fault} aims at {aims})")
         if any(not 0 <= c < n for c in ids):
-            raise ValueError(f"faults.{i}.target={f.target!r} must name consumers among 0..{n - 1}")
+            raise ValueError(f"faults.{i}.target={f.target!r} must name {aims} among 0..{n - 1}")
 
     def topic_config(self) -> dict[str, str]:
         """The topic-level configs the scenario asks for."""

@@ -16,6 +16,7 @@ from kchaos.run import RunInfo, Tick, execute, run_dir_for
 from reports import guarantees, render
 from reports import spark as spark_jvm
 from reports.analysis import Analysis, analyze, is_large
+from reports.frames import Readers
 from reports.result import Metrics, RunResult, Span
 from reports.warmup import analyze_small
 from workloads.consumer import reader_name
@@ -88,6 +89,15 @@ def in_seconds(example: dict, t0: int) -> dict:
             for k, v in example.items()}
 
 
+def readers_of(scenario: Scenario) -> Readers:
+    """The live readers as the analysis must know them: assign-mode ones read every partition from the beginning;
+    those held to read_committed (`consumer.judged_as` may say so of all, to prove the checkers can fail)."""
+    c = scenario.consumer
+    return Readers(contiguous=tuple(reader_name(i) for i in range(c.count)) if c.mode == "assign" else (),
+                   committed=tuple(reader_name(i) for i in range(c.count)
+                                   if c.judged_isolation(i) == "read_committed"))
+
+
 def _records(result: RunResult) -> int:
     """How much of a history a result was judged on: its sends and reads."""
     m = result.metrics
@@ -109,9 +119,8 @@ def _refuse_emptier(result: RunResult, run_dir: Path) -> None:
 
 def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outcome:
     """Analyze a run directory, judge it against the guarantee model, write results.json and report.html."""
-    readers = [reader_name(i) for i in range(scenario.consumer.count)] if scenario.consumer.mode == "assign" else []
     history = run_dir / "history"
-    a = analyze(spark_session(master, large=is_large(history)), history, readers)
+    a = analyze(spark_session(master, large=is_large(history)), history, readers_of(scenario))
     v = guarantees.verdict(scenario, a)
     t0 = a.series["t0"]
     result = RunResult(

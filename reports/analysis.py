@@ -57,11 +57,11 @@ def settle(findings: dict[str, Finding | None]) -> dict[str, Anomaly]:
             for k in findings}
 
 
-def analyze(spark: SparkSession, history: Path, assign_readers: list[str] | None = None,
+def analyze(spark: SparkSession, history: Path, readers: frames.Readers | None = None,
             prefilter: bool | None = None) -> Analysis:
     """Every anomaly and metric of one history directory. `prefilter`: judge only the suspect rows (True), every
     row (False), or whichever is cheaper for this history (None); the results are the same (the tests prove it)."""
-    f = frames.build(spark, history, assign_readers, prefilter)
+    f = frames.build(spark, history, readers, prefilter)
     found = {name: check(f) for name, check in CHECKERS.items()}
     metrics, series = _metrics(f)
     return Analysis(settle(found), metrics, f.facts, series)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from contracts.history import Event
+from contracts.history import Event, Fate
 from reports.frames import EXAMPLES, POSITION, REPLICA, SOURCES, VALUE, Frames, with_tid
 
 
@@ -69,17 +69,40 @@ def _missing(f: Frames) -> tuple[DataFrame, Column]:
     return missing, covered | absent_everywhere
 
 
+def _in_txns(f: Frames, fates: tuple[Fate, ...] = tuple(Fate)) -> DataFrame:
+    """The values sent in a transaction whose fate is one of `fates`."""
+    return f.fates.filter(F.col("fate").isin(*(x.value for x in fates))).select(*VALUE)
+
+
 @checker("lost-write")
 def lost_write(f: Frames) -> Finding:
+    """An acknowledged send outside any transaction, provably absent (a transaction's sends: lost-committed)."""
     missing, lost = _missing(f)
-    return Finding(missing.filter(lost).select(*VALUE), VALUE, f.sends_of, extent=f.send_extent)
+    rows = missing.filter(lost).select(*VALUE)
+    if f.facts.transactional:
+        rows = rows.join(_in_txns(f), VALUE, "left_anti")
+    return Finding(rows, VALUE, f.sends_of, extent=f.send_extent)
+
+
+@checker("lost-committed")
+def lost_committed(f: Frames) -> Finding | None:
+    """A send whose transaction committed, provably absent from the final log."""
+    if not f.facts.transactional:
+        return None
+    missing, lost = _missing(f)
+    rows = missing.filter(lost).select(*VALUE).join(_in_txns(f, (Fate.COMMITTED,)), VALUE, "left_semi")
+    return Finding(rows, VALUE, f.sends_of, extent=f.send_extent)
 
 
 @checker("unseen")
 def unseen(f: Frames) -> Finding:
-    """Acked, never read, and not provably lost: the final read did not reach it."""
+    """Acked (in a committed transaction, if in any), never read, and not provably lost: the final read did not
+    reach it."""
     missing, lost = _missing(f)
-    return Finding(missing.filter(~F.col("live") & ~lost).select(*VALUE), VALUE, f.sends_of, extent=f.send_extent)
+    rows = missing.filter(~F.col("live") & ~lost).select(*VALUE)
+    if f.facts.transactional:
+        rows = rows.join(_in_txns(f, (Fate.ABORTED, Fate.UNKNOWN)), VALUE, "left_anti")
+    return Finding(rows, VALUE, f.sends_of, extent=f.send_extent)
 
 
 def _at_timeout(f: Frames) -> DataFrame:
@@ -145,13 +168,34 @@ def _poll_steps(f: Frames) -> DataFrame:
     gen = live.unionByName(markers).withColumn("generation", F.sum("marker").over(w_gen)).filter("marker = 0")
     w = Window.partitionBy("reader", "generation", "topic", "partition").orderBy("poll", "offset")
     steps = gen.withColumn("prev", F.lag("offset").over(w)).filter(F.col("prev").isNotNull())
-    return steps.select("reader", "generation", "partition", "prev", "offset")
+    return steps.select("reader", "generation", "topic", "partition", "prev", "offset")
+
+
+def _log_order(f: Frames) -> DataFrame:
+    """Each record of the final log with its place in its partition among all records (`r_all`) and among those a
+    read_committed reader sees (`r_vis`: not in an aborted or undecided transaction), since transaction markers
+    (and compaction) leave offsets that hold no record."""
+    w = Window.partitionBy("topic", "partition").orderBy("offset")
+    log = (f.ours.filter(F.col("phase") == "final").select(*POSITION, *VALUE).dropDuplicates(POSITION)
+           .join(_in_txns(f, (Fate.ABORTED, Fate.UNKNOWN)).withColumn("hidden", F.lit(True)), VALUE, "left")
+           .withColumn("r_all", F.row_number().over(w)))
+    visible = log.filter(F.col("hidden").isNull()).withColumn("r_vis", F.row_number().over(w))
+    return log.join(visible.select(*POSITION, "r_vis"), POSITION, "left").select(*POSITION, "r_all", "r_vis")
 
 
 @checker("poll-skip")
 def poll_skip(f: Frames) -> Finding:
-    steps = _poll_steps(f)
-    return Finding(steps.filter(F.col("offset") > F.col("prev") + 1), ["reader", "partition", "offset"])
+    """A live reader's next record in a partition is not the next one in the log as its isolation level sees it
+    (judged where both records are in the final log); without transactions, offsets are the log's order."""
+    gaps = _poll_steps(f).filter(F.col("offset") > F.col("prev") + 1)
+    if f.facts.transactional:
+        places = _log_order(f)
+        before = places.withColumnsRenamed({"offset": "prev", "r_all": "p_all", "r_vis": "p_vis"})
+        committed = F.col("reader").isin(*f.facts.committed_readers)
+        step = F.when(committed, F.col("r_vis") - F.col("p_vis")).otherwise(F.col("r_all") - F.col("p_all"))
+        gaps = (gaps.join(before, ["topic", "partition", "prev"], "left").join(places, POSITION, "left")
+                .filter(F.coalesce(step > 1, F.lit(False))).select(*gaps.columns))
+    return Finding(gaps, ["reader", "partition", "offset"])
 
 
 @checker("nonmonotonic-poll")
@@ -160,11 +204,51 @@ def nonmonotonic_poll(f: Frames) -> Finding:
     return Finding(steps.filter(F.col("offset") <= F.col("prev")), ["reader", "partition", "offset"])
 
 
+def _committed_reads(f: Frames) -> DataFrame:
+    """What the live readers held to read_committed read."""
+    return f.ours.filter((F.col("phase") == "live") & F.col("reader").isin(*f.facts.committed_readers))
+
+
 @checker("aborted-read")
 def aborted_read(f: Frames) -> Finding:
-    """A value read whose send definitely failed."""
+    """A value read whose send definitely failed, or that a read_committed reader read from an aborted transaction
+    (Jepsen's G1a)."""
     aborted = f.ours.join(f.values.filter("failed").select(*VALUE), VALUE, "left_semi")
-    return Finding(aborted.select(*READ_COLS), ["reader", "offset"])
+    if f.facts.transactional and f.facts.committed_readers:
+        aborted = aborted.unionByName(_committed_reads(f).join(_in_txns(f, (Fate.ABORTED,)), VALUE, "left_semi"))
+    return Finding(aborted.select(*READ_COLS).distinct(), ["reader", "offset"])
+
+
+@checker("precommitted-read")
+def precommitted_read(f: Frames) -> Finding | None:
+    """A read_committed reader read a value of a transaction before its producer asked to commit it (or of one
+    never asked to commit and not aborted)."""
+    if not (f.facts.transactional and f.facts.committed_readers):
+        return None
+    txn = f.fates.filter(F.col("fate") != Fate.ABORTED.value).select(*VALUE, "txn", "t_commit")
+    early = (_committed_reads(f).join(txn, VALUE)
+             .filter((F.col("t_commit") < 0) | (F.col("t") < F.col("t_commit"))))
+    return Finding(early.select(*READ_COLS, "txn", "t", "t_commit"), ["reader", "t", "offset"])
+
+
+@checker("torn-transaction")
+def torn_transaction(f: Frames) -> Finding | None:
+    """A read_committed reader that reads every partition from the beginning read part of a committed transaction
+    and read past the rest of it: one row per (reader, transaction), with the values it passed over."""
+    readers = [r for r in f.facts.committed_readers if r in f.contiguous]
+    if not (f.facts.transactional and readers):
+        return None
+    reads = _committed_reads(f).filter(F.col("reader").isin(*readers))
+    txn = f.fates.filter((F.col("fate") == Fate.COMMITTED.value) & (F.col("offset") >= 0))
+    seen = reads.join(txn.select(*VALUE, "txn"), VALUE).select("reader", "producer", "txn").distinct()
+    reach = reads.groupBy("reader", "topic", "partition").agg(F.max("offset").alias("reach"))
+    passed = (seen.join(txn, ["producer", "txn"])
+              .join(reads.select("reader", *VALUE), ["reader", *VALUE], "left_anti")
+              .join(reach, ["reader", "topic", "partition"]).filter(F.col("reach") > F.col("offset")))
+    torn = passed.groupBy("reader", "producer", "txn").agg(
+        F.count("*").alias("passed_over"),
+        F.slice(F.sort_array(F.collect_list(F.struct("seq", "partition", "offset"))), 1, 5).alias("values"))
+    return Finding(torn, ["reader", "producer", "txn"])
 
 
 @checker("unexpected")

@@ -16,7 +16,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from contracts.history import CLIENT_TROUBLE, Event, Outcome
+from contracts.history import CLIENT_TROUBLE, Event, Fate, Outcome
 from reports.history_io import load_all, sends_in
 
 EXAMPLES = 20
@@ -42,6 +42,8 @@ class Facts:
     replicas_dumped: bool
     recovered: bool
     assign_readers: list[str]
+    committed_readers: list[str] = field(default_factory=list)  # live readers held to read_committed
+    transactional: bool = False  # the history has transactions (their markers leave gaps in the offsets)
     group_commits: str = "none"  # "none" (no group), "known", or "unknown" (the committed offsets were not read)
     client_trouble: list[str] = field(default_factory=list)  # the first client errors, fatal errors and restarts
     ops: dict[str, int] = field(default_factory=dict)  # planned fault ops by how they ended (fired, skipped, ...)
@@ -79,7 +81,16 @@ def chaos_of(faults: DataFrame) -> tuple[dict[str, int], list[str]]:
     return dict(Counter(outcomes)), problems
 
 
-def facts_of(events: DataFrame, faults: DataFrame, assign_readers: list[str]) -> tuple[Facts, DataFrame]:
+@dataclass(frozen=True)
+class Readers:
+    """What the analysis must know of the live readers beyond the history: which read every partition from the
+    beginning (assign mode), and which read with isolation.level=read_committed."""
+
+    contiguous: tuple[str, ...] = ()
+    committed: tuple[str, ...] = ()
+
+
+def facts_of(events: DataFrame, faults: DataFrame, readers: Readers) -> tuple[Facts, DataFrame]:
     """Drain ends per partition (small) and what the run established."""
     ends = (events.filter(F.col("kind") == Event.FINAL_END.value)
             .select("topic", "partition", F.col("offset").alias("end"),
@@ -93,7 +104,8 @@ def facts_of(events: DataFrame, faults: DataFrame, assign_readers: list[str]) ->
     not_drained = sorted(r["partition"] for r in end_rows if not r["reached"])
     facts = Facts(drain_ran=bool(end_rows), drain_complete=bool(end_rows) and not not_drained,
                   partitions_not_drained=not_drained, replicas_dumped=Event.REPLICAS_DUMPED in kinds,
-                  recovered=Event.LIVENESS not in kinds, assign_readers=assign_readers,
+                  recovered=Event.LIVENESS not in kinds, assign_readers=list(readers.contiguous),
+                  committed_readers=list(readers.committed),
                   group_commits="unknown" if Event.COMMITTED_UNKNOWN in kinds else
                   "known" if Event.COMMITTED in kinds else "none",
                   client_trouble=[line for _, line in trouble[:EXAMPLES]])
@@ -242,6 +254,7 @@ class Frames:
     contiguous: list[str]  # readers that read contiguously from the beginning (the drain, assign-mode readers)
     metadata: DataFrame  # the sampler's leader and ISR samples
     faults: DataFrame  # the fault ops as they fired
+    fates: DataFrame  # the sends of transactions, with their transaction's fate and when its commit was asked for
 
     @cached_property
     def placed(self) -> DataFrame:
@@ -267,15 +280,26 @@ class Frames:
             F.slice(F.sort_array(F.collect_set(F.struct(*POSITION))), 1, 5).alias("at"))
 
 
-def build(spark: SparkSession, history: Path, assign_readers: list[str] | None = None,
+def _fates(sends: DataFrame, txns: DataFrame) -> DataFrame:
+    """One row per send in a transaction: its value, ack position, transaction, fate (unknown without a txns row:
+    its producer died first) and t_commit (-1: never asked to commit)."""
+    fate = txns.select("producer", "txn", "fate", "t_commit")
+    return (sends.filter(F.col("txn") >= 0).select(*VALUE, *POSITION, "txn").join(fate, ["producer", "txn"], "left")
+            .select(*VALUE, *POSITION, "txn", F.coalesce("fate", F.lit(Fate.UNKNOWN.value)).alias("fate"),
+                    F.coalesce("t_commit", F.lit(-1)).alias("t_commit")))
+
+
+def build(spark: SparkSession, history: Path, readers: Readers | None = None,
           prefilter: bool | None = None) -> Frames:
     """The indexes of one history directory. `prefilter`: keep only the suspect rows (True), every row (False), or
     whichever is cheaper for this history (None); the checks' results are the same (the tests prove it)."""
     if prefilter is None and not is_large(history):
         prefilter = False  # e.g. a chaos run's own history: too small for the fingerprint's jobs to pay off
+    readers = readers or Readers()
     t = load_all(spark, history)
     sends, reads, replicas, events = t["sends"], t["reads"], t["replicas"], t["events"]
-    facts, ends = facts_of(events, t["faults"], assign_readers or [])
+    facts, ends = facts_of(events, t["faults"], readers)
+    facts.transactional = bool(t["txns"].limit(1).count())
     ours = reads.filter((F.col("producer") >= 0) & F.col("checksum_ok"))
     # Replica records count only below the high watermark the drain saw: above it a follower may still truncate.
     rep = (replicas.filter(F.col("producer") >= 0).join(F.broadcast(ends.select("topic", "partition", "end")),
@@ -287,4 +311,4 @@ def build(spark: SparkSession, history: Path, assign_readers: list[str] | None =
         obs = _suspect_rows(obs, sends, need_live=facts.group_commits != "none", always=bool(prefilter))
     values = _per_value(obs).filter(suspect).localCheckpoint()
     return Frames(sends, reads, events, ours, obs, values, _per_position(obs).localCheckpoint(), ends, facts,
-                  ["drain", *(assign_readers or [])], t["metadata"], t["faults"])
+                  ["drain", *readers.contiguous], t["metadata"], t["faults"], _fates(sends, t["txns"]))

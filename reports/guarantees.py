@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from contracts.scenario import Scenario
+from contracts.versions import transaction_defense
 from reports.analysis import Analysis
 from reports.checkers import ANOMALIES
 
@@ -19,6 +20,9 @@ IN_FLIGHT = DOCS + "#producerconfigs_max.in.flight.requests.per.connection"
 REPLICATION = DOCS + "#replication"
 SEMANTICS = DOCS + "#semantics"
 CONSUMER = DOCS + "#consumerconfigs_enable.auto.commit"
+ISOLATION = DOCS + "#consumerconfigs_isolation.level"
+TRANSACTIONS = DOCS + "#semantics"  # "the producer can send to multiple partitions atomically: all or none"
+KIP_98 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-98+-+Exactly+Once+Delivery+and+Transactional+Messaging"
 # The client's own documentation, for what librdkafka (confluent-kafka's core) does when a message times out.
 LIBRDKAFKA_TIMEOUTS = ("https://github.com/confluentinc/librdkafka/blob/master/INTRODUCTION.md"
                        "#message-timeout-considerations")
@@ -83,7 +87,9 @@ FIXED = {
                           "under the new epoch, where the broker cannot recognise a copy written before; its "
                           "maintainers: only transactions keep exactly-once across message timeouts "
                           "(confluentinc/librdkafka#4953)", LIBRDKAFKA_TIMEOUTS),
-    "aborted-read": (False, "a send that produce() refused was never written", SEMANTICS),
+    "precommitted-read": (False, "a read_committed consumer reads a transaction's messages only once it has "
+                          "committed (isolation.level; KIP-98's last stable offset), and a commit is only ever "
+                          "the producer's request", ISOLATION),
     "unexpected": (False, "consumers only read what producers wrote, intact (CRC-checked batches)", SEMANTICS),
 }
 for _name, (_ok, _why, _doc) in FIXED.items():
@@ -96,6 +102,33 @@ def _lost_write(s: Scenario) -> Rule:
     return Rule("lost-write", bool(loss.reasons), loss.why or "acks=all with min.insync.replicas>=2 and clean "
                 "elections: an acknowledged write is on at least min.insync.replicas replicas and survives any "
                 "failure of fewer", loss.doc if loss.reasons else MIN_ISR)
+
+
+@rule("aborted-read")
+def _aborted_read(s: Scenario) -> Rule:
+    why = ("a send that produce() refused was never written, and a read_committed consumer 'will only return "
+           "transactional messages which have been committed' (isolation.level)")
+    if s.producer.transactional:
+        why += f"; on Kafka {s.kafka.version}: {transaction_defense(s.kafka.version)}"
+    return Rule("aborted-read", False, why, ISOLATION)
+
+
+@rule("lost-committed")
+def _lost_committed(s: Scenario) -> Rule:
+    loss = truncation(s)
+    return Rule("lost-committed", bool(loss.reasons), loss.why or "a committed transaction's messages are "
+                "acknowledged writes (acks=all) under clean elections; commit_transaction returns only once they "
+                "are", loss.doc if loss.reasons else KIP_98)
+
+
+@rule("torn-transaction")
+def _torn_transaction(s: Scenario) -> Rule:
+    loss = truncation(s)
+    if loss.reasons:
+        return Rule("torn-transaction", True, f"a truncated log can lose part of a transaction ({loss.why})",
+                    loss.doc)
+    return Rule("torn-transaction", False, "a transaction writes to several partitions atomically: a "
+                "read_committed consumer sees all of a committed transaction or none of it", TRANSACTIONS)
 
 
 @rule("duplicate")

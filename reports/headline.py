@@ -9,7 +9,9 @@ PHRASES = {  # anomaly -> how a count of it reads
     "duplicate": "values written twice", "timeout-duplicate": "values re-sent after a message timeout and "
     "written twice", "inconsistent-offset": "offsets holding two different values", "nonmonotonic-send":
     "sends acknowledged out of order", "poll-skip": "consumer polls that skipped records", "nonmonotonic-poll":
-    "consumer polls that went back", "aborted-read": "reads of sends that had failed", "unexpected":
+    "consumer polls that went back", "aborted-read": "reads of failed sends or aborted transactions",
+    "lost-committed": "writes of committed transactions lost", "precommitted-read": "reads of transactions before "
+    "their commit was asked for", "torn-transaction": "committed transactions seen in part", "unexpected":
     "reads of values no producer sent", "vanished-read": "records read live and gone from the final log",
     "replica-divergence": "offsets where replicas disagree", "committed-unread": "records below the group's "
     "committed offsets that no member read",

@@ -15,6 +15,7 @@ from contracts.history import HistoryWriter
 from contracts.scenario import ConsumerSpec, ProducerSpec
 from workloads.consumer import ConsumerClient
 from workloads.producer import ProducerClient
+from workloads.txn_producer import TxnProducerClient
 
 # The parent runs threads and librdkafka, so it never forks itself: a fork server, started once with this module
 # imported (confluent-kafka, pyarrow, pydantic; ~1 s of a spawned interpreter), forks each client from a clean
@@ -33,9 +34,12 @@ GC_THRESHOLD = (50_000, 20, 100)
 
 
 def _client(kind: Kind, cid: int, spec_json: str, topic: str, partitions: int, bootstrap: str,
-            history: HistoryWriter) -> ProducerClient | ConsumerClient:
+            history: HistoryWriter) -> ProducerClient | TxnProducerClient | ConsumerClient:
     if kind == "producer":
-        return ProducerClient(cid, ProducerSpec.model_validate_json(spec_json), topic, bootstrap, history)
+        spec = ProducerSpec.model_validate_json(spec_json)
+        if spec.transactional:
+            return TxnProducerClient(cid, spec, topic, partitions, bootstrap, history)
+        return ProducerClient(cid, spec, topic, bootstrap, history)
     return ConsumerClient(cid, ConsumerSpec.model_validate_json(spec_json), topic, partitions, bootstrap, history)
 
 
@@ -71,8 +75,10 @@ class ClientProcess:
     def __init__(self, kind: Kind, cid: int, spec: ProducerSpec | ConsumerSpec, topic: str, partitions: int,
                  bootstrap: str, history_dir: Path) -> None:
         self.kind, self.cid = kind, cid
-        # a producer settles every outstanding send (each ends by message.timeout.ms) before it stops
-        self.join_s = spec.message_timeout_ms / 1000 + 30 if isinstance(spec, ProducerSpec) else 30.0
+        # a producer settles every outstanding send (each ends by message.timeout.ms) and finishes its transaction
+        # (its calls repeat until the transaction timeout) before it stops
+        self.join_s = (max(spec.message_timeout_ms, spec.transaction_timeout_ms if spec.transactional else 0) / 1000
+                       + 30 if isinstance(spec, ProducerSpec) else 30.0)
         self._args = (spec.model_dump_json(), topic, partitions, bootstrap, str(history_dir), self.join_s)
         self.incarnation = -1
         self._proc: mp.Process | None = None
@@ -109,6 +115,24 @@ class ClientProcess:
         while not self._flags[READY] and self.alive and time.monotonic() < deadline:
             time.sleep(POLL_S)
         return bool(self._flags[READY])
+
+    @property
+    def paused(self) -> bool:
+        """Whether the running incarnation is stopped by a signal (its /proc state is T)."""
+        try:
+            return Path(f"/proc/{self._proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+        except (AttributeError, OSError, IndexError):
+            return False
+
+    def pause(self) -> None:
+        """SIGSTOP: every thread of the client stalls, its connections stay open and unanswered."""
+        if self.alive:
+            os.kill(self._proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after a pause."""
+        if self.alive:
+            os.kill(self._proc.pid, signal.SIGCONT)
 
     def kill(self) -> None:
         """SIGKILL: no LeaveGroup, no commit, no flush; a group notices after session.timeout.ms."""

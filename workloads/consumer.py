@@ -60,7 +60,7 @@ class ConsumerClient(Worker):
                  history: HistoryWriter) -> None:
         self.name = reader_name(cid)
         super().__init__(self.name)
-        self.spec, self.topic, self.partitions = spec, topic, partitions
+        self.cid, self.spec, self.topic, self.partitions = cid, spec, topic, partitions
         self.bootstrap, self.history = bootstrap, history
 
     def _event(self, kind: Event, parts: list[TopicPartition]) -> None:
@@ -68,7 +68,8 @@ class ConsumerClient(Worker):
             self.history.event(self.name, kind, topic=tp.topic, partition=tp.partition, offset=tp.offset)
 
     def _run(self) -> None:
-        conf = consumer_config(self.bootstrap, self.spec.group, self.spec.isolation, self.spec.commit == "auto")
+        conf = consumer_config(self.bootstrap, self.spec.group, self.spec.isolation_of(self.cid),
+                               self.spec.commit == "auto")
         consumer = Consumer(conf)
         if self.spec.mode == "assign":
             parts = [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)]

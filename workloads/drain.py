@@ -26,12 +26,16 @@ def _ends(consumer: Consumer, topic: str, partitions: list[int], deadline: float
     return ends
 
 
-def _read_to(consumer: Consumer, ends: dict[int, int], position: dict[int, int], history: HistoryWriter,
-             poll: int, deadline: float) -> int:
-    """Read until every partition's position reaches its end (or the deadline); returns the last poll number."""
+def _read_to(consumer: Consumer, topic: str, ends: dict[int, int], position: dict[int, int],
+             history: HistoryWriter, poll: int, deadline: float) -> int:
+    """Read until every partition's position reaches its end (or the deadline); returns the last poll number. An
+    idle poll takes the client's own positions too: a transaction's marker holds the last offset of a partition
+    and is never returned as a record."""
     while time.monotonic() < deadline and any(position[p] < ends[p] for p in ends):
         msgs = consumer.consume(BATCH, timeout=0.5)
         if not msgs:
+            for tp in consumer.position([TopicPartition(topic, p) for p in ends]):
+                position[tp.partition] = max(position[tp.partition], tp.offset)
             continue
         poll += 1
         rows = read_rows("drain", "final", poll, msgs)
@@ -53,7 +57,7 @@ def final_drain(bootstrap: str, topic: str, partitions: int, history: HistoryWri
     poll = 0
     try:
         while True:
-            poll = _read_to(consumer, ends, position, history, poll, deadline)
+            poll = _read_to(consumer, topic, ends, position, history, poll, deadline)
             if time.monotonic() >= deadline or any(position[p] < ends[p] for p in ends):
                 break
             time.sleep(SETTLE_S)

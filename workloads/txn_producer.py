@@ -1,0 +1,177 @@
+"""A transactional producer (KIP-98): transactions of 1 to N sends across partitions, each committed or aborted on
+purpose, every send tagged with its transaction and every transaction's fate recorded as its producer learned it."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from contracts.history import NO_COMMIT, NO_OFFSET, NO_PARTITION, Event, Fate, HistoryWriter, now_ns
+from contracts.payload import encode
+from contracts.scenario import ProducerSpec, transactional_id
+from workloads.producer import RECREATE_EVERY_S, RELEASE_S, producer_config
+from workloads.worker import Worker
+
+CALL_S = 10.0  # one init/commit/abort call's timeout; a retriable error repeats it until the transaction timeout
+
+
+class Unfinished(Exception):
+    """The transaction's fate is unknown: its producer must be replaced (init_transactions fences it)."""
+
+
+def transactional_config(spec: ProducerSpec, bootstrap: str, pid: int) -> dict:
+    """librdkafka settings of a transactional producer: its scenario's, a transactional.id per producer kept across
+    restarts (a new instance fences the old one), and the transaction timeout."""
+    return producer_config(spec, bootstrap, f"chaos-txn-producer-{pid}") | {
+        "transactional.id": transactional_id(pid), "transaction.timeout.ms": spec.transaction_timeout_ms}
+
+
+class TxnProducerClient(Worker):
+    """One transactional producer thread; a fatal error or an unknown fate replaces its producer instance."""
+
+    def __init__(self, pid: int, spec: ProducerSpec, topic: str, partitions: int, bootstrap: str,
+                 history: HistoryWriter) -> None:
+        super().__init__(f"producer-{pid}")
+        self.pid, self.spec, self.topic, self.partitions = pid, spec, topic, partitions
+        self.bootstrap, self.history = bootstrap, history
+        self.seq = self.txn = self.acked = self.errors = 0
+        self._rng = random.Random(pid)
+        self._pending: dict[int, tuple[int, int]] = {}  # seq -> (t_invoke, txn) awaiting a delivery report
+
+    def _event(self, kind: Event, detail: str) -> None:
+        self.history.event(f"producer-{self.pid}", kind, topic=self.topic, detail=detail)
+
+    def _run(self) -> None:
+        producer: Producer | None = None
+        started = -RECREATE_EVERY_S
+        next_at = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                if producer is None:
+                    if self._stop.wait(max(0.0, started + RECREATE_EVERY_S - time.monotonic())):
+                        break
+                    producer, started = self._start(), time.monotonic()
+                    continue
+                try:
+                    sent = self._transaction(producer)
+                except (Unfinished, KafkaException) as exc:
+                    self._event(Event.FATAL, str(exc))
+                    self._release(producer)
+                    producer = None
+                    continue
+                next_at += sent / self.spec.rate if self.spec.rate > 0 else 0.0
+                self._stop.wait(max(0.0, next_at - time.monotonic()))
+                next_at = max(next_at, time.monotonic() - 1.0)
+        finally:
+            if producer is not None:
+                self._release(producer)
+            self._settle_pending()
+
+    def _start(self) -> Producer | None:
+        """A new instance with its transactions initialised (None, recorded, if that failed)."""
+        producer = Producer(transactional_config(self.spec, self.bootstrap, self.pid))
+        try:
+            self._call(producer.init_transactions)
+        except (Unfinished, KafkaException) as exc:
+            self._event(Event.CLIENT_ERROR, f"init_transactions: {exc}")
+            self._release(producer)
+            return None
+        if self.txn:
+            self._event(Event.RECREATED, "after a fatal error or a transaction of unknown fate")
+        return producer
+
+    def _call(self, fn: Callable[[float], None]) -> None:
+        """Call a transactional API, repeating it on retriable errors until the transaction timeout (then
+        Unfinished); other errors are raised."""
+        deadline = time.monotonic() + self.spec.transaction_timeout_ms / 1000
+        while True:
+            try:
+                fn(CALL_S)
+                return
+            except KafkaException as exc:
+                err = exc.args[0]
+                if not (isinstance(err, KafkaError) and err.retriable()):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise Unfinished(f"{fn.__name__}: still {err.name()} after the transaction timeout") from exc
+
+    def _transaction(self, producer: Producer) -> int:
+        """Begin, send, then commit or abort one transaction; record its fate; returns how many sends it had."""
+        n, abort = self._rng.randint(1, self.spec.txn_sends), self._rng.random() < self.spec.abort_ratio
+        txn, row = self.txn, {"producer": self.pid, "txn": self.txn, "t_begin": now_ns(), "t_commit": NO_COMMIT}
+        self.txn += 1
+        try:
+            producer.begin_transaction()
+            for _ in range(n):
+                self._send(producer, txn)
+            if abort:
+                self._call(producer.abort_transaction)
+                row |= {"fate": Fate.ABORTED.value, "error": ""}
+            else:
+                row["t_commit"] = now_ns()
+                self._call(producer.commit_transaction)
+                row |= {"fate": Fate.COMMITTED.value, "error": ""}
+        except KafkaException as exc:
+            err = exc.args[0]
+            if not (isinstance(err, KafkaError) and err.txn_requires_abort()):
+                row |= {"fate": Fate.UNKNOWN.value, "error": str(exc)}
+                raise
+            self._call(producer.abort_transaction)  # the documented answer to an abortable error
+            row |= {"fate": Fate.ABORTED.value, "error": err.name()}
+        except Unfinished as exc:
+            row |= {"fate": Fate.UNKNOWN.value, "error": str(exc)}
+            raise
+        finally:
+            self.history.write("txns", row | {"t_end": now_ns(), "fate": row.get("fate", Fate.UNKNOWN.value)})
+            producer.poll(0)
+        return n
+
+    def _send(self, producer: Producer, txn: int) -> None:
+        """One send of the open transaction, to a partition drawn at random (a transaction spans partitions)."""
+        seq, self.seq = self.seq, self.seq + 1
+        t0 = now_ns()
+        self._pending[seq] = (t0, txn)
+        while True:
+            try:
+                producer.produce(self.topic, encode(self.pid, seq, self.spec.payload_bytes),
+                                 partition=self._rng.randrange(self.partitions), on_delivery=self._delivered(seq))
+                return
+            except BufferError:
+                producer.poll(0.05)
+
+    def _delivered(self, seq: int) -> Callable[[KafkaError | None, Message], None]:
+        def report(err: KafkaError | None, msg: Message) -> None:
+            t0, txn = self._pending.pop(seq)
+            ok = err is None
+            self.acked += ok
+            self.errors += not ok
+            offset, partition = msg.offset(), msg.partition()
+            self.history.write("sends", self._row(seq, txn, NO_PARTITION if partition is None else partition, t0,
+                                                  "ok" if ok else "info", None if ok else err.name(),
+                                                  NO_OFFSET if offset is None else offset))
+        return report
+
+    def _row(self, seq: int, txn: int, partition: int, t0: int, outcome: str, error: str | None,
+             offset: int = NO_OFFSET) -> dict:
+        return {"producer": self.pid, "seq": seq, "key": None, "topic": self.topic, "partition": partition,
+                "t_invoke": t0, "t_complete": now_ns(), "outcome": outcome, "error": error, "offset": offset,
+                "txn": txn}
+
+    def _release(self, producer: Producer) -> None:
+        """Serve what is still reported, purge the rest and serve those reports too, before the instance goes
+        (a producer destroyed with messages left calls back into Python during interpreter shutdown)."""
+        try:
+            producer.flush(RELEASE_S)
+            producer.purge()
+            producer.flush(RELEASE_S)
+        except Exception as exc:  # noqa: BLE001 - what stays unreported is settled as `info`
+            self._event(Event.CLIENT_ERROR, f"{type(exc).__name__}: {exc}")
+
+    def _settle_pending(self) -> None:
+        """Sends without a delivery report: `info` (they may have been written; their transaction decides)."""
+        for seq, (t0, txn) in sorted(self._pending.items()):
+            self.history.write("sends", self._row(seq, txn, NO_PARTITION, t0, "info", "NO_DELIVERY_REPORT"))
+        self._pending.clear()
