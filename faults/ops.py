@@ -7,9 +7,10 @@ import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from contracts.scenario import FaultSpec
-from faults.ports import ClusterControl, ConsumerControl
+from faults.ports import ClientControl, ClusterControl
 from faults.targets import pick
 
 Op = Callable[["Ctx", FaultSpec, list[int]], dict]
@@ -22,15 +23,17 @@ class NoEffect(Exception):
 
 @dataclass
 class Ctx:
-    """What a fault needs: the cluster, the topic, the seeded rng, a stop-aware sleep, the live consumer processes
-    (a consumer crash is a fault of the application, not of Kafka), and the owner name its network rules go by."""
+    """What a fault needs: the cluster, the topic, the seeded rng, a stop-aware sleep, the workload's client
+    processes (a client's crash or stall is a fault of the application, not of Kafka), and the owner name its
+    network rules go by."""
 
     cluster: ClusterControl
     topic: str
     rng: random.Random
     stop: threading.Event
-    consumers: list[ConsumerControl] = field(default_factory=list)
+    consumers: list[ClientControl] = field(default_factory=list)
     owner: str = ""
+    producers: list[ClientControl] = field(default_factory=list)
 
     def hold(self, seconds: float) -> None:
         """Sleep for the fault's duration, waking early if the run is ending."""
@@ -222,3 +225,24 @@ def consumer_kill(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
             if not ctx.consumers[i].alive:
                 ctx.consumers[i].start()
     return {"consumers": victims}
+
+
+def client_pause(which: Literal["producers", "consumers"]) -> Op:
+    """SIGSTOP workload client processes for `for`, then SIGCONT: the process stalls as a long GC pause or a
+    stopped VM does (how Jepsen found KAFKA-17754 in transactional producers)."""
+    def op(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
+        clients = getattr(ctx, which)
+        victims = pick(spec.target, list(range(len(clients))), ctx.rng)
+        try:
+            for i in victims:
+                if not clients[i].alive:
+                    raise NoEffect(f"{which[:-1]} {i} was not running")
+                clients[i].pause()
+                if not clients[i].paused:
+                    raise NoEffect(f"{which[:-1]} {i} did not stop on SIGSTOP")
+            ctx.hold(spec.for_)
+        finally:
+            for i in victims:
+                clients[i].resume()
+        return {which: victims}
+    return op

@@ -14,7 +14,7 @@ from pathlib import Path
 from contracts.history import Event, HistoryWriter, Outcome, now_ns
 from contracts.scenario import FaultSpec
 from faults.ops import Ctx, NoEffect
-from faults.ports import ClusterControl, ConsumerControl
+from faults.ports import ClientControl, ClusterControl
 from faults.registry import KINDS
 from faults.targets import resolve
 
@@ -59,11 +59,13 @@ class Nemesis:
     run ended first) not-reached."""
 
     def __init__(self, cluster: ClusterControl, topic: str, faults: list[FaultSpec], ops: list[PlannedOp],
-                 seed: int, history: HistoryWriter, consumers: list[ConsumerControl] | None = None) -> None:
-        self.cluster, self.topic, self.faults, self.history = cluster, topic, faults, history
+                 seed: int, history: HistoryWriter, consumers: list[ClientControl] | None = None,
+                 group: str = "", producers: list[ClientControl] | None = None) -> None:
+        self.cluster, self.topic, self.faults, self.history, self.group = cluster, topic, faults, history, group
         self.stop_event = threading.Event()
         self.lines = {i: [op for op in ops if op.index == i] for i in sorted({op.index for op in ops})}
-        self.ctx = {i: Ctx(cluster, topic, random.Random(seed + 1 + i), self.stop_event, consumers or [], f"line-{i}")
+        self.ctx = {i: Ctx(cluster, topic, random.Random(seed + 1 + i), self.stop_event, consumers or [], f"line-{i}",
+                              producers or [])
                     for i in self.lines}
         self.started: set[PlannedOp] = set()
         self.running: dict[int, str] = {}
@@ -112,7 +114,7 @@ class Nemesis:
         outcome = Outcome.FIRED
         try:
             if kind.needs_targets:
-                targets, detail["partition"] = resolve(spec.target, self.cluster, self.topic, ctx.rng)
+                targets, detail["partition"] = resolve(spec.target, self.cluster, self.topic, ctx.rng, self.group)
                 if not targets:
                     detail["skipped"] = f"no node matched target {spec.target!r} at this moment"
                     outcome = Outcome.SKIPPED

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from contracts.scenario import COUNTED
+from contracts.scenario import COUNTED, transactional_id
 from faults.ports import ClusterControl
 
 
@@ -25,9 +25,35 @@ def pick(target: Any, members: list[int], rng: random.Random) -> list[int]:
     raise ValueError(f"target {target!r} does not name members by count or id")
 
 
-def resolve(target: Any, cluster: ClusterControl, topic: str, rng: random.Random) -> tuple[list[int], int]:
+def java_hash(text: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units), as a signed 32-bit int."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def coordinator(cluster: ClusterControl, internal_topic: str, key: str) -> tuple[list[int], int]:
+    """The leader of the internal partition that owns `key` (Kafka: Utils.abs(key.hashCode) % partitions), and
+    that partition; empty before the internal topic exists."""
+    parts = cluster.metadata.partitions(internal_topic)
+    if not parts:
+        return [], -1
+    h = java_hash(key)
+    p = (0 if h == -(1 << 31) else abs(h)) % len(parts)
+    return ([parts[p].leader] if parts[p].leader >= 0 else []), p
+
+
+def resolve(target: Any, cluster: ClusterControl, topic: str, rng: random.Random,
+            group: str = "") -> tuple[list[int], int]:
     """(node ids, the partition consulted) for `one`, `minority`, `majority`, `all`, `leader`, `followers`,
-    `controller`, `isr`, `non-isr`, a node id or a list of them. Empty when nothing matches (e.g. no leader)."""
+    `controller`, `isr`, `non-isr`, `txn-coordinator`, `group-coordinator` (of `group`), a node id or a list of
+    them. Empty when nothing matches (e.g. no leader)."""
+    if target == "txn-coordinator":
+        return coordinator(cluster, "__transaction_state", transactional_id(0))
+    if target == "group-coordinator":
+        return coordinator(cluster, "__consumer_offsets", group)
     nodes = cluster.node_ids()
     partition = rng.randrange(cluster_partitions(cluster, topic))
     if isinstance(target, int | list) or target in COUNTED:

@@ -151,7 +151,8 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
         late = [p.cid for p in producers if not p.wait_ready(CLIENT_START_S)]
         if late:
             raise RuntimeError(f"producers {late} did not start within {CLIENT_START_S:.0f} s")
-        nemesis = schedule.Nemesis(cluster, topic, scenario.faults, ops, scenario.seed, history, consumers).start()
+        nemesis = schedule.Nemesis(cluster, topic, scenario.faults, ops, scenario.seed, history, consumers,
+                                   scenario.consumer.group, producers).start()
         try:
             _faults(scenario, producers, nemesis, phase, on_tick)
         finally:  # on an interrupt too: the ops heal early and every planned op gets its row
