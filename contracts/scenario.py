@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from contracts.versions import DEFAULT_VERSION, NO_ZOOKEEPER, has_zookeeper
+from contracts.versions import DEFAULT_VERSION, NO_ZOOKEEPER, has_zookeeper, release
 
 QUOTED = r"'([^']*)'"  # the values a message lists
 # Cluster events a scenario can exist to provoke; the analysis observes them in the history (reports.provoked)
@@ -183,6 +183,10 @@ class ConsumerSpec(Strict):
     commit: Literal["auto", "after", "before"] = "after"
     # both: consumers alternate read_committed (even indices) and read_uncommitted (odd) side by side
     isolation: Literal["read_uncommitted", "read_committed", "both"] = "read_uncommitted"
+    # subscribe mode: the classic group protocol with a client-side assignor, or KIP-848's (group.protocol=consumer,
+    # Kafka 4.0+), where the broker assigns partitions incrementally and no assignor is named
+    group_protocol: Literal["classic", "consumer"] = "classic"
+    assignor: Literal["range", "roundrobin", "cooperative-sticky"] = "range"
     # To prove the transactional checkers can fail: judge every reader as this level, whatever it reads with
     judged_as: Literal["read_uncommitted", "read_committed"] | None = None
 
@@ -278,6 +282,9 @@ class Scenario(Strict):
         if self.producer.idempotence and (self.producer.acks != "all" or self.producer.max_in_flight > 5):
             raise ValueError("producer.idempotence=true needs producer.acks='all' and producer.max_in_flight<=5 "
                              "(librdkafka refuses otherwise)")
+        if self.consumer.group_protocol == "consumer" and not release(self.kafka.version) >= (4, 0):
+            raise ValueError(f"consumer.group_protocol='consumer' (KIP-848) needs Kafka 4.0 or later, not "
+                             f"kafka.version={self.kafka.version!r}; use group_protocol: classic")
         if self.producer.transactional and not self.producer.idempotence:
             raise ValueError("producer.transactional=true needs producer.idempotence=true (a transactional producer "
                              "is idempotent); remove producer.idempotence=false")
@@ -310,6 +317,12 @@ class Scenario(Strict):
                              f"but got faults.{i}.target={f.target!r} ({f.fault} aims at {aims})")
         if any(not 0 <= c < n for c in ids):
             raise ValueError(f"faults.{i}.target={f.target!r} must name {aims} among 0..{n - 1}")
+
+    def runs_on(self, version: str) -> bool:
+        """Whether the scenario can run on another Kafka version: ZooKeeper mode before 4.0 only, the KIP-848
+        group protocol from 4.0 only."""
+        return ((self.kafka.metadata != "zookeeper" or has_zookeeper(version))
+                and (self.consumer.group_protocol != "consumer" or release(version) >= (4, 0)))
 
     def topic_config(self) -> dict[str, str]:
         """The topic-level configs the scenario asks for."""

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from contracts.errors import UNKNOWN_EXIT, ChaosError, ClusterError, UsageError
 from contracts.scenario import Scenario
-from contracts.versions import DEFAULT_VERSION, SUPPORTED_VERSIONS, has_zookeeper
+from contracts.versions import DEFAULT_VERSION, SUPPORTED_VERSIONS
 from faults.schedule import load as load_schedule
 from faults.schedule import plan
 from harness import images, labels
@@ -62,8 +62,21 @@ def cmd_run(a) -> int:
                      a.allow_unknown)
 
 
+def for_version(files: list[Path], version: str | None) -> list[Scenario]:
+    """The scenarios of these files that can run on `version` (all, without one); the others are named."""
+    scenarios = [s for f in files for s in load(f)]
+    kept = [s for s in scenarios if version is None or s.runs_on(version)]
+    for s in scenarios:
+        if s not in kept:
+            say(f"skipped on Kafka {version}: {s.name} (its {s.kafka.metadata} mode or group protocol needs another "
+                "version)")
+    return kept
+
+
 def cmd_suite(a) -> int:
-    scenarios = with_seeds([s for f in suite_files(a.suite) for s in load(f)], seed_count(a.seeds), a.seed)
+    if a.kafka:
+        images.check_version(a.kafka)  # before anything is said of the scenarios
+    scenarios = with_seeds(for_version(suite_files(a.suite), a.kafka), seed_count(a.seeds), a.seed)
     scenarios = override(scenarios, a.kafka, None, a.duration)
     return exit_code(run_many(scenarios, a.runs_dir, a.suite, allow_unknown=a.allow_unknown), a.allow_unknown)
 
@@ -135,7 +148,7 @@ def cmd_compare(a) -> int:
     files = suite_files(a.suite)
     results = []
     for v in versions:
-        scenarios = [s for f in files for s in load(f) if s.kafka.metadata != "zookeeper" or has_zookeeper(v)]
+        scenarios = for_version(files, v)
         results += run_many(override(with_seeds(scenarios, seed_count(a.seeds), a.seed), v, None, a.duration),
                             a.runs_dir, f"compare-{v}", allow_unknown=a.allow_unknown)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")

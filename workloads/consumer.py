@@ -34,6 +34,14 @@ def consumer_config(bootstrap: str, group: str, isolation: str, auto_commit: boo
     }
 
 
+def group_settings(spec: ConsumerSpec) -> dict:
+    """The group protocol a member speaks: classic with its assignor, or KIP-848's (the broker assigns, and the
+    session and heartbeat are the broker's to set: None removes a setting)."""
+    if spec.group_protocol == "consumer":
+        return {"group.protocol": "consumer", "session.timeout.ms": None, "heartbeat.interval.ms": None}
+    return {"partition.assignment.strategy": spec.assignor}
+
+
 def read_rows(reader: str, phase: str, poll: int, msgs: list) -> list[dict]:
     """History rows for one poll's records (errors and foreign values included, so `unexpected` can see them)."""
     t = now_ns()
@@ -69,7 +77,8 @@ class ConsumerClient(Worker):
 
     def _run(self) -> None:
         conf = consumer_config(self.bootstrap, self.spec.group, self.spec.isolation_of(self.cid),
-                               self.spec.commit == "auto")
+                               self.spec.commit == "auto") | group_settings(self.spec)
+        conf = {k: v for k, v in conf.items() if v is not None}
         consumer = Consumer(conf)
         if self.spec.mode == "assign":
             parts = [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)]
