@@ -16,6 +16,7 @@ from harness.broker_config import ClusterSpec
 from harness.firewall import Firewall
 from harness.node import KafkaNode
 
+QUORUM_READS = 5
 QUORUM_STATE = "/var/lib/kafka/data/__cluster_metadata-0/quorum-state"
 
 
@@ -113,13 +114,22 @@ class Metadata:
         """The leader of the highest epoch any running voter's quorum-state file names."""
         best = (-1, -1)
         for node in self._nodes():
-            if node.node_id not in self.spec.controllers() or node.state() != "running":
-                continue
-            code, out = node.sh(f"cat {QUORUM_STATE}")
-            if code == 0:
-                state = json.loads(out)
+            if node.node_id in self.spec.controllers() and node.state() == "running":
+                state = self._quorum_state(node)
                 best = max(best, (state.get("leaderEpoch", -1), state.get("leaderId", -1)))
         return best[1]
+
+    @staticmethod
+    def _quorum_state(node: KafkaNode) -> dict:
+        """A voter's quorum-state file ({} if unreadable): Kafka rewrites it in place, so a read can catch it empty
+        or half-written during an election; a few reads apart get the whole file."""
+        for _ in range(QUORUM_READS):
+            code, out = node.sh(f"cat {QUORUM_STATE}")
+            try:
+                return json.loads(out) if code == 0 else {}
+            except ValueError:
+                time.sleep(0.2)
+        return {}
 
     def create_topic(self, name: str, partitions: int, replication_factor: int,
                      config: dict[str, str] | None = None, timeout_s: float = 60.0,
