@@ -96,12 +96,16 @@ for _name, (_ok, _why, _doc) in FIXED.items():
     RULES[_name] = lambda s, fixed=Rule(_name, _ok, _why, _doc): fixed
 
 
+def _loss(anomaly: str, s: Scenario, why_safe: str, doc_safe: str) -> Rule:
+    """A loss is allowed where truncation is (its reasons and doc), else forbidden for `why_safe`."""
+    loss = truncation(s)
+    return Rule(anomaly, bool(loss.reasons), loss.why or why_safe, loss.doc if loss.reasons else doc_safe)
+
+
 @rule("lost-write")
 def _lost_write(s: Scenario) -> Rule:
-    loss = truncation(s)
-    return Rule("lost-write", bool(loss.reasons), loss.why or "acks=all with min.insync.replicas>=2 and clean "
-                "elections: an acknowledged write is on at least min.insync.replicas replicas and survives any "
-                "failure of fewer", loss.doc if loss.reasons else MIN_ISR)
+    return _loss("lost-write", s, "acks=all with min.insync.replicas>=2 and clean elections: an acknowledged write "
+                 "is on at least min.insync.replicas replicas and survives any failure of fewer", MIN_ISR)
 
 
 @rule("aborted-read")
@@ -115,10 +119,8 @@ def _aborted_read(s: Scenario) -> Rule:
 
 @rule("lost-committed")
 def _lost_committed(s: Scenario) -> Rule:
-    loss = truncation(s)
-    return Rule("lost-committed", bool(loss.reasons), loss.why or "a committed transaction's messages are "
-                "acknowledged writes (acks=all) under clean elections; commit_transaction returns only once they "
-                "are", loss.doc if loss.reasons else KIP_98)
+    return _loss("lost-committed", s, "a committed transaction's messages are acknowledged writes (acks=all) under "
+                 "clean elections; commit_transaction returns only once they are", KIP_98)
 
 
 @rule("torn-transaction")
