@@ -44,6 +44,11 @@ class JvmOutput:
                 out.write(text)
 
 
+    def tail(self, lines: int = 5) -> str:
+        """The last lines the JVM wrote, one string (why it did not start, say)."""
+        return " | ".join(self.path.read_text(errors="replace").strip().splitlines()[-lines:])
+
+
 OUTPUT: JvmOutput | None = None
 
 
@@ -84,9 +89,9 @@ def session(master: str | None = None, driver_memory: str | None = None, large: 
                      ("spark.driver.extraJavaOptions", java_options)]))
     try:
         spark = _start(conf)
-    except PySparkRuntimeError:
+    except PySparkRuntimeError as exc:
         if not archive or archive not in java_options:
-            raise
+            raise RuntimeError(f"{exc}; the Spark JVM said: {OUTPUT.tail() if OUTPUT else 'nothing'}") from exc
         class_archive.path().unlink(missing_ok=True)  # a JVM that cannot use the archive: drop it, start without
         spark = _start(conf.set("spark.driver.extraJavaOptions", java_options.replace(archive, "")))
     spark.sparkContext.setLogLevel("ERROR")
