@@ -40,6 +40,14 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
      "for: 4s}]", "faults.0: kill keeps its line busy about"),
     ("faults: [{fault: kill, after: 70s}]", "the line would never fire"),
     ("producer: {rate: -1}", "Expected producer.rate >= 0.0 but got producer.rate=-1"),
+    ("producer: {transactional: true, idempotence: false}", "producer.transactional=true needs "
+                                                            "producer.idempotence=true"),
+    ("producer: {abort_ratio: 1.5}", "Expected producer.abort_ratio <= 1.0 but got producer.abort_ratio=1.5"),
+    ("consumer: {isolation: read_comitted}", "(did you mean 'read_committed'?)"),
+    ("kafka: {version: '3.9.2'}\nconsumer: {group_protocol: consumer}", "consumer.group_protocol='consumer' "
+                                                                        "(KIP-848) needs Kafka 4.0 or later"),
+    ("faults: [{fault: producer-pause, target: 2}]", "faults.0.target=2 must name producers among 0..1"),
+    ("faults: [{fault: kill, target: txn-coordinatr}]", "txn-coordinator"),
 ])
 def test_a_bad_scenario_file(tmp_path, capsys, monkeypatch, body, says):
     path = tmp_path / "s.yaml"
