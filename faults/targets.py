@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from contracts.errors import ClusterError
 from contracts.scenario import COUNTED, transactional_id
 from faults.ports import ClusterControl
 
@@ -36,8 +37,11 @@ def java_hash(text: str) -> int:
 
 def coordinator(cluster: ClusterControl, internal_topic: str, key: str) -> tuple[list[int], int]:
     """The leader of the internal partition that owns `key` (Kafka: Utils.abs(key.hashCode) % partitions), and
-    that partition; empty before the internal topic exists."""
-    parts = cluster.metadata.partitions(internal_topic)
+    that partition; empty before the internal topic exists (its first transaction or group creates it)."""
+    try:
+        parts = cluster.metadata.partitions(internal_topic)
+    except ClusterError:
+        parts = {}
     if not parts:
         return [], -1
     h = java_hash(key)
