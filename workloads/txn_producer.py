@@ -107,7 +107,8 @@ class TxnProducerClient(Worker):
             producer.begin_transaction()
             for _ in range(n):
                 self._send(producer, txn)
-            if abort:
+            if abort:  # its records are written first, as an application's would be, so readers meet them
+                producer.flush(CALL_S)
                 self._call(producer.abort_transaction)
                 row |= {"fate": Fate.ABORTED.value, "error": ""}
             else:
