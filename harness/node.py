@@ -42,6 +42,7 @@ class KafkaNode(DockerContainer):
         self.properties: dict[str, str] = {}
         self._starts = 0
         self._killed_at: float | None = None
+        self._run_args: dict = {}  # docker-py run() arguments beyond the builder's (with_kwargs replaces them whole)
         self.with_command(["sh", "-c", START_SCRIPT]).with_env("KCHAOS_ROLE", role)
 
     # -- builder -----------------------------------------------------------------------------------------
@@ -52,16 +53,20 @@ class KafkaNode(DockerContainer):
         return self.with_env("KCHAOS_PROPERTIES", body)
 
     def with_external_port(self, port: int) -> Self:
-        """Publish the client listener on 127.0.0.1:port (same number inside, so the advertised address holds)."""
+        """Publish the client listener on 127.0.0.1:port (same number inside, so the advertised address holds).
+        The port comes from the host's ephemeral range, so it is reserved inside the container: a restarting
+        broker's own outbound connections once took it before its listener could bind ("Address already in use")."""
         self.external_port = port
         self.ports[f"{port}/tcp"] = ("127.0.0.1", port)
-        return self
+        self._run_args["sysctls"] = {"net.ipv4.ip_local_reserved_ports": str(port)}
+        return self.with_kwargs(**self._run_args)
 
     def on(self, network: Network, labels: dict[str, str], cluster_id: str) -> Self:
         """Join the cluster's private network under the node's alias; label it; allow iptables and tc."""
         self.with_network(network).with_network_aliases(self.alias).with_name(f"{network.name}-{self.alias}")
         self.with_env("KCHAOS_CLUSTER_ID", cluster_id)
-        return self.with_kwargs(labels=labels, cap_add=["NET_ADMIN"], hostname=self.alias)
+        self._run_args |= {"labels": labels, "cap_add": ["NET_ADMIN"], "hostname": self.alias}
+        return self.with_kwargs(**self._run_args)
 
     # -- state --------------------------------------------------------------------------------------------
     @property
