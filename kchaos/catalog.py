@@ -12,9 +12,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from contracts.describe import closest, describe_error
 from contracts.errors import UsageError
 from contracts.measured import restart_seconds
-from contracts.scenario import FaultSpec, Scenario, Vocabulary, closest, describe_error, seconds
+from contracts.scenario import FaultSpec, Scenario, Vocabulary, seconds
 from faults.registry import KINDS
 from harness import images
 from reports.checkers import ANOMALIES
