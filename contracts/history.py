@@ -27,6 +27,12 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     # One row per transaction a transactional producer began, written when its fate is known to the client.
     "txns": [("producer", "int"), ("txn", "int"), ("t_begin", "int"), ("t_commit", "int"), ("t_end", "int"),
              ("fate", "str"), ("error", "str")],
+    # One row per record an eos-copy stage produced to its output topic: the input position it copies, where the
+    # copy was acknowledged, and the stage's transaction (`copy_txns`).
+    "copies": [("copier", "int"), ("txn", "int"), ("in_partition", "int"), ("in_offset", "int"), ("topic", "str"),
+               ("partition", "int"), ("offset", "int"), ("outcome", "str"), ("error", "str"), ("t", "int")],
+    "copy_txns": [("copier", "int"), ("txn", "int"), ("t_begin", "int"), ("t_commit", "int"), ("t_end", "int"),
+                  ("fate", "str"), ("error", "str"), ("records", "int")],
     "reads": [("reader", "str"), ("phase", "str"), ("poll", "int"), ("t", "int"), ("topic", "str"),
               ("partition", "int"), ("offset", "int"), ("producer", "int"), ("seq", "int"), ("checksum_ok", "bool")],
     "faults": [("t_start", "int"), ("t_end", "int"), ("fault", "str"), ("targets", "str"), ("detail", "str"),
@@ -65,6 +71,8 @@ class Event(StrEnum):
     REPLICAS_FAILED = "replicas-failed"  # they could not be; detail says why
     COMMITTED = "committed"  # the group's final committed offset of a partition (-1: none)
     COMMITTED_UNKNOWN = "committed-unknown"  # the committed offsets could not be read
+    COPY_COMMITTED = "copy-committed"  # the eos-copy group's final committed input offset of a partition
+    REWOUND = "rewound"  # an eos-copy instance went back to its group's committed offsets after an abort
     LIVENESS = "liveness"  # the cluster did not regain a full ISR after the final heal
     SAMPLE_ERROR = "sample-error"  # the metadata sampler could not sample
     CLIENT_ERROR = "client-error"  # a workload client raised (recorded, the client goes on)
@@ -72,6 +80,7 @@ class Event(StrEnum):
     RECREATED = "recreated"  # a producer was recreated after a fatal error
     STOPPED = "stopped"  # a client gave up after too many errors
     UNFLUSHED = "unflushed"  # a producer closed with sends that never got a delivery report
+    HUNG = "hung"  # a client call outlived its own timeout; the client's process exits and is restarted
 
 
 class Outcome(StrEnum):
@@ -84,7 +93,7 @@ class Outcome(StrEnum):
     NOT_REACHED = "not-reached"  # the run ended before it was due, or while its line was busy
 
 
-CLIENT_TROUBLE = (Event.CLIENT_ERROR, Event.FATAL, Event.RECREATED, Event.STOPPED, Event.UNFLUSHED)
+CLIENT_TROUBLE = (Event.CLIENT_ERROR, Event.FATAL, Event.RECREATED, Event.STOPPED, Event.UNFLUSHED, Event.HUNG)
 
 
 def _line(row: dict) -> bytes:

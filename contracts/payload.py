@@ -7,6 +7,8 @@ from functools import cache
 from typing import NamedTuple
 
 SEP = b"|"
+# An eos-copy output value names its input position: producer COPY_BASE + the input partition, seq the input offset
+COPY_BASE = 1_000_000
 
 
 class Decoded(NamedTuple):

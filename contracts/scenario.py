@@ -43,6 +43,16 @@ def transactional_id(producer: int) -> str:
     return f"chaos-txn-{producer}"
 
 
+def copier_id(copier: int) -> str:
+    """The transactional.id of an eos-copy stage's instance (kept across its restarts, so a new one fences it)."""
+    return f"chaos-copy-{copier}"
+
+
+def copy_topic(topic: str) -> str:
+    """The output topic of the eos-copy pipeline whose input is `topic`."""
+    return f"{topic}-copy"
+
+
 def seconds(value: Any) -> float:
     """'90s', '5m', '500ms' or a number of seconds."""
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -57,7 +67,8 @@ class FaultTraits(Protocol):
     """What validation needs of a fault kind: its default target and what it aims at."""
 
     default_target: str
-    aims: Literal["brokers", "consumers", "producers", "itself"]  # itself: it picks its victims from live metadata
+    # itself: it picks its victims from live metadata
+    aims: Literal["brokers", "consumers", "producers", "copiers", "itself"]
 
 
 @dataclass(frozen=True)
@@ -200,6 +211,21 @@ class ConsumerSpec(Strict):
         return self.judged_as or self.isolation_of(cid)
 
 
+class CopierSpec(Strict):
+    """The consume-transform-produce stage of `workload: eos-copy` (KIP-98, KIP-447): instances in one group read
+    the topic with read_committed and copy each record, transformed, to its output topic in transactions that also
+    commit their input offsets."""
+
+    count: int = Field(2, ge=1, le=8)
+    group: str = "chaos-copy"
+    records: int = Field(50, ge=1, le=10_000)  # records per transaction at most (one consume batch)
+    abort_ratio: float = Field(0.1, ge=0, le=1)  # transactions aborted on purpose, as a failed transform would
+    # in-transaction: send_offsets_to_transaction (exactly-once); outside: consumer.commit before the transaction
+    # commits (the broken stage that proves eos-loss can be caught)
+    offsets: Literal["in-transaction", "outside"] = "in-transaction"
+    transaction_timeout_ms: int = Field(30000, ge=1000, le=900_000)
+
+
 class FaultSpec(Strict):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
     fault: str
@@ -245,6 +271,9 @@ class Scenario(Strict):
     topic: TopicSpec = TopicSpec()
     producer: ProducerSpec = ProducerSpec()
     consumer: ConsumerSpec = ConsumerSpec()
+    # produce-consume: producers and live consumers on one topic; eos-copy: copiers (below) copy it to another too
+    workload: Literal["produce-consume", "eos-copy"] = "produce-consume"
+    copier: CopierSpec = CopierSpec()
     faults: list[FaultSpec] = []
     duration: Seconds = Field(60.0, ge=1, le=7 * 86400)
     seed: int = Field(42, ge=0, le=2**31 - 1)
@@ -273,7 +302,7 @@ class Scenario(Strict):
                              f"topic.replication_factor={self.topic.replication_factor}")
         kinds = vocabulary(info).faults
         for i, f in enumerate(self.faults):
-            if kinds[f.fault].aims in ("consumers", "producers"):
+            if kinds[f.fault].aims in ("consumers", "producers", "copiers"):
                 self._client_target(i, f, kinds[f.fault].aims)
             elif kinds[f.fault].aims == "brokers":
                 self._broker_target(i, f)
@@ -307,8 +336,11 @@ class Scenario(Strict):
     def _client_target(self, i: int, f: FaultSpec, aims: str) -> None:
         """A fault that aims at the workload's consumers or producers: by count (one, all, minority, majority) or
         by index."""
-        n = self.consumer.count if aims == "consumers" else self.producer.count
+        n = {"consumers": self.consumer.count, "producers": self.producer.count,
+             "copiers": self.copier.count if self.workload == "eos-copy" else 0}[aims]
         ids = f.target if isinstance(f.target, list) else [f.target] if isinstance(f.target, int) else []
+        if aims == "copiers" and self.workload != "eos-copy":
+            raise ValueError(f"faults.{i}.fault={f.fault!r} needs workload='eos-copy' (not {self.workload!r})")
         if n == 0:
             raise ValueError(f"faults.{i}.fault={f.fault!r} needs {aims[:-1]}.count >= 1")
         if isinstance(f.target, str) and f.target not in COUNTED:

@@ -7,10 +7,9 @@ import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
 
 from contracts.scenario import FaultSpec
-from faults.ports import ClientControl, ClusterControl
+from faults.ports import Aimed, Clients, ClusterControl
 from faults.targets import pick
 
 Op = Callable[["Ctx", FaultSpec, list[int]], dict]
@@ -23,17 +22,15 @@ class NoEffect(Exception):
 
 @dataclass
 class Ctx:
-    """What a fault needs: the cluster, the topic, the seeded rng, a stop-aware sleep, the workload's client
-    processes (a client's crash or stall is a fault of the application, not of Kafka), and the owner name its
-    network rules go by."""
+    """What a fault needs: the cluster, the topic, the seeded rng, a stop-aware sleep, the workload's clients, and
+    the owner name its network rules go by."""
 
     cluster: ClusterControl
     topic: str
     rng: random.Random
     stop: threading.Event
-    consumers: list[ClientControl] = field(default_factory=list)
+    clients: Clients = field(default_factory=Clients)
     owner: str = ""
-    producers: list[ClientControl] = field(default_factory=list)
 
     def hold(self, seconds: float) -> None:
         """Sleep for the fault's duration, waking early if the run is ending."""
@@ -209,29 +206,32 @@ def unclean_sequence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     return {"partition": partition, "lagging": lagging, "killed": in_sync}
 
 
-def consumer_kill(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-    """SIGKILL live consumer processes (the group rebalances after session.timeout.ms); restart after `for`."""
-    victims = pick(spec.target, list(range(len(ctx.consumers))), ctx.rng)
-    try:
-        for i in victims:
-            if not ctx.consumers[i].alive:
-                raise NoEffect(f"consumer {i} was not running")
-            ctx.consumers[i].kill()
-            if ctx.consumers[i].alive:
-                raise NoEffect(f"consumer {i} survived SIGKILL")
-        ctx.hold(spec.for_)
-    finally:
-        for i in victims:
-            if not ctx.consumers[i].alive:
-                ctx.consumers[i].start()
-    return {"consumers": victims}
+def client_kill(which: Aimed) -> Op:
+    """SIGKILL workload client processes (a group rebalances after session.timeout.ms); restart after `for`."""
+    def op(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
+        clients = ctx.clients.of(which)
+        victims = pick(spec.target, list(range(len(clients))), ctx.rng)
+        try:
+            for i in victims:
+                if not clients[i].alive:
+                    raise NoEffect(f"{which[:-1]} {i} was not running")
+                clients[i].kill()
+                if clients[i].alive:
+                    raise NoEffect(f"{which[:-1]} {i} survived SIGKILL")
+            ctx.hold(spec.for_)
+        finally:
+            for i in victims:
+                if not clients[i].alive:
+                    clients[i].start()
+        return {which: victims}
+    return op
 
 
-def client_pause(which: Literal["producers", "consumers"]) -> Op:
+def client_pause(which: Aimed) -> Op:
     """SIGSTOP workload client processes for `for`, then SIGCONT: the process stalls as a long GC pause or a
     stopped VM does (how Jepsen found KAFKA-17754 in transactional producers)."""
     def op(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-        clients = getattr(ctx, which)
+        clients = ctx.clients.of(which)
         victims = pick(spec.target, list(range(len(clients))), ctx.rng)
         try:
             for i in victims:

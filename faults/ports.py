@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 
 class PartitionInfo(Protocol):
@@ -74,3 +75,21 @@ class ClientControl(Protocol):
     def start(self) -> Any: ...
     def pause(self) -> None: ...
     def resume(self) -> None: ...
+
+
+Aimed = Literal["consumers", "producers", "copiers"]  # which of the workload's clients a client fault hits
+
+
+@dataclass(frozen=True)
+class Clients:
+    """The workload's client processes a fault may hit (a client's crash or stall is a fault of the application,
+    not of Kafka), and the ids whose coordinators `group-coordinator` and `txn-coordinator` name."""
+
+    consumers: list[ClientControl] = field(default_factory=list)
+    producers: list[ClientControl] = field(default_factory=list)
+    copiers: list[ClientControl] = field(default_factory=list)
+    group: str = ""
+    txn_id: str = ""
+
+    def of(self, which: Aimed) -> list[ClientControl]:
+        return {"consumers": self.consumers, "producers": self.producers, "copiers": self.copiers}[which]

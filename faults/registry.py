@@ -17,8 +17,8 @@ class FaultKind:
     name: str
     op: ops.Op
     default_target: str = "one"
-    # itself: victims chosen from live metadata; producers, consumers: the workload's client processes
-    aims: Literal["brokers", "consumers", "producers", "itself"] = "brokers"
+    # itself: victims chosen from live metadata; producers, consumers, copiers: the workload's client processes
+    aims: Literal["brokers", "consumers", "producers", "copiers", "itself"] = "brokers"
     restarts: Literal["none", "once", "each"] = "none"  # broker restarts an op waits for: none, one, each broker
 
     def busy_s(self, hold: float, brokers: int, restart_s: float) -> float:
@@ -55,7 +55,9 @@ KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("hard-rolling-restart", ops.rolling("kill"), aims="itself", restarts="each"),
     FaultKind("last-replica-standing", ops.last_replica_standing, aims="itself", restarts="once"),
     FaultKind("unclean-sequence", ops.unclean_sequence, aims="itself", restarts="once"),
-    FaultKind("consumer-kill", ops.consumer_kill, aims="consumers"),
+    FaultKind("consumer-kill", ops.client_kill("consumers"), aims="consumers"),
     FaultKind("consumer-pause", ops.client_pause("consumers"), aims="consumers"),
     FaultKind("producer-pause", ops.client_pause("producers"), aims="producers"),
+    FaultKind("copier-kill", ops.client_kill("copiers"), aims="copiers"),
+    FaultKind("copier-pause", ops.client_pause("copiers"), aims="copiers"),
 )}

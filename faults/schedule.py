@@ -14,7 +14,7 @@ from pathlib import Path
 from contracts.history import Event, HistoryWriter, Outcome, now_ns
 from contracts.scenario import FaultSpec
 from faults.ops import Ctx, NoEffect
-from faults.ports import ClientControl, ClusterControl
+from faults.ports import Clients, ClusterControl
 from faults.registry import KINDS
 from faults.targets import resolve
 
@@ -59,13 +59,12 @@ class Nemesis:
     run ended first) not-reached."""
 
     def __init__(self, cluster: ClusterControl, topic: str, faults: list[FaultSpec], ops: list[PlannedOp],
-                 seed: int, history: HistoryWriter, consumers: list[ClientControl] | None = None,
-                 group: str = "", producers: list[ClientControl] | None = None) -> None:
-        self.cluster, self.topic, self.faults, self.history, self.group = cluster, topic, faults, history, group
+                 seed: int, history: HistoryWriter, clients: Clients | None = None) -> None:
+        self.cluster, self.topic, self.faults, self.history = cluster, topic, faults, history
+        self.clients = clients or Clients()
         self.stop_event = threading.Event()
         self.lines = {i: [op for op in ops if op.index == i] for i in sorted({op.index for op in ops})}
-        self.ctx = {i: Ctx(cluster, topic, random.Random(seed + 1 + i), self.stop_event, consumers or [], f"line-{i}",
-                              producers or [])
+        self.ctx = {i: Ctx(cluster, topic, random.Random(seed + 1 + i), self.stop_event, self.clients, f"line-{i}")
                     for i in self.lines}
         self.started: set[PlannedOp] = set()
         self.running: dict[int, str] = {}
@@ -114,7 +113,8 @@ class Nemesis:
         outcome = Outcome.FIRED
         try:
             if kind.needs_targets:
-                targets, detail["partition"] = resolve(spec.target, self.cluster, self.topic, ctx.rng, self.group)
+                targets, detail["partition"] = resolve(spec.target, self.cluster, self.topic, ctx.rng,
+                                                              self.clients.group, self.clients.txn_id)
                 if not targets:
                     detail["skipped"] = f"no node matched target {spec.target!r} at this moment"
                     outcome = Outcome.SKIPPED

@@ -49,13 +49,13 @@ def coordinator(cluster: ClusterControl, internal_topic: str, key: str) -> tuple
     return ([parts[p].leader] if parts[p].leader >= 0 else []), p
 
 
-def resolve(target: Any, cluster: ClusterControl, topic: str, rng: random.Random,
-            group: str = "") -> tuple[list[int], int]:
+def resolve(target: Any, cluster: ClusterControl, topic: str, rng: random.Random, group: str = "",
+            txn_id: str = "") -> tuple[list[int], int]:
     """(node ids, the partition consulted) for `one`, `minority`, `majority`, `all`, `leader`, `followers`,
-    `controller`, `isr`, `non-isr`, `txn-coordinator`, `group-coordinator` (of `group`), a node id or a list of
-    them. Empty when nothing matches (e.g. no leader)."""
+    `controller`, `isr`, `non-isr`, `txn-coordinator` (of `txn_id`, by default producer 0's), `group-coordinator`
+    (of `group`), a node id or a list of them. Empty when nothing matches (e.g. no leader)."""
     if target == "txn-coordinator":
-        return coordinator(cluster, "__transaction_state", transactional_id(0))
+        return coordinator(cluster, "__transaction_state", txn_id or transactional_id(0))
     if target == "group-coordinator":
         return coordinator(cluster, "__consumer_offsets", group)
     nodes = cluster.node_ids()

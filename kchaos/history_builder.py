@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from contracts.history import NO_COMMIT, NO_OFFSET, NO_PARTITION, NO_TXN, Event, Fate, HistoryWriter
+from contracts.payload import COPY_BASE
+from contracts.scenario import copy_topic
 from kchaos.catalog import validate
 
 MS = 1_000_000
@@ -66,9 +68,9 @@ class HistoryBuilder:
                                       "seq": seq, "checksum_ok": True})
 
     def event(self, source: str, kind: str, partition: int = NO_PARTITION, offset: int = NO_OFFSET,
-              detail: str = "") -> HistoryBuilder:
-        """One `events` row (kinds: contracts.history.Event)."""
-        return self._add("events", {"t": self.t, "source": source, "kind": kind, "topic": self.topic,
+              detail: str = "", topic: str | None = None) -> HistoryBuilder:
+        """One `events` row (kinds: contracts.history.Event), about the builder's topic unless `topic` is given."""
+        return self._add("events", {"t": self.t, "source": source, "kind": kind, "topic": topic or self.topic,
                                     "partition": partition, "offset": offset, "detail": detail})
 
     def fault(self, fault: str, targets: list[int], outcome: str = "fired", line: int = 0, hold_ns: int = 1000 * MS,
@@ -80,9 +82,21 @@ class HistoryBuilder:
         self.t += hold_ns
         return self
 
-    def drain_end(self, partition: int, end: int, reached: bool = True) -> HistoryBuilder:
+    def drain_end(self, partition: int, end: int, reached: bool = True, topic: str | None = None) -> HistoryBuilder:
         """The final read's end offset of a partition, and whether it got there."""
-        return self.event("drain", Event.FINAL_END, partition, end, "reached" if reached else "not-reached")
+        return self.event("drain", Event.FINAL_END, partition, end, "reached" if reached else "not-reached", topic)
+
+    def copy(self, partition: int, offset: int, in_offset: int, in_partition: int | None = None) -> HistoryBuilder:
+        """The read_committed drain of the eos-copy output found the copy of input record (`in_partition`, by
+        default the same partition, `in_offset`) at `offset` of `partition`."""
+        in_p = partition if in_partition is None else in_partition
+        return self._add("reads", {"reader": "drain", "phase": "final", "poll": 1, "t": self.t,
+                                   "topic": copy_topic(self.topic), "partition": partition, "offset": offset,
+                                   "producer": COPY_BASE + in_p, "seq": in_offset, "checksum_ok": True})
+
+    def copy_committed(self, partition: int, offset: int, end: int) -> HistoryBuilder:
+        """The eos-copy group's final committed input offset of a partition, and the input's end offset then."""
+        return self.event("chaos-copy", Event.COPY_COMMITTED, partition, offset, str(end))
 
     def replicas_dumped(self) -> HistoryBuilder:
         """Say that `replicas` holds every broker's copy (without it lost writes are judged from reads only)."""

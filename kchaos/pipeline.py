@@ -11,7 +11,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from contracts.errors import EngineError, ImageError, UsageError
-from contracts.scenario import Scenario
+from contracts.scenario import Scenario, copy_topic
 from kchaos.run import RunInfo, Tick, execute, run_dir_for
 from reports import guarantees, render
 from reports import spark as spark_jvm
@@ -90,12 +90,14 @@ def in_seconds(example: dict, t0: int) -> dict:
 
 
 def readers_of(scenario: Scenario) -> Readers:
-    """The live readers as the analysis must know them: assign-mode ones read every partition from the beginning;
-    those held to read_committed (`consumer.judged_as` may say so of all, to prove the checkers can fail)."""
+    """The readers as the analysis must know them: assign-mode ones read every partition from the beginning;
+    those held to read_committed (`consumer.judged_as` may say so of all, to prove the checkers can fail); the
+    eos-copy stage's output topic, which the drain read with read_committed."""
     c = scenario.consumer
     return Readers(contiguous=tuple(reader_name(i) for i in range(c.count)) if c.mode == "assign" else (),
                    committed=tuple(reader_name(i) for i in range(c.count)
-                                   if c.judged_isolation(i) == "read_committed"))
+                                   if c.judged_isolation(i) == "read_committed"),
+                   copy_topic=copy_topic(scenario.topic.name) if scenario.workload == "eos-copy" else "")
 
 
 def _records(result: RunResult) -> int:

@@ -13,13 +13,15 @@ from pathlib import Path
 
 from contracts.errors import ClusterError
 from contracts.history import Event, HistoryWriter, now_ns
-from contracts.scenario import Scenario
+from contracts.scenario import Scenario, copier_id, copy_topic, transactional_id
 from faults import schedule
+from faults.ports import Clients
 from harness import images
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 from workloads.client_process import ClientProcess
 from workloads.consumer import record_committed
+from workloads.copier import record_copied, wait_copied
 from workloads.drain import final_drain
 from workloads.sampler import MetadataSampler
 
@@ -133,38 +135,54 @@ def _dump_replicas(cluster: Cluster, topic: str, history: HistoryWriter) -> None
         history.event("runner", Event.REPLICAS_FAILED, topic=topic, detail=str(exc))
 
 
+def _create_topics(scenario: Scenario, cluster: Cluster) -> None:
+    """The workload's topic, and for eos-copy its output topic, alike."""
+    t = scenario.topic
+    for name in (t.name, *([copy_topic(t.name)] if scenario.workload == "eos-copy" else [])):
+        cluster.metadata.create_topic(name, t.partitions, t.replication_factor, scenario.topic_config(),
+                                      replicas=t.replicas)
+
+
+def _clients(scenario: Scenario, boot: str, history: HistoryWriter) -> Clients:
+    """Start the workload's client processes: consumers, copiers (eos-copy), producers."""
+    topic, parts, copying = scenario.topic.name, scenario.topic.partitions, scenario.workload == "eos-copy"
+
+    def start(kind, spec, n: int) -> list[ClientProcess]:
+        return [ClientProcess(kind, i, spec, topic, parts, boot, history.dir).start() for i in range(n)]
+    consumers = start("consumer", scenario.consumer, scenario.consumer.count)
+    copiers = start("copier", scenario.copier, scenario.copier.count if copying else 0)
+    return Clients(consumers, start("producer", scenario.producer, scenario.producer.count), copiers,
+                   scenario.copier.group if copying else scenario.consumer.group,
+                   copier_id(0) if copying else transactional_id(0))
+
+
 def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops, info: RunInfo,
               phase: Callable[[str], None], on_tick: Callable[[Tick], None], run_dir: Path) -> None:
-    topic, parts = scenario.topic.name, scenario.topic.partitions
+    topic = scenario.topic.name
     phase("topic")
-    cluster.metadata.create_topic(topic, parts, scenario.topic.replication_factor, scenario.topic_config(),
-                                  replicas=scenario.topic.replicas)
+    _create_topics(scenario, cluster)
     sampler = MetadataSampler(topic, lambda: cluster.metadata.partitions(topic), cluster.metadata.controller,
                               history).start()
-    boot = cluster.bootstrap_servers()
-    consumers = [ClientProcess("consumer", i, scenario.consumer, topic, parts, boot, history.dir).start()
-                 for i in range(scenario.consumer.count)]
-    producers = [ClientProcess("producer", i, scenario.producer, topic, parts, boot, history.dir).start()
-                 for i in range(scenario.producer.count)]
+    clients = _clients(scenario, cluster.bootstrap_servers(), history)
+    producers, everyone = clients.producers, (*clients.producers, *clients.copiers, *clients.consumers)
     try:
         # the schedule's `after` counts from the first sends, not from a spawning interpreter
         late = [p.cid for p in producers if not p.wait_ready(CLIENT_START_S)]
         if late:
             raise RuntimeError(f"producers {late} did not start within {CLIENT_START_S:.0f} s")
-        nemesis = schedule.Nemesis(cluster, topic, scenario.faults, ops, scenario.seed, history, consumers,
-                                   scenario.consumer.group, producers).start()
+        nemesis = schedule.Nemesis(cluster, topic, scenario.faults, ops, scenario.seed, history, clients).start()
         try:
-            _faults(scenario, producers, nemesis, phase, on_tick)
+            _faults(scenario, clients, history, nemesis, phase, on_tick)
         finally:  # on an interrupt too: the ops heal early and every planned op gets its row
             for p in producers:
                 p.stop()
             nemesis.stop(INTERRUPTED_WAIT_S if sys.exc_info()[0] else schedule.STOP_WAIT_S)
             info.nemesis_errors = nemesis.errors
-        _settle(scenario, cluster, history, info, producers, consumers, sampler, phase, run_dir)
+        _settle(scenario, cluster, history, info, clients, sampler, phase, run_dir)
     except BaseException:  # an interrupt or a failure: no heal, drain or dump; the cluster is removed next
-        for client in (*producers, *consumers):
+        for client in everyone:
             client.stop()
-        for client in (*producers, *consumers):
+        for client in everyone:
             client.join(INTERRUPTED_WAIT_S)
         raise
     phase("teardown")
@@ -173,33 +191,63 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
 INTERRUPTED_WAIT_S = 5.0  # how long an interrupted run waits for a client or a fault op to end
 
 
-def _faults(scenario: Scenario, producers: list[ClientProcess], nemesis: schedule.Nemesis,
+def _restart_hung(clients: Clients, history: HistoryWriter) -> None:
+    """Restart the client processes that ended themselves on a hung call, as an application's supervisor would."""
+    for c in (*clients.producers, *clients.copiers, *clients.consumers):
+        if c.hung:
+            c.start()
+            history.event(f"{c.kind}-{c.cid}", Event.RECREATED, detail="its process was restarted after a hung call")
+
+
+def _faults(scenario: Scenario, clients: Clients, history: HistoryWriter, nemesis: schedule.Nemesis,
             phase: Callable[[str], None], on_tick: Callable[[Tick], None]) -> None:
     """The workload under the schedule's faults, for the scenario's duration."""
     phase("faults")
+    producers = clients.producers
     end = time.monotonic() + scenario.duration
     while (left := end - time.monotonic()) > 0:
         time.sleep(min(1.0, left))
+        _restart_hung(clients, history)
         on_tick(Tick("faults", scenario.duration - left, max(left, 0), sum(p.acked for p in producers),
                      sum(p.errors for p in producers), nemesis.active))
 
 
-def _settle(scenario: Scenario, cluster: Cluster, history: HistoryWriter, info: RunInfo,
-            producers: list[ClientProcess], consumers: list[ClientProcess], sampler: MetadataSampler,
-            phase: Callable[[str], None], run_dir: Path) -> None:
-    """The final generator, the producers told to stop: heal, let them settle, drain every partition to its end,
-    dump every replica, and stop the consumers (they catch up and leave their group meanwhile)."""
+def _copy_settle(scenario: Scenario, boot: str, history: HistoryWriter, clients: Clients,
+                 phase: Callable[[str], None]) -> None:
+    """The eos-copy stage catches up with the input, stops, and its final committed offsets are recorded."""
+    topic, parts, group = scenario.topic.name, scenario.topic.partitions, scenario.copier.group
+    copiers = clients.copiers
+    phase("copiers")
+    wait_copied(boot, group, topic, parts, scenario.drain_timeout, lambda: _restart_hung(clients, history))
+    for c in copiers:
+        c.stop()
+    for c in copiers:
+        c.join()
+    record_copied(boot, group, topic, parts, history)
+
+
+def _settle(scenario: Scenario, cluster: Cluster, history: HistoryWriter, info: RunInfo, clients: Clients,
+            sampler: MetadataSampler, phase: Callable[[str], None], run_dir: Path) -> None:
+    """The final generator, the producers told to stop: heal, let them settle, let an eos-copy stage catch up,
+    drain every partition to its end, dump every replica, and stop the consumers (they catch up and leave their
+    group meanwhile)."""
     topic, parts, boot = scenario.topic.name, scenario.topic.partitions, cluster.bootstrap_servers()
     phase("heal")
     info.recovered = schedule.heal_all(cluster, topic, history, scenario.recovery_timeout)
-    for p in producers:
+    for p in clients.producers:
         p.join()
-    stopping = threading.Thread(target=_stop_consumers, args=(consumers,), name="stop-consumers")
+    if clients.copiers:
+        _copy_settle(scenario, boot, history, clients, phase)
+    stopping = threading.Thread(target=_stop_consumers, args=(clients.consumers,), name="stop-consumers")
     stopping.start()  # the drain and the replica dump need only the producers stopped
     try:
         phase("drain")
         reached = final_drain(boot, topic, parts, history, scenario.drain_timeout)
         info.drain_reached = {str(p): r for p, r in reached.items()}
+        if clients.copiers:
+            out = copy_topic(topic)
+            reached = final_drain(boot, out, parts, history, scenario.drain_timeout, "read_committed")
+            info.drain_reached |= {f"{out}/{p}": r for p, r in reached.items()}
         sampler.stop()
         sampler.join(15)
         phase("replicas")
@@ -208,5 +256,5 @@ def _settle(scenario: Scenario, cluster: Cluster, history: HistoryWriter, info: 
     finally:
         phase("consumers")
         stopping.join()
-    if consumers and scenario.consumer.mode == "subscribe":
+    if clients.consumers and scenario.consumer.mode == "subscribe":
         record_committed(boot, scenario.consumer.group, topic, parts, history)

@@ -264,8 +264,9 @@ def unexpected(f: Frames) -> Finding:
 @checker("vanished-read")
 def vanished_read(f: Frames) -> Finding:
     """A value a live consumer read that a complete final read lacks."""
-    drained = f.ends.filter("reached").select(F.col("partition").alias("read_partition"))
-    vanished = f.values.filter("live AND NOT final").join(F.broadcast(drained), ["read_partition"], "left_semi")
+    drained = with_tid(f.ends.filter("reached")).select("tid", F.col("partition").alias("read_partition"))
+    vanished = f.values.filter("live AND NOT final").join(F.broadcast(drained), ["tid", "read_partition"],
+                                                          "left_semi")
     return Finding(vanished.select(*VALUE, F.col("read_partition").alias("partition"), "first_read_t"), VALUE)
 
 
@@ -291,6 +292,35 @@ def committed_unread(f: Frames) -> Finding | None:
                .select(*VALUE, *POSITION).distinct()
                .join(F.broadcast(committed), ["topic", "partition"]).filter(F.col("offset") < F.col("committed")))
     return Finding(skipped, POSITION)
+
+
+@checker("eos-duplicate")
+def eos_duplicate(f: Frames) -> Finding | None:
+    """An input record whose copy the read_committed drain of the eos-copy output found at more than one offset."""
+    if f.copied is None:
+        return None
+    twice = f.copied.groupBy("in_partition", "in_offset").agg(
+        F.countDistinct("partition", "offset").alias("copies"),
+        F.slice(F.sort_array(F.collect_set(F.struct("partition", "offset"))), 1, 5).alias("at"))
+    return Finding(twice.filter(F.col("copies") > 1), ["in_partition", "in_offset"])
+
+
+@checker("eos-loss")
+def eos_loss(f: Frames) -> Finding | None:
+    """An input record below the eos-copy group's final committed offset of its partition (so the stage says it is
+    done) without a copy in the output as the read_committed drain read it."""
+    if f.copied is None:
+        return None
+    inputs = f.ours.filter(F.col("phase") == "final").select("partition", "offset", *VALUE).dropDuplicates(
+        ["partition", "offset"])
+    if f.facts.transactional:  # the stage reads with read_committed: what never committed is not its to copy
+        inputs = inputs.join(_in_txns(f, (Fate.ABORTED, Fate.UNKNOWN)), VALUE, "left_anti")
+    committed = f.events.filter(F.col("kind") == Event.COPY_COMMITTED.value).select(
+        "partition", F.col("offset").alias("committed"))
+    copies = f.copied.select(F.col("in_partition").alias("partition"), F.col("in_offset").alias("offset"))
+    lost = (inputs.join(F.broadcast(committed), "partition").filter(F.col("offset") < F.col("committed"))
+            .join(copies, ["partition", "offset"], "left_anti"))
+    return Finding(lost, ["partition", "offset"])
 
 
 ANOMALIES: tuple[str, ...] = tuple(CHECKERS)

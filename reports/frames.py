@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from contracts.history import CLIENT_TROUBLE, Event, Fate, Outcome
+from contracts.payload import COPY_BASE
 from reports.history_io import load_all, sends_in
 
 EXAMPLES = 20
@@ -49,6 +50,10 @@ class Facts:
     ops: dict[str, int] = field(default_factory=dict)  # planned fault ops by how they ended (fired, skipped, ...)
     chaos_problems: list[str] = field(default_factory=list)  # ops that failed or had no effect; lines that never fired
     observed: list[str] = field(default_factory=list)  # cluster events the run showed (contracts.scenario.PROVOKED)
+    # eos-copy: "none" (no stage), "known" or "unknown" (its final committed offsets could not be read), and the
+    # input partitions whose committed offset the stage left below the input's end
+    copy_commits: str = "none"
+    copy_behind: list[int] = field(default_factory=list)
 
 
 def fault_outcome(row) -> str:
@@ -88,6 +93,7 @@ class Readers:
 
     contiguous: tuple[str, ...] = ()
     committed: tuple[str, ...] = ()
+    copy_topic: str = ""  # the eos-copy stage's output topic ("": the run has no stage)
 
 
 def facts_of(events: DataFrame, faults: DataFrame, readers: Readers) -> tuple[Facts, DataFrame]:
@@ -111,6 +117,11 @@ def facts_of(events: DataFrame, faults: DataFrame, readers: Readers) -> tuple[Fa
                   client_trouble=[line for _, line in trouble[:EXAMPLES]])
     facts.ops, facts.chaos_problems = chaos_of(faults)
     facts.observed = ["rebalance"] if {Event.REVOKE, Event.LOST} & kinds else []
+    if readers.copy_topic:
+        copied = events.filter(F.col("kind") == Event.COPY_COMMITTED.value).select("partition", "offset", "detail")
+        rows = copied.collect()
+        facts.copy_commits = "known" if rows else "unknown"
+        facts.copy_behind = sorted(r["partition"] for r in rows if max(r["offset"], 0) < int(r["detail"] or 0))
     return facts, ends
 
 
@@ -255,6 +266,7 @@ class Frames:
     metadata: DataFrame  # the sampler's leader and ISR samples
     faults: DataFrame  # the fault ops as they fired
     fates: DataFrame  # the sends of transactions, with their transaction's fate and when its commit was asked for
+    copied: DataFrame | None = None  # eos-copy: the output as a read_committed drain read it, by input position
 
     @cached_property
     def placed(self) -> DataFrame:
@@ -301,6 +313,13 @@ def build(spark: SparkSession, history: Path, readers: Readers | None = None,
     facts, ends = facts_of(events, t["faults"], readers)
     facts.transactional = bool(t["txns"].limit(1).count())
     ours = reads.filter((F.col("producer") >= 0) & F.col("checksum_ok"))
+    copied = None
+    if readers.copy_topic:  # the output's values name input positions, not sends: they are judged apart
+        out = F.col("topic") == readers.copy_topic
+        copied = ours.filter(out & (F.col("phase") == "final")).select(
+            "partition", "offset", (F.col("producer") - COPY_BASE).alias("in_partition"),
+            F.col("seq").alias("in_offset"))
+        ours = ours.filter(~out)
     # Replica records count only below the high watermark the drain saw: above it a follower may still truncate.
     rep = (replicas.filter(F.col("producer") >= 0).join(F.broadcast(ends.select("topic", "partition", "end")),
                                                         ["topic", "partition"], "left")
@@ -311,4 +330,4 @@ def build(spark: SparkSession, history: Path, readers: Readers | None = None,
         obs = _suspect_rows(obs, sends, need_live=facts.group_commits != "none", always=bool(prefilter))
     values = _per_value(obs).filter(suspect).localCheckpoint()
     return Frames(sends, reads, events, ours, obs, values, _per_position(obs).localCheckpoint(), ends, facts,
-                  ["drain", *readers.contiguous], t["metadata"], t["faults"], _fates(sends, t["txns"]))
+                  ["drain", *readers.contiguous], t["metadata"], t["faults"], _fates(sends, t["txns"]), copied)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from contracts.scenario import Scenario
-from contracts.versions import transaction_defense
+from contracts.versions import release, transaction_defense
 from reports.analysis import Analysis
 from reports.checkers import ANOMALIES
 
@@ -23,6 +23,8 @@ CONSUMER = DOCS + "#consumerconfigs_enable.auto.commit"
 ISOLATION = DOCS + "#consumerconfigs_isolation.level"
 TRANSACTIONS = DOCS + "#semantics"  # "the producer can send to multiple partitions atomically: all or none"
 KIP_98 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-98+-+Exactly+Once+Delivery+and+Transactional+Messaging"
+KIP_447 = ("https://cwiki.apache.org/confluence/display/KAFKA/KIP-447%3A+Producer+scalability+for+exactly+once+"
+           "semantics")
 # The client's own documentation, for what librdkafka (confluent-kafka's core) does when a message times out.
 LIBRDKAFKA_TIMEOUTS = ("https://github.com/confluentinc/librdkafka/blob/master/INTRODUCTION.md"
                        "#message-timeout-considerations")
@@ -207,6 +209,33 @@ def _committed_unread(s: Scenario) -> Rule:
                 "records before it: at-least-once delivery across rebalances and crashes", CONSUMER)
 
 
+EOS = {"eos-duplicate": "an aborted transaction's copies are never read_committed and a committed one moved the "
+       "input offsets past its records, so no input record is copied twice",
+       "eos-loss": "the input offsets move only when the transaction holding the records' copies commits, so no "
+       "committed input offset passes a record without its copy"}
+
+
+def _eos(anomaly: str, s: Scenario) -> Rule:
+    """The eos-copy stage's promise: output and input offsets commit atomically (send_offsets_to_transaction,
+    read_committed), unless the stage commits its offsets outside the transaction or the input log is truncated."""
+    loss = truncation(s)
+    if s.workload != "eos-copy":
+        return Rule(anomaly, False, "the run has no eos-copy stage", KIP_447)
+    if s.copier.offsets == "outside":
+        return Rule(anomaly, True, "copier.offsets=outside: the stage commits its input offsets with "
+                    "consumer.commit before its transaction ends, so an abort or a crash in between loses the "
+                    "batch's copies (at-most-once)", SEMANTICS)
+    if loss.reasons:
+        return Rule(anomaly, True, f"a truncated input log reuses offsets the stage already copied or committed "
+                    f"({loss.why})", loss.doc)
+    fencing = ("" if release(s.kafka.version) >= (2, 5) else "; before Kafka 2.5 (KIP-447) a zombie instance is "
+               "fenced by its transactional.id only")
+    return Rule(anomaly, False, f"exactly-once consume-transform-produce: {EOS[anomaly]} (KIP-98, KIP-447){fencing}",
+                KIP_447)
+
+
+for _name in EOS:
+    RULES[_name] = lambda s, name=_name: _eos(name, s)
 assert set(RULES) == set(ANOMALIES), f"rules and checkers differ: {set(RULES) ^ set(ANOMALIES)}"
 
 
@@ -248,6 +277,11 @@ def _unknown_because(a: Analysis, loss_allowed: bool) -> list[str]:
         unknown.append(f"{unseen} acknowledged sends neither read nor provably lost")
     if a.facts.group_commits == "unknown":
         unknown.append("the consumer group's committed offsets could not be read")
+    if a.facts.copy_commits == "unknown":
+        unknown.append("the eos-copy group's final committed offsets could not be read, so eos-loss is not judged")
+    if a.facts.copy_behind:
+        unknown.append(f"the eos-copy stage never caught up with the input on partitions {a.facts.copy_behind}: "
+                       "what it did not commit is not judged")
     if not a.facts.replicas_dumped:
         unknown.append("replica logs were not dumped")
     return unknown + [f"the chaos did not happen as planned: {p}" for p in a.facts.chaos_problems]

@@ -14,7 +14,8 @@ PHRASES = {  # anomaly -> how a count of it reads
     "their commit was asked for", "torn-transaction": "committed transactions seen in part", "unexpected":
     "reads of values no producer sent", "vanished-read": "records read live and gone from the final log",
     "replica-divergence": "offsets where replicas disagree", "committed-unread": "records below the group's "
-    "committed offsets that no member read",
+    "committed offsets that no member read", "eos-duplicate": "input records copied twice by the exactly-once "
+    "stage", "eos-loss": "input records the exactly-once stage committed but never copied",
 }
 
 

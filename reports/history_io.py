@@ -16,7 +16,8 @@ SPARK_TYPES = {"int": LongType(), "str": StringType(), "bool": BooleanType()}
 # A row missing any of these is a torn line from a killed writer, not data.
 REQUIRED = {"sends": ("producer", "seq", "outcome"), "reads": ("reader", "offset"),
             "faults": ("t_start", "fault"), "metadata": ("t", "partition"),
-            "replicas": ("broker", "offset"), "events": ("t", "kind"), "txns": ("producer", "txn", "fate")}
+            "replicas": ("broker", "offset"), "events": ("t", "kind"), "txns": ("producer", "txn", "fate"),
+            "copies": ("copier", "in_partition", "in_offset"), "copy_txns": ("copier", "txn", "fate")}
 
 
 def schema(table: str) -> StructType:

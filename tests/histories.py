@@ -64,3 +64,18 @@ def transactional(committed_reads: bool = True) -> History:
         for b in (1, 2, 3):
             h.replica(b, p, off, 0, seq)
     return h.drain_end(0, 6).drain_end(1, 6).replicas_dumped()
+
+
+def eos(behind: int = 0) -> History:
+    """`clean()`'s log copied by an eos-copy stage: each input record once in the output's same partition (every
+    third output offset holds a transaction marker), the stage's committed offsets at the input's ends (`behind`
+    records short of them in partition 0, whose copies are then missing too), the output drained to its end."""
+    h = clean()
+    ends = {0: 6, 1: 6}
+    for p, end in ends.items():
+        copied = end - behind if p == 0 else end
+        for off in range(copied):
+            h.copy(p, off + off // 2, off)
+        h.copy_committed(p, copied, end)
+        h.drain_end(p, end + end // 2, topic=f"{TOPIC}-copy")
+    return h

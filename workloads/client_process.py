@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 from typing import Literal, Self
 
-from contracts.history import HistoryWriter
-from contracts.scenario import ConsumerSpec, ProducerSpec
+from contracts.history import Event, HistoryWriter
+from contracts.scenario import ConsumerSpec, CopierSpec, ProducerSpec
 from workloads.consumer import ConsumerClient
+from workloads.copier import CopierClient
 from workloads.producer import ProducerClient
 from workloads.txn_producer import TxnProducerClient
 
@@ -22,25 +23,38 @@ from workloads.txn_producer import TxnProducerClient
 # single-threaded process. Starting or restarting a client then takes milliseconds, not an interpreter's start.
 CTX = mp.get_context("forkserver")
 CTX.set_forkserver_preload([__name__])
-Kind = Literal["producer", "consumer"]
+Kind = Literal["producer", "consumer", "copier"]
 # Group members flush before they store or commit (at-least-once); the background flush only paces assign-mode
 # readers and the at-most-once mode, whose reads a crash loses for up to this long. Producers keep the default.
-FLUSH_S = {"producer": 0.2, "consumer": 1.0}
+FLUSH_S = {"producer": 0.2, "consumer": 1.0, "copier": 0.2}
 POLL_S = 0.1  # how often a child looks for the stop flag (and publishes its counts), and the runner for ready
 STOP, READY = range(2)  # the child's flags
+HUNG_EXIT = 75  # the exit status of a child whose client hung in a call (workloads.worker.CallWatch)
 # A client allocates a few container objects per message (payloads, callbacks, history rows) and keeps up to
 # MAX_QUEUED sends in flight: at Python's default threshold (700) cyclic GC ran every ~10 sends and re-scanned them.
 GC_THRESHOLD = (50_000, 20, 100)
 
 
 def _client(kind: Kind, cid: int, spec_json: str, topic: str, partitions: int, bootstrap: str,
-            history: HistoryWriter) -> ProducerClient | TxnProducerClient | ConsumerClient:
+            history: HistoryWriter) -> ProducerClient | TxnProducerClient | ConsumerClient | CopierClient:
+    if kind == "copier":
+        return CopierClient(cid, CopierSpec.model_validate_json(spec_json), topic, bootstrap, history)
     if kind == "producer":
         spec = ProducerSpec.model_validate_json(spec_json)
         if spec.transactional:
             return TxnProducerClient(cid, spec, topic, partitions, bootstrap, history)
         return ProducerClient(cid, spec, topic, bootstrap, history)
     return ConsumerClient(cid, ConsumerSpec.model_validate_json(spec_json), topic, partitions, bootstrap, history)
+
+
+def _join_s(spec: ProducerSpec | ConsumerSpec | CopierSpec) -> float:
+    """How long a client may take to stop: a producer settles every outstanding send (each ends by
+    message.timeout.ms) and finishes its transaction (its calls repeat until the transaction timeout)."""
+    if isinstance(spec, ProducerSpec):
+        return max(spec.message_timeout_ms, spec.transaction_timeout_ms if spec.transactional else 0) / 1000 + 30
+    if isinstance(spec, CopierSpec):
+        return spec.transaction_timeout_ms / 1000 + 30
+    return 30.0
 
 
 def _alive(pid: int) -> bool:
@@ -62,6 +76,10 @@ def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topic: str, p
     flags[READY] = 1
     while not flags[STOP] and _alive(runner):
         counts[:] = [getattr(client, "acked", 0), getattr(client, "errors", 0)]
+        if hung := client.watch.hung():  # as an application's liveness check would: end it, to be restarted
+            history.event(f"{kind}-{cid}", Event.HUNG, detail=hung)
+            history.close(compact=False)
+            os._exit(HUNG_EXIT)
         time.sleep(POLL_S)
     client.stop()
     client.join(join_s)
@@ -72,13 +90,10 @@ def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topic: str, p
 class ClientProcess:
     """Start, stop, kill and restart one workload client; each incarnation is a new process, same client name."""
 
-    def __init__(self, kind: Kind, cid: int, spec: ProducerSpec | ConsumerSpec, topic: str, partitions: int,
-                 bootstrap: str, history_dir: Path) -> None:
+    def __init__(self, kind: Kind, cid: int, spec: ProducerSpec | ConsumerSpec | CopierSpec, topic: str,
+                 partitions: int, bootstrap: str, history_dir: Path) -> None:
         self.kind, self.cid = kind, cid
-        # a producer settles every outstanding send (each ends by message.timeout.ms) and finishes its transaction
-        # (its calls repeat until the transaction timeout) before it stops
-        self.join_s = (max(spec.message_timeout_ms, spec.transaction_timeout_ms if spec.transactional else 0) / 1000
-                       + 30 if isinstance(spec, ProducerSpec) else 30.0)
+        self.join_s = _join_s(spec)
         self._args = (spec.model_dump_json(), topic, partitions, bootstrap, str(history_dir), self.join_s)
         self.incarnation = -1
         self._proc: mp.Process | None = None
@@ -115,6 +130,11 @@ class ClientProcess:
         while not self._flags[READY] and self.alive and time.monotonic() < deadline:
             time.sleep(POLL_S)
         return bool(self._flags[READY])
+
+    @property
+    def hung(self) -> bool:
+        """Whether the last incarnation ended itself because its client hung in a call."""
+        return self._proc is not None and self._proc.exitcode == HUNG_EXIT
 
     @property
     def paused(self) -> bool:

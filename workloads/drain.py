@@ -45,11 +45,12 @@ def _read_to(consumer: Consumer, topic: str, ends: dict[int, int], position: dic
     return poll
 
 
-def final_drain(bootstrap: str, topic: str, partitions: int, history: HistoryWriter,
-                timeout_s: float = 90.0) -> dict[int, bool]:
+def final_drain(bootstrap: str, topic: str, partitions: int, history: HistoryWriter, timeout_s: float = 90.0,
+                isolation: str = "read_uncommitted") -> dict[int, bool]:
     """Read every partition to its high watermark, again while the watermark still moves (acks=1 writes acked above
-    it are committed once the followers fetch them), and record each end offset and whether it was reached."""
-    consumer = Consumer(consumer_config(bootstrap, f"chaos-drain-{uuid.uuid4().hex[:8]}", "read_uncommitted", False))
+    it are committed once the followers fetch them), and record each end offset and whether it was reached. An
+    eos-copy output topic is read as its users would, with read_committed."""
+    consumer = Consumer(consumer_config(bootstrap, f"chaos-drain-{uuid.uuid4().hex[:8]}", isolation, False))
     deadline = time.monotonic() + timeout_s
     ends = _ends(consumer, topic, list(range(partitions)), deadline)
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])

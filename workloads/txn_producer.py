@@ -13,7 +13,7 @@ from contracts.history import NO_COMMIT, NO_OFFSET, NO_PARTITION, Event, Fate, H
 from contracts.payload import encode
 from contracts.scenario import ProducerSpec, transactional_id
 from workloads.producer import RECREATE_EVERY_S, RELEASE_S, producer_config
-from workloads.worker import Worker
+from workloads.worker import CallWatch, Worker
 
 CALL_S = 10.0  # one init/commit/abort call's timeout; a retriable error repeats it until the transaction timeout
 
@@ -27,6 +27,23 @@ def transactional_config(spec: ProducerSpec, bootstrap: str, pid: int) -> dict:
     restarts (a new instance fences the old one), and the transaction timeout."""
     return producer_config(spec, bootstrap, f"chaos-txn-producer-{pid}") | {
         "transactional.id": transactional_id(pid), "transaction.timeout.ms": spec.transaction_timeout_ms}
+
+
+def call_retrying(fn: Callable[[float], None], timeout_ms: int, watch: CallWatch, what: str = "") -> None:
+    """Call a transactional API under `watch`, repeating it on retriable errors until the transaction timeout (then
+    Unfinished); other errors are raised."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        try:
+            with watch(what or fn.__name__, CALL_S):
+                fn(CALL_S)
+            return
+        except KafkaException as exc:
+            err = exc.args[0]
+            if not (isinstance(err, KafkaError) and err.retriable()):
+                raise
+            if time.monotonic() >= deadline:
+                raise Unfinished(f"{what or fn.__name__}: still {err.name()} after the transaction timeout") from exc
 
 
 class TxnProducerClient(Worker):
@@ -84,19 +101,7 @@ class TxnProducerClient(Worker):
         return producer
 
     def _call(self, fn: Callable[[float], None]) -> None:
-        """Call a transactional API, repeating it on retriable errors until the transaction timeout (then
-        Unfinished); other errors are raised."""
-        deadline = time.monotonic() + self.spec.transaction_timeout_ms / 1000
-        while True:
-            try:
-                fn(CALL_S)
-                return
-            except KafkaException as exc:
-                err = exc.args[0]
-                if not (isinstance(err, KafkaError) and err.retriable()):
-                    raise
-                if time.monotonic() >= deadline:
-                    raise Unfinished(f"{fn.__name__}: still {err.name()} after the transaction timeout") from exc
+        call_retrying(fn, self.spec.transaction_timeout_ms, self.watch)
 
     def _transaction(self, producer: Producer) -> int:
         """Begin, send, then commit or abort one transaction; record its fate; returns how many sends it had."""

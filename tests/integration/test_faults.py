@@ -15,6 +15,7 @@ from contracts.history import HistoryWriter, now_ns, read_jsonl
 from contracts.payload import encode
 from contracts.scenario import ConsumerSpec
 from faults.ops import Ctx
+from faults.ports import Clients
 from faults.registry import KINDS
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
@@ -137,7 +138,7 @@ def test_consumer_kill_crashes_a_member_and_the_group_takes_over_its_partitions(
         wait_for("both members assigned and all 200 records read",
                    lambda: {e["source"] for e in rows(tmp_path, "events")} == {"consumer-0", "consumer-1"}
                    and len({(r["partition"], r["offset"]) for r in rows(tmp_path, "reads")}) == 200, TIMEOUT)
-        ctx = Ctx(c, topic, random.Random(1), threading.Event(), consumers)
+        ctx = Ctx(c, topic, random.Random(1), threading.Event(), Clients(consumers=consumers))
         killed_at = now_ns()
         t = in_background(lambda: KINDS["consumer-kill"].op(ctx, fault_spec(fault="consumer-kill", target=0,
                                                                            **{"for": 20}), []))

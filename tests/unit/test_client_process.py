@@ -9,6 +9,7 @@ import time
 
 from contracts.scenario import ProducerSpec
 from workloads.client_process import ClientProcess
+from workloads.worker import HUNG_S, CallWatch
 
 NOWHERE = "127.0.0.1:1"  # loopback, nothing listens
 
@@ -32,3 +33,15 @@ def test_a_stopped_client_ends_on_its_own_and_counts_what_it_sent(tmp_path):
     client.stop()
     client.join()
     assert not client.alive and client.errors > 0  # every send timed out against nothing
+
+
+def test_a_call_is_hung_only_once_it_outlives_its_timeout_by_the_margin():
+    watch = CallWatch()
+    assert watch.hung() == ""
+    with watch("send_offsets_to_transaction", 10.0):
+        assert watch.hung() == ""
+        watch.due = time.monotonic() - HUNG_S + 1  # due 19 s ago: slow, not hung
+        assert watch.hung() == ""
+        watch.due = time.monotonic() - HUNG_S - 1
+        assert watch.hung().startswith("send_offsets_to_transaction has not returned 21 s after its timeout")
+    assert watch.hung() == ""  # it returned
