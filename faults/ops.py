@@ -7,6 +7,7 @@ import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from contracts.scenario import FaultSpec
 from faults.ports import Aimed, Clients, ClusterControl
@@ -206,8 +207,10 @@ def unclean_sequence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     return {"partition": partition, "lagging": lagging, "killed": in_sync}
 
 
-def client_kill(which: Aimed) -> Op:
-    """SIGKILL workload client processes (a group rebalances after session.timeout.ms); restart after `for`."""
+def client_fault(which: Aimed, action: Literal["kill", "pause"]) -> Op:
+    """kill: SIGKILL workload client processes (a group rebalances after session.timeout.ms), restarted after `for`;
+    pause: SIGSTOP them for `for`, then SIGCONT, as a long GC pause or a stopped VM stalls a process (how Jepsen
+    found KAFKA-17754 in transactional producers)."""
     def op(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         clients = ctx.clients.of(which)
         victims = pick(spec.target, list(range(len(clients))), ctx.rng)
@@ -215,34 +218,20 @@ def client_kill(which: Aimed) -> Op:
             for i in victims:
                 if not clients[i].alive:
                     raise NoEffect(f"{which[:-1]} {i} was not running")
-                clients[i].kill()
-                if clients[i].alive:
-                    raise NoEffect(f"{which[:-1]} {i} survived SIGKILL")
+                if action == "kill":
+                    clients[i].kill()
+                    if clients[i].alive:
+                        raise NoEffect(f"{which[:-1]} {i} survived SIGKILL")
+                else:
+                    clients[i].pause()
+                    if not clients[i].paused:
+                        raise NoEffect(f"{which[:-1]} {i} did not stop on SIGSTOP")
             ctx.hold(spec.for_)
         finally:
             for i in victims:
-                if not clients[i].alive:
+                if action == "pause":
+                    clients[i].resume()
+                elif not clients[i].alive:
                     clients[i].start()
-        return {which: victims}
-    return op
-
-
-def client_pause(which: Aimed) -> Op:
-    """SIGSTOP workload client processes for `for`, then SIGCONT: the process stalls as a long GC pause or a
-    stopped VM does (how Jepsen found KAFKA-17754 in transactional producers)."""
-    def op(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-        clients = ctx.clients.of(which)
-        victims = pick(spec.target, list(range(len(clients))), ctx.rng)
-        try:
-            for i in victims:
-                if not clients[i].alive:
-                    raise NoEffect(f"{which[:-1]} {i} was not running")
-                clients[i].pause()
-                if not clients[i].paused:
-                    raise NoEffect(f"{which[:-1]} {i} did not stop on SIGSTOP")
-            ctx.hold(spec.for_)
-        finally:
-            for i in victims:
-                clients[i].resume()
         return {which: victims}
     return op

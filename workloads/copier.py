@@ -15,8 +15,8 @@ from contracts.history import NO_COMMIT, NO_OFFSET, Event, Fate, HistoryWriter, 
 from contracts.payload import COPY_BASE, encode
 from contracts.scenario import CopierSpec, copier_id, copy_topic
 from workloads.consumer import consumer_config
-from workloads.producer import RECREATE_EVERY_S, RELEASE_S
-from workloads.txn_producer import CALL_S, Unfinished, call_retrying
+from workloads.producer import RELEASE_S
+from workloads.txn_producer import CALL_S, Unfinished, call_retrying, recreating, transaction
 from workloads.worker import Worker
 
 COPY_BYTES = 64
@@ -54,27 +54,12 @@ class CopierClient(Worker):
                                detail=detail)
 
     def _run(self) -> None:
-        clients: tuple[Consumer, Producer] | None = None
-        started = -RECREATE_EVERY_S
-        try:
-            while not self._stop.is_set():
-                if clients is None:
-                    if self._stop.wait(max(0.0, started + RECREATE_EVERY_S - time.monotonic())):
-                        break
-                    clients, started = self._start(), time.monotonic()
-                    continue
-                msgs = [m for m in clients[0].consume(self.spec.records, timeout=0.2) if not m.error()]
-                if not msgs:
-                    continue
-                try:
-                    self._transaction(*clients, msgs)
-                except (Unfinished, KafkaException) as exc:
-                    self._event(Event.FATAL, str(exc))
-                    self._release(*clients)
-                    clients = None
-        finally:
-            if clients is not None:
-                self._release(*clients)
+        def step(clients: tuple[Consumer, Producer]) -> None:
+            msgs = [m for m in clients[0].consume(self.spec.records, timeout=0.2) if not m.error()]
+            if msgs:
+                self._transaction(*clients, msgs)
+        recreating(self, self._start, step, lambda clients: self._release(*clients),
+                   lambda err: self._event(Event.FATAL, err))
 
     def _start(self) -> tuple[Consumer, Producer] | None:
         """A producer with its transactions initialised and a group member subscribed (None, recorded, if the
@@ -97,12 +82,14 @@ class CopierClient(Worker):
     def _transaction(self, consumer: Consumer, producer: Producer, msgs: list[Message]) -> None:
         """Copy one batch in one transaction with its input offsets; commit it, or abort it (on purpose, or on an
         abortable error) and rewind to the committed offsets, as KIP-447's loop prescribes."""
-        abort, txn, rewind = self._rng.random() < self.spec.abort_ratio, self.txn, False
+        abort, txn = self._rng.random() < self.spec.abort_ratio, self.txn
         self.txn += 1
         row = {"copier": self.cid, "txn": txn, "t_begin": now_ns(), "t_commit": NO_COMMIT, "records": len(msgs)}
-        timeout = self.spec.transaction_timeout_ms
-        try:
-            producer.begin_transaction()
+
+        def call(fn: Callable[[float], None], what: str = "") -> None:
+            call_retrying(fn, self.spec.transaction_timeout_ms, self.watch, what)
+
+        def copies() -> None:
             for m in msgs:
                 self._copy(producer, txn, m)
             offsets = self._next(msgs)
@@ -110,32 +97,13 @@ class CopierClient(Worker):
                 consumer.commit(offsets=offsets, asynchronous=False)
             else:
                 meta = consumer.consumer_group_metadata()
-                call_retrying(lambda t: producer.send_offsets_to_transaction(offsets, meta, t), timeout,
-                              self.watch, "send_offsets_to_transaction")
-            if abort:
-                producer.flush(CALL_S)
-                call_retrying(producer.abort_transaction, timeout, self.watch)
-                row |= {"fate": Fate.ABORTED.value, "error": ""}
-                rewind = True
-            else:
-                row["t_commit"] = now_ns()
-                call_retrying(producer.commit_transaction, timeout, self.watch)
-                row |= {"fate": Fate.COMMITTED.value, "error": ""}
-        except KafkaException as exc:
-            err = exc.args[0]
-            if not (isinstance(err, KafkaError) and err.txn_requires_abort()):
-                row |= {"fate": Fate.UNKNOWN.value, "error": str(exc)}
-                raise
-            call_retrying(producer.abort_transaction, timeout, self.watch)
-            row |= {"fate": Fate.ABORTED.value, "error": err.name()}
-            rewind = True
-        except Unfinished as exc:
-            row |= {"fate": Fate.UNKNOWN.value, "error": str(exc)}
-            raise
+                call(lambda t: producer.send_offsets_to_transaction(offsets, meta, t), "send_offsets_to_transaction")
+        try:
+            transaction(producer, copies, abort, row, call)
         finally:
-            self.history.write("copy_txns", row | {"t_end": now_ns(), "fate": row.get("fate", Fate.UNKNOWN.value)})
+            self.history.write("copy_txns", row | {"t_end": now_ns()})
             producer.poll(0)
-        if rewind:
+        if row["fate"] == Fate.ABORTED.value:
             self._rewind(consumer)
 
     def _next(self, msgs: list[Message]) -> list[TopicPartition]:

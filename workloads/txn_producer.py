@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
@@ -15,6 +16,7 @@ from contracts.scenario import ProducerSpec, transactional_id
 from workloads.producer import RECREATE_EVERY_S, RELEASE_S, producer_config
 from workloads.worker import CallWatch, Worker
 
+T = TypeVar("T")
 CALL_S = 10.0  # one init/commit/abort call's timeout; a retriable error repeats it until the transaction timeout
 
 
@@ -46,6 +48,60 @@ def call_retrying(fn: Callable[[float], None], timeout_ms: int, watch: CallWatch
                 raise Unfinished(f"{what or fn.__name__}: still {err.name()} after the transaction timeout") from exc
 
 
+def recreating(worker: Worker, start: Callable[[], T | None], step: Callable[[T], None],
+               release: Callable[[T], None], fatal: Callable[[str], None]) -> None:
+    """Run `step` on a client from `start` until the worker is stopped; a fatal error or a transaction of unknown
+    fate (KafkaException, Unfinished) goes to `fatal` and the client is replaced, at most once every
+    RECREATE_EVERY_S."""
+    client: T | None = None
+    started = -RECREATE_EVERY_S
+    try:
+        while not worker._stop.is_set():
+            if client is None:
+                if worker._stop.wait(max(0.0, started + RECREATE_EVERY_S - time.monotonic())):
+                    break
+                client, started = start(), time.monotonic()
+                continue
+            try:
+                step(client)
+            except (Unfinished, KafkaException) as exc:
+                fatal(str(exc))
+                release(client)
+                client = None
+    finally:
+        if client is not None:
+            release(client)
+
+
+def transaction(producer: Producer, body: Callable[[], None], abort: bool, row: dict,
+                call: Callable[[Callable[[float], None]], None]) -> None:
+    """Begin a transaction, run `body` (its sends), then abort it (its records flushed first, as an application's
+    would be, so readers meet them) or commit it; `row` gets its fate. An abortable error aborts it (the documented
+    answer); any other error, or a call that kept failing (Unfinished), leaves its fate unknown and is raised."""
+    row["fate"] = Fate.UNKNOWN.value
+    try:
+        producer.begin_transaction()
+        body()
+        if abort:
+            producer.flush(CALL_S)
+            call(producer.abort_transaction)
+            row |= {"fate": Fate.ABORTED.value, "error": ""}
+        else:
+            row["t_commit"] = now_ns()
+            call(producer.commit_transaction)
+            row |= {"fate": Fate.COMMITTED.value, "error": ""}
+    except KafkaException as exc:
+        err = exc.args[0]
+        if not (isinstance(err, KafkaError) and err.txn_requires_abort()):
+            row["error"] = str(exc)
+            raise
+        call(producer.abort_transaction)
+        row |= {"fate": Fate.ABORTED.value, "error": err.name()}
+    except Unfinished as exc:
+        row["error"] = str(exc)
+        raise
+
+
 class TxnProducerClient(Worker):
     """One transactional producer thread; a fatal error or an unknown fate replaces its producer instance."""
 
@@ -62,29 +118,17 @@ class TxnProducerClient(Worker):
         self.history.event(f"producer-{self.pid}", kind, topic=self.topic, detail=detail)
 
     def _run(self) -> None:
-        producer: Producer | None = None
-        started = -RECREATE_EVERY_S
         next_at = time.monotonic()
+
+        def step(producer: Producer) -> None:
+            nonlocal next_at
+            sent = self._transaction(producer)
+            next_at += sent / self.spec.rate if self.spec.rate > 0 else 0.0
+            self._stop.wait(max(0.0, next_at - time.monotonic()))
+            next_at = max(next_at, time.monotonic() - 1.0)
         try:
-            while not self._stop.is_set():
-                if producer is None:
-                    if self._stop.wait(max(0.0, started + RECREATE_EVERY_S - time.monotonic())):
-                        break
-                    producer, started = self._start(), time.monotonic()
-                    continue
-                try:
-                    sent = self._transaction(producer)
-                except (Unfinished, KafkaException) as exc:
-                    self._event(Event.FATAL, str(exc))
-                    self._release(producer)
-                    producer = None
-                    continue
-                next_at += sent / self.spec.rate if self.spec.rate > 0 else 0.0
-                self._stop.wait(max(0.0, next_at - time.monotonic()))
-                next_at = max(next_at, time.monotonic() - 1.0)
+            recreating(self, self._start, step, self._release, lambda err: self._event(Event.FATAL, err))
         finally:
-            if producer is not None:
-                self._release(producer)
             self._settle_pending()
 
     def _start(self) -> Producer | None:
@@ -108,30 +152,14 @@ class TxnProducerClient(Worker):
         n, abort = self._rng.randint(1, self.spec.txn_sends), self._rng.random() < self.spec.abort_ratio
         txn, row = self.txn, {"producer": self.pid, "txn": self.txn, "t_begin": now_ns(), "t_commit": NO_COMMIT}
         self.txn += 1
-        try:
-            producer.begin_transaction()
+
+        def sends() -> None:
             for _ in range(n):
                 self._send(producer, txn)
-            if abort:  # its records are written first, as an application's would be, so readers meet them
-                producer.flush(CALL_S)
-                self._call(producer.abort_transaction)
-                row |= {"fate": Fate.ABORTED.value, "error": ""}
-            else:
-                row["t_commit"] = now_ns()
-                self._call(producer.commit_transaction)
-                row |= {"fate": Fate.COMMITTED.value, "error": ""}
-        except KafkaException as exc:
-            err = exc.args[0]
-            if not (isinstance(err, KafkaError) and err.txn_requires_abort()):
-                row |= {"fate": Fate.UNKNOWN.value, "error": str(exc)}
-                raise
-            self._call(producer.abort_transaction)  # the documented answer to an abortable error
-            row |= {"fate": Fate.ABORTED.value, "error": err.name()}
-        except Unfinished as exc:
-            row |= {"fate": Fate.UNKNOWN.value, "error": str(exc)}
-            raise
+        try:
+            transaction(producer, sends, abort, row, self._call)
         finally:
-            self.history.write("txns", row | {"t_end": now_ns(), "fate": row.get("fate", Fate.UNKNOWN.value)})
+            self.history.write("txns", row | {"t_end": now_ns()})
             producer.poll(0)
         return n
 
