@@ -29,6 +29,7 @@ Kind = Literal["producer", "consumer", "copier"]
 FLUSH_S = {"producer": 0.2, "consumer": 1.0, "copier": 0.2}
 POLL_S = 0.1  # how often a child looks for the stop flag (and publishes its counts), and the runner for ready
 STOP, READY = range(2)  # the child's flags
+SIGNAL_S = 2.0  # how long a stop signal may take to stop a client process
 HUNG_EXIT = 75  # the exit status of a child whose client hung in a call (workloads.worker.CallWatch)
 # A client allocates a few container objects per message (payloads, callbacks, history rows) and keeps up to
 # MAX_QUEUED sends in flight: at Python's default threshold (700) cyclic GC ran every ~10 sends and re-scanned them.
@@ -145,9 +146,13 @@ class ClientProcess:
             return False
 
     def pause(self) -> None:
-        """SIGSTOP: every thread of the client stalls, its connections stay open and unanswered."""
+        """SIGSTOP: every thread of the client stalls, its connections stay open and unanswered. Returns once the
+        process is stopped (the signal is delivered asynchronously), or after SIGNAL_S."""
         if self.alive:
             os.kill(self._proc.pid, signal.SIGSTOP)
+            deadline = time.monotonic() + SIGNAL_S
+            while not self.paused and time.monotonic() < deadline:
+                time.sleep(0.01)
 
     def resume(self) -> None:
         """SIGCONT after a pause."""

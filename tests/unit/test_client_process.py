@@ -35,6 +35,18 @@ def test_a_stopped_client_ends_on_its_own_and_counts_what_it_sent(tmp_path):
     assert not client.alive and client.errors > 0  # every send timed out against nothing
 
 
+def test_a_pause_returns_once_the_process_is_stopped(tmp_path):
+    client = ClientProcess("producer", 0, ProducerSpec(rate=50), "t", 1, NOWHERE, tmp_path).start()
+    assert client.wait_ready(60)
+    try:
+        for _ in range(20):  # SIGSTOP is delivered asynchronously: pause() waits for the stopped state
+            client.pause()
+            assert client.paused
+            client.resume()
+    finally:
+        client.kill()
+
+
 def test_a_call_is_hung_only_once_it_outlives_its_timeout_by_the_margin():
     watch = CallWatch()
     assert watch.hung() == ""
