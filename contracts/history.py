@@ -78,7 +78,7 @@ class Event(StrEnum):
     CLIENT_ERROR = "client-error"  # a workload client raised (recorded, the client goes on)
     FATAL = "fatal"  # a producer's fatal error (it is recreated)
     RECREATED = "recreated"  # a producer was recreated after a fatal error
-    STOPPED = "stopped"  # a client gave up after too many errors
+    STOPPED = "stopped"  # a client gave up after too many errors, or its thread ended before it was told to stop
     UNFLUSHED = "unflushed"  # a producer closed with sends that never got a delivery report
     HUNG = "hung"  # a client call outlived its own timeout; the client's process exits and is restarted
 

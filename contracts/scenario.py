@@ -313,6 +313,11 @@ class Scenario(Strict):
         if self.consumer.group_protocol == "consumer" and not release(self.kafka.version) >= (4, 0):
             raise ValueError(f"consumer.group_protocol='consumer' (KIP-848) needs Kafka 4.0 or later, not "
                              f"kafka.version={self.kafka.version!r}; use group_protocol: classic")
+        p = self.producer
+        if p.transactional and p.message_timeout_ms > p.transaction_timeout_ms:
+            raise ValueError(f"producer.message_timeout_ms={p.message_timeout_ms} exceeds producer."
+                             f"transaction_timeout_ms={p.transaction_timeout_ms} (librdkafka refuses a transactional "
+                             "producer whose messages outlive its transactions); lower message_timeout_ms")
         if self.producer.transactional and not self.producer.idempotence:
             raise ValueError("producer.transactional=true needs producer.idempotence=true (a transactional producer "
                              "is idempotent); remove producer.idempotence=false")

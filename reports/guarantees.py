@@ -267,7 +267,7 @@ class Verdict:
 
 def _unknown_because(a: Analysis, loss_allowed: bool) -> list[str]:
     """What the run could not establish."""
-    unknown = []
+    unknown = [] if a.metrics["acked"] else ["no send was acknowledged: the workload tested nothing"]
     if not a.facts.drain_ran:
         unknown.append("the final drain never ran (run interrupted?); values read without a send row are not judged")
     elif not a.facts.drain_complete:

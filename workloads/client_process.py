@@ -81,6 +81,9 @@ def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topic: str, p
             history.event(f"{kind}-{cid}", Event.HUNG, detail=hung)
             history.close(compact=False)
             os._exit(HUNG_EXIT)
+        if not client.thread.is_alive():
+            history.event(f"{kind}-{cid}", Event.STOPPED, detail=f"its thread ended: {client.died or 'returned'}")
+            break
         time.sleep(POLL_S)
     client.stop()
     client.join(join_s)

@@ -39,10 +39,18 @@ class Worker:
     def __init__(self, name: str) -> None:
         self._stop = threading.Event()
         self.watch = CallWatch()
-        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.died = ""  # why the thread ended before it was asked to stop
+        self.thread = threading.Thread(target=self._guarded, name=name, daemon=True)
 
     def _run(self) -> None:
         raise NotImplementedError
+
+    def _guarded(self) -> None:
+        try:
+            self._run()
+        except Exception as exc:  # noqa: BLE001 - the process around the thread records it
+            self.died = f"{type(exc).__name__}: {exc}"
+            raise
 
     def start(self) -> Self:
         self.thread.start()

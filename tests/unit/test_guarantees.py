@@ -27,7 +27,7 @@ def analysis(drain_complete=True, replicas=True, **counts) -> Analysis:
     anomalies = {a: Anomaly(counts.get(a.replace("-", "_"), 0), []) for a in ANOMALIES}
     facts = Facts(drain_ran=True, drain_complete=drain_complete, partitions_not_drained=[] if drain_complete else [0],
                   replicas_dumped=replicas, recovered=True, assign_readers=[])
-    return Analysis(anomalies, {}, facts)
+    return Analysis(anomalies, {"acked": 100}, facts)
 
 
 def test_safe_settings_allow_nothing_but_unseen_and_copies_re_sent_after_a_message_timeout():
@@ -87,6 +87,9 @@ def test_verdict_false_beats_unknown_beats_true():
     assert verdict(s, analysis(unseen=3)).valid == "unknown"
     v = verdict(s, analysis(drain_complete=False, lost_write=1))
     assert v.valid == "false" and v.forbidden == {"lost-write": 1} and v.failed
+    idle = analysis()
+    idle.metrics["acked"] = 0  # a producer that never sent: nothing was tested
+    assert verdict(s, idle).unknown_because == ["no send was acknowledged: the workload tested nothing"]
 
 
 def test_allowed_anomalies_are_counted_but_pass():
