@@ -42,6 +42,11 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
     ("producer: {rate: -1}", "Expected producer.rate >= 0.0 but got producer.rate=-1"),
     ("producer: {transactional: true, idempotence: false}", "producer.transactional=true needs "
                                                             "producer.idempotence=true"),
+    ("producer: {transactional: true, transaction_timeout_ms: 10000}", "producer.message_timeout_ms=30000 exceeds "
+                                                                      "producer.transaction_timeout_ms=10000"),
+    ("faults: [{fault: copier-kill}]", "faults.0.fault='copier-kill' needs workload='eos-copy'"),
+    ("workload: eos-copy\ncopier: {offsets: inside}", "Expected one of 'in-transaction', 'outside' but got "
+                                                      "copier.offsets='inside'"),
     ("producer: {abort_ratio: 1.5}", "Expected producer.abort_ratio <= 1.0 but got producer.abort_ratio=1.5"),
     ("consumer: {isolation: read_comitted}", "(did you mean 'read_committed'?)"),
     ("kafka: {version: '3.9.2'}\nconsumer: {group_protocol: consumer}", "consumer.group_protocol='consumer' "
