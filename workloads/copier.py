@@ -46,7 +46,6 @@ class CopierClient(Worker):
         self.bootstrap, self.history = bootstrap, history
         self.txn = self.acked = self.errors = 0
         self._rng = random.Random(cid)
-        self._pending: dict[tuple[int, int], int] = {}  # input (partition, offset) -> txn, awaiting a report
 
     def _event(self, kind: Event, detail: str = "", parts: tuple[TopicPartition, ...] = ()) -> None:
         for tp in parts or (TopicPartition(self.topic, -1, NO_OFFSET),):
@@ -116,7 +115,6 @@ class CopierClient(Worker):
     def _copy(self, producer: Producer, txn: int, m: Message) -> None:
         """The transform: a value naming the input position, to the same partition of the output topic."""
         key = (m.partition(), m.offset())
-        self._pending[key] = txn
         while True:
             try:
                 producer.produce(self.out, encode(COPY_BASE + key[0], key[1], COPY_BYTES), partition=key[0],
@@ -127,7 +125,6 @@ class CopierClient(Worker):
 
     def _delivered(self, key: tuple[int, int], txn: int) -> Callable[[KafkaError | None, Message], None]:
         def report(err: KafkaError | None, msg: Message) -> None:
-            self._pending.pop(key, None)
             self.acked += err is None
             self.errors += err is not None
             offset = msg.offset()
