@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import re
+import tarfile
 import time
 from pathlib import Path
 from typing import Self
@@ -101,6 +103,15 @@ class KafkaNode(DockerContainer):
         """Run a shell script as root inside the node; return (exit code, output)."""
         code, out = self.container.exec_run(["sh", "-c", script], user="root")
         return code, out.decode(errors="replace")
+
+    def read_file(self, path: str) -> bytes:
+        """A file's bytes, through the engine's archive endpoint: a plain HTTP body. (`docker exec` output is framed,
+        and docker-py can lose a frame boundary in a long binary one: "120 is not a valid stream".)"""
+        chunks, _ = self.container.get_archive(path)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
+            member = tar.next()
+            file = tar.extractfile(member) if member else None
+            return file.read() if file else b""
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def launch(self) -> Self:

@@ -15,6 +15,7 @@ from contracts.payload import decode
 from harness.node import KafkaNode
 
 DATA = "/var/lib/kafka/data"
+COPY = "/tmp/kchaos-segments.tar"  # the tar is made inside the broker, then copied out whole
 SEGMENT = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)/\d+\.log$")  # skips -delete and -future directories
 
 
@@ -70,8 +71,8 @@ def segments_of_tar(archive: bytes, topic: str) -> list[tuple[int, bytes]]:
 
 
 def node_segments(node: KafkaNode, topic: str, attempts: int = 3) -> list[tuple[int, bytes]]:
-    """Copy the topic's segment files out of one broker (as a tar). A copy can come back cut short (docker exec
-    output, a segment a follower truncates while tar reads it), so it is tried again."""
+    """Copy the topic's segment files out of one broker (as a tar). A copy can come back cut short (a segment a
+    follower truncates while tar reads it), so it is tried again."""
     retrying = Retrying(stop=stop_after_attempt(attempts), wait=wait_fixed(1.0), reraise=True,
                         retry=retry_if_exception_type((tarfile.TarError, ClusterError)))
     try:
@@ -82,9 +83,14 @@ def node_segments(node: KafkaNode, topic: str, attempts: int = 3) -> list[tuple[
 
 
 def _copy_segments(node: KafkaNode, topic: str) -> list[tuple[int, bytes]]:
-    script = f'cd {DATA} || exit 3; set -- {topic}-*/*.log; [ -e "$1" ] || exit 0; exec tar -cf - "$@"'
-    code, (out, err) = node.container.exec_run(["sh", "-c", script], user="root", demux=True)
+    script = (f'cd {DATA} || exit 3; rm -f {COPY}; set -- {topic}-*/*.log; [ -e "$1" ] || {{ echo none; exit 0; }}; '
+              f'tar -cf {COPY} "$@" 2>&1')
+    code, out = node.sh(script)
     if code != 0:
-        raise ClusterError(f"reading the segments of {topic} on {node.alias} failed (exit {code}): "
-                           f"{(err or b'')[-300:]!r}")
-    return segments_of_tar(out, topic) if out else []
+        raise ClusterError(f"reading the segments of {topic} on {node.alias} failed (exit {code}): {out[-300:]!r}")
+    if out.strip() == "none":
+        return []
+    try:
+        return segments_of_tar(node.read_file(COPY), topic)
+    finally:
+        node.sh(f"rm -f {COPY}")

@@ -123,16 +123,18 @@ def test_replicas_holding_the_same_batch_share_its_parse_and_a_diverging_one_is_
 
 
 class FlakyBroker:
-    """A broker whose `docker exec` hands back the given outputs in turn, as docker-py's exec_run(demux=True)."""
+    """A broker whose segment tar, copied out, comes back as the given bytes in turn."""
 
     alias, node_id = "kafka-1", 1
 
-    def __init__(self, *outputs: bytes) -> None:
-        self.outputs = list(outputs)
-        self.container = self
+    def __init__(self, *copies: bytes) -> None:
+        self.copies = list(copies)
 
-    def exec_run(self, cmd, user, demux):
-        return 0, (self.outputs.pop(0), None)
+    def sh(self, script: str) -> tuple[int, str]:
+        return 0, ""
+
+    def read_file(self, path: str) -> bytes:
+        return self.copies.pop(0)
 
 
 def test_a_segment_copy_cut_short_is_read_again_and_three_in_a_row_are_a_cluster_error():
