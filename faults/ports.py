@@ -47,6 +47,21 @@ class MetadataView(Protocol):
     def wait_full_isr(self, topic: str, timeout_s: float = 60.0) -> None: ...
 
 
+class Loss(Protocol):
+    """What one broker's power loss dropped."""
+
+    files: int
+    bytes: int
+    torn: int
+
+
+class PowerCut(Protocol):
+    """A power loss of several brokers: each one's loss, and the time between the first and the last to stop."""
+
+    losses: dict[int, Loss]
+    spread_s: float
+
+
 class ClusterControl(Protocol):
     """The cluster as faults see it."""
 
@@ -60,6 +75,7 @@ class ClusterControl(Protocol):
     def start_nodes(self, node_ids: Iterable[int]) -> None: ...
     def stopped(self) -> list[int]: ...
     def heal(self) -> None: ...
+    def power_off(self, node_ids: list[int], torn: bool) -> PowerCut: ...
 
 
 class ClientControl(Protocol):

@@ -25,6 +25,7 @@ class ClusterSpec:
     brokers: int = 3
     metadata: str = "kraft"  # or "zookeeper" (Kafka 3.x only)
     config: dict[str, str] = field(default_factory=dict)
+    lazy_disk: bool = False  # brokers' data on lazyfs, for power-loss faults
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
 
     def validate(self) -> None:

@@ -15,7 +15,7 @@ from testcontainers.core.network import Network
 
 from contracts import measured
 from contracts.errors import ClusterError
-from harness import images, labels, watchdog
+from harness import images, labels, lazydisk, watchdog
 from harness.broker_config import ZOOKEEPER_PROPERTIES, ClusterSpec, broker_properties, cluster_id, free_port
 from harness.firewall import Firewall
 from harness.metadata import Metadata
@@ -68,6 +68,7 @@ class Cluster:
         """Create the network and every node, then wait until each broker is registered and answers metadata."""
         if not images.image_exists(self.image):
             raise ClusterError(f"Image {self.image} is missing; run `kchaos images build --kafka {self.spec.version}`")
+        lazyfs = lazydisk.binary() if self.spec.lazy_disk else None
         self.network = Network(docker_network_kw={"labels": labels.labels(self.spec.run_id, "network"),
                                                   "driver": "bridge"})
         self.network.name = f"kchaos-{self.spec.run_id}"
@@ -82,6 +83,8 @@ class Cluster:
         for i in range(1, self.spec.brokers + 1):
             node = self._node(i, "zk-broker" if zk else "kraft").with_external_port(free_port())
             node.with_properties(broker_properties(self.spec, i, node.alias, node.external_port or 0))
+            if lazyfs:
+                node.with_lazy_disk(lazyfs)
             self.nodes.append(node)
         for node in self.nodes:
             node.launch()
@@ -199,6 +202,21 @@ class Cluster:
             self.firewall.apply(n)
         if nodes:
             measured.record_restart(self.spec.version, time.monotonic() - began)
+
+    def power_off(self, node_ids: list[int], torn: bool = False) -> lazydisk.PowerCut:
+        """Cut the power of brokers together: every one is frozen before any loses what it had not fsynced (a
+        correlated failure); they stay down until `start_nodes`."""
+        nodes = [self.node(i) for i in node_ids]
+        stopped: list[float] = []
+        try:
+            pids = [n.host_pid() for n in nodes]
+            stopped += [n.freeze(pid) for n, pid in zip(nodes, pids, strict=True)]
+            losses = {n.node_id: n.power_off(torn) for n in nodes}
+        except BaseException:
+            for n in nodes:  # none may stay frozen: a frozen broker is "running" and would never be started again
+                n.kill()
+            raise
+        return lazydisk.PowerCut(losses, max(stopped) - min(stopped) if stopped else 0.0)
 
     def heal(self) -> None:
         """Remove every partition and link rule, resume paused nodes; stopped nodes are left to start_node."""

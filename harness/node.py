@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
 import re
+import signal
 import tarfile
 import time
 from pathlib import Path
@@ -16,6 +18,7 @@ from testcontainers.core.exceptions import ContainerStartException
 from testcontainers.core.network import Network
 
 from contracts.errors import ClusterError
+from harness import lazydisk
 
 START_SCRIPT = (Path(__file__).parent / "docker" / "start.sh").read_text()
 STARTED = {
@@ -44,6 +47,7 @@ class KafkaNode(DockerContainer):
         self.properties: dict[str, str] = {}
         self._starts = 0
         self._killed_at: float | None = None
+        self.lazy_disk = False
         self._run_args: dict = {}  # docker-py run() arguments beyond the builder's (with_kwargs replaces them whole)
         self.with_command(["sh", "-c", START_SCRIPT]).with_env("KCHAOS_ROLE", role)
 
@@ -68,6 +72,15 @@ class KafkaNode(DockerContainer):
         self.with_network(network).with_network_aliases(self.alias).with_name(f"{network.name}-{self.alias}")
         self.with_env("KCHAOS_CLUSTER_ID", cluster_id)
         self._run_args |= {"labels": labels, "cap_add": ["NET_ADMIN"], "hostname": self.alias}
+        return self.with_kwargs(**self._run_args)
+
+    def with_lazy_disk(self, binary: Path) -> Self:
+        """Put the data directory on lazyfs, so `power_off` can drop what the broker had not fsynced."""
+        args = lazydisk.run_args()
+        self._run_args |= args | {"cap_add": [*self._run_args.get("cap_add", []), *args["cap_add"]]}
+        self.with_volume_mapping(str(binary), lazydisk.IN_CONTAINER, "ro")
+        self.with_env("KCHAOS_LAZYFS", lazydisk.IN_CONTAINER)
+        self.lazy_disk = True
         return self.with_kwargs(**self._run_args)
 
     # -- state --------------------------------------------------------------------------------------------
@@ -152,6 +165,45 @@ class KafkaNode(DockerContainer):
         self.container.wait(timeout=120)
         if self.state() == "running":
             raise ClusterError(f"{self.alias} is still running after it was stopped")
+
+    def host_pid(self) -> int:
+        """The broker's (the container's first process's) pid on this host, once the node is thawed."""
+        self.resume()
+        self.container.reload()
+        return self.container.attrs["State"]["Pid"]
+
+    def freeze(self, pid: int) -> float:
+        """SIGSTOP the broker, straight from this host when allowed (the engine's API is slower by milliseconds);
+        return when it was sent. `power_off` finishes the cut."""
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except PermissionError:
+            self.container.kill(signal="SIGSTOP")
+        return time.monotonic()
+
+    def power_off(self, torn: bool = False) -> lazydisk.Loss:
+        """After `freeze`: have lazyfs put every file back to its last fsync (`torn`: a file that grew keeps part of
+        a page more), then kill the container. Start it again with `start`."""
+        if not self.lazy_disk:
+            raise ClusterError(f"{self.alias} has no lazyfs data directory; power-loss needs one")
+        self._wait_frozen()
+        code, out = self.sh(f"{lazydisk.IN_CONTAINER} ctl {lazydisk.SOCKET} {'poweroff-torn' if torn else 'poweroff'}")
+        self.kill()
+        if code != 0:
+            raise ClusterError(f"lazyfs on {self.alias} did not answer (exit {code}): {out.strip()[-300:]}")
+        loss = lazydisk.answer(out, self.alias)["loss"]
+        return lazydisk.Loss(loss["files"], loss["bytes"], loss["torn"])
+
+    def _wait_frozen(self, timeout_s: float = 10.0) -> None:
+        """Wait until every thread of the broker (the container's first process) is stopped: a thread inside a
+        system call stops when the call returns, so nothing it does can land after the power is cut."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            code, out = self.sh("cat /proc/1/task/*/stat | sed 's/.*) //' | cut -c1")
+            if code == 0 and out.split() and set(out.split()) <= {"T", "t"}:
+                return
+            time.sleep(0.01)
+        raise ClusterError(f"{self.alias}'s broker did not stop within {timeout_s:.0f}s of SIGSTOP")
 
     def pause(self) -> None:
         """Freeze every process of the node (the cgroup freezer). runc gives up, and thaws the node again, when a

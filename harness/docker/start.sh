@@ -36,6 +36,16 @@ if [ "$KCHAOS_ROLE" = zookeeper ]; then
 fi
 DATA=/var/lib/kafka/data
 FORMATTED=/opt/kafka/formatted
+if [ -n "$KCHAOS_LAZYFS" ]; then  # the data directory on lazyfs, over /var/lib/kafka/disk (power-loss faults)
+  mkdir -p /var/lib/kafka/disk
+  rm -f /run/lazyfs.sock
+  "$KCHAOS_LAZYFS" mount /var/lib/kafka/disk $DATA /run/lazyfs.sock &
+  tries=0
+  until [ -S /run/lazyfs.sock ]; do
+    tries=$((tries + 1)); [ $tries -le 100 ] || { echo "lazyfs did not mount $DATA within 10 s" >&2; exit 1; }
+    sleep 0.1
+  done
+fi
 if [ "$KCHAOS_ROLE" = kraft ] && [ ! -f $DATA/meta.properties ]; then
   if [ -f $FORMATTED/bootstrap.checkpoint ]; then
     # the image's build-time format with this node's ids; a directory id is 16 random bytes, URL-safe base64
@@ -48,5 +58,8 @@ if [ "$KCHAOS_ROLE" = kraft ] && [ ! -f $DATA/meta.properties ]; then
     java -Xmx256m -XX:TieredStopAtLevel=1 $LOGOPTS -cp "$CP" kafka.tools.StorageTool format \
       -t "$KCHAOS_CLUSTER_ID" -c /etc/kafka/node.properties
   fi
+fi
+if [ -n "$KCHAOS_LAZYFS" ]; then  # what was set up before the broker starts is durable, as after `sync`
+  "$KCHAOS_LAZYFS" ctl /run/lazyfs.sock sync > /dev/null
 fi
 exec java $JVM $LOGOPTS -cp "$CP" kafka.Kafka /etc/kafka/node.properties
