@@ -21,9 +21,10 @@ from kchaos.pipeline import run_and_check
 MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-restart", "controller-failover",
              "zombie-leader-acks-all", "isr-shrink-paused-follower", "consumer-group-rebalance",
              "consumer-group-cooperative", "consumer-group-kip848", "txn-leader-kill", "txn-coordinator-kill",
-             "txn-client-pause", "eos-copy-member-kill", "eos-copy-coordinator-kill"]
+             "txn-client-pause", "eos-copy-member-kill", "eos-copy-coordinator-kill", "power-loss-one",
+             "power-loss-all-flushed"]
 UNSAFE = ["acks1-leader-kill", "zombie-leader-acks1", "non-idempotent-retries", "unclean-election-true",
-          "consumer-group-at-most-once", "txn-judged-uncommitted", "eos-copy-offsets-outside"]
+          "consumer-group-at-most-once", "txn-judged-uncommitted", "eos-copy-offsets-outside", "power-loss-all"]
 ENV = ("DETECT_RUNS_PASS", "DETECT_RUNS_UNSAFE", "DETECT_ONLY", "DETECT_RESUME")
 OUT = Path(__file__).resolve().parents[1] / "DETECTION.md"
 

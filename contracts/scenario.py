@@ -236,6 +236,7 @@ class FaultSpec(Strict):
     after: Seconds = Field(5.0, ge=0, le=86400)
     probability: float = Field(0.3, gt=0, le=1)
     kbit: int = Field(512, ge=8, le=10_000_000)
+    torn: bool = False  # power-loss: a file that grew keeps part of a page of what it had not fsynced
 
     @model_validator(mode="before")
     @classmethod

@@ -79,6 +79,22 @@ def process(action: str) -> Op:
     return run
 
 
+def power_loss(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
+    """Cut the targets' power together: each loses every write it had not fsynced; start them again after the hold."""
+    for t in targets:
+        ctx.expect_state(t, "running", "power-loss found it not running")
+    try:
+        cut = ctx.cluster.power_off(targets, spec.torn)
+        for t in targets:
+            ctx.expect_state(t, "exited", "power-loss did not take")
+        ctx.hold(spec.for_)
+    finally:
+        ctx.cluster.start_nodes([t for t in targets if t in ctx.cluster.stopped()])
+    return {"action": "power-loss", "stopped_within_ms": round(cut.spread_s * 1000, 1),
+            "lost": {str(t): {"files": loss.files, "bytes": loss.bytes, "torn": loss.torn}
+                     for t, loss in cut.losses.items()}}
+
+
 def restart(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     """A clean shutdown and start of each target in turn."""
     for t in targets:

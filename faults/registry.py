@@ -20,6 +20,7 @@ class FaultKind:
     # itself: victims chosen from live metadata; producers, consumers, copiers: the workload's client processes
     aims: Literal["brokers", "consumers", "producers", "copiers", "itself"] = "brokers"
     restarts: Literal["none", "once", "each"] = "none"  # broker restarts an op waits for: none, one, each broker
+    lazy_disk: bool = False  # needs the brokers' data directories on lazyfs
 
     def busy_s(self, hold: float, brokers: int, restart_s: float) -> float:
         """About how long one op keeps its line busy: its hold and the broker restarts it waits for."""
@@ -41,6 +42,7 @@ KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("terminate", ops.process("terminate"), restarts="once"),
     FaultKind("pause", ops.process("pause")),
     FaultKind("restart", ops.restart, restarts="once"),
+    FaultKind("power-loss", ops.power_loss, restarts="once", lazy_disk=True),
     FaultKind("isolate", _isolate),
     FaultKind("zombie", _isolate, default_target="leader"),
     FaultKind("isolate-controller", _isolate, default_target="controller"),

@@ -16,6 +16,7 @@ from contracts.history import Event, HistoryWriter, now_ns
 from contracts.scenario import Scenario, copier_id, copy_topic, transactional_id
 from faults import schedule
 from faults.ports import Clients
+from faults.registry import KINDS
 from harness import images
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
@@ -98,7 +99,7 @@ def execute(scenario: Scenario, run_dir: Path, on_tick: Callable[[Tick], None] =
         images.ensure_kafka_image(scenario.kafka.version, say=lambda m: on_tick(Tick("images", faults=m)))
         phase("cluster")
         spec = ClusterSpec(scenario.kafka.version, scenario.kafka.brokers, scenario.kafka.metadata,
-                           scenario.kafka.broker_config())
+                           scenario.kafka.broker_config(), any(KINDS[f.fault].lazy_disk for f in scenario.faults))
         with Cluster(spec) as cluster:
             _workload(scenario, cluster, history, ops, info, phase, on_tick, run_dir)
         info.status = "complete"

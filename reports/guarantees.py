@@ -64,10 +64,38 @@ class Truncation:
         return "; ".join(self.reasons)
 
 
+def fsyncs_each_write(s: Scenario) -> bool:
+    """Whether every replica fsyncs each record before it counts (flush.messages=1, or the broker-wide setting)."""
+    flush = s.topic.config.get("flush.messages", s.kafka.config.get("log.flush.interval.messages"))
+    return str(flush) == "1"
+
+
+def power_loss_of_all(s: Scenario) -> str:
+    """Why a power loss can take a record from every replica before any fsynced it ("" when none can)."""
+    if fsyncs_each_write(s):
+        return ""
+    replicas, brokers = min(s.topic.replication_factor, s.kafka.brokers), s.kafka.brokers
+    for f in s.faults:
+        hit = {"all": brokers, "isr": replicas, "majority": brokers // 2 + 1}.get(str(f.target), 1)
+        if f.fault == "power-loss" and (len(f.target) if isinstance(f.target, list) else hit) >= replicas:
+            return (f"power-loss of {f.target} with flush.messages unset (Kafka's default: the OS decides when to "
+                    "fsync): every replica can lose a record together, and the guarantee is 'predicated on at "
+                    "least one replica remaining in sync'")
+    return ""
+
+
+def log_rewrite(s: Scenario) -> Truncation:
+    """What can remove records below the high watermark: an unclean election, or every replica losing power."""
+    reasons = [*(["unclean.leader.election.enable=true: an out-of-sync replica may become leader"]
+                 if s.topic.unclean_leader_election else []), *filter(None, [power_loss_of_all(s)])]
+    return Truncation(tuple(reasons), UNCLEAN if s.topic.unclean_leader_election else REPLICATION)
+
+
 def truncation(s: Scenario) -> Truncation:
-    """acks 0/1, unclean elections and min.insync.replicas < 2 each let an acknowledged write exist on one replica."""
+    """acks 0/1, unclean elections and min.insync.replicas < 2 each let an acknowledged write exist on one replica;
+    a power loss of every replica without fsync loses it from all."""
     p, t = s.producer, s.topic
-    reasons = []
+    reasons = [*filter(None, [power_loss_of_all(s)])]
     if p.acks in ("0", "1"):
         reasons.append(f"acks={p.acks}: the leader answers before followers replicate; a leader failure "
                        "right after the answer loses the record")
@@ -77,7 +105,8 @@ def truncation(s: Scenario) -> Truncation:
     if min(t.min_insync_replicas, t.replication_factor) < 2:
         reasons.append(f"min.insync.replicas={t.min_insync_replicas} (replication factor "
                        f"{t.replication_factor}): an acknowledged write may exist on one replica only")
-    doc = ACKS if p.acks in ("0", "1") else (UNCLEAN if t.unclean_leader_election else MIN_ISR)
+    doc = (ACKS if p.acks in ("0", "1") else UNCLEAN if t.unclean_leader_election
+           else MIN_ISR if min(t.min_insync_replicas, t.replication_factor) < 2 else REPLICATION)
     return Truncation(tuple(reasons), doc)
 
 
@@ -166,25 +195,27 @@ def _nonmonotonic_send(s: Scenario) -> Rule:
 
 @rule("poll-skip")
 def _poll_skip(s: Scenario) -> Rule:
-    unclean = s.topic.unclean_leader_election
-    return Rule("poll-skip", unclean, "a truncated log can move a consumer's position" if unclean
-                else "a consumer's position advances one record at a time within an assignment", SEMANTICS)
+    rewrite = log_rewrite(s)
+    return Rule("poll-skip", bool(rewrite.reasons), f"a truncated log can move a consumer's position ({rewrite.why})"
+                if rewrite.reasons else "a consumer's position advances one record at a time within an assignment",
+                rewrite.doc if rewrite.reasons else SEMANTICS)
 
 
 @rule("nonmonotonic-poll")
 def _nonmonotonic_poll(s: Scenario) -> Rule:
-    unclean = s.topic.unclean_leader_election
-    return Rule("nonmonotonic-poll", unclean, "a truncated log can reset a consumer's position" if unclean
-                else "a consumer's position never goes back within an assignment", SEMANTICS)
+    rewrite = log_rewrite(s)
+    return Rule("nonmonotonic-poll", bool(rewrite.reasons), f"a truncated log can reset a consumer's position "
+                f"({rewrite.why})" if rewrite.reasons else "a consumer's position never goes back within an "
+                "assignment", rewrite.doc if rewrite.reasons else SEMANTICS)
 
 
 @rule("vanished-read")
 def _vanished_read(s: Scenario) -> Rule:
-    unclean = s.topic.unclean_leader_election
-    return Rule("vanished-read", unclean,
-                "consumers read below the high watermark; only an unclean election can remove such a record"
-                if unclean else "consumers only see records below the high watermark, which every ISR member has",
-                REPLICATION)
+    rewrite = log_rewrite(s)
+    return Rule("vanished-read", bool(rewrite.reasons),
+                f"consumers read below the high watermark, and only this can remove such a record: {rewrite.why}"
+                if rewrite.reasons else "consumers only see records below the high watermark, which every ISR "
+                "member has", rewrite.doc)
 
 
 @rule("replica-divergence")
@@ -192,6 +223,9 @@ def _replica_divergence(s: Scenario) -> Rule:
     if s.topic.unclean_leader_election:
         return Rule("replica-divergence", True, "an unclean leader's log wins over replicas that hold other records",
                     UNCLEAN)
+    if power := power_loss_of_all(s):
+        return Rule("replica-divergence", True, f"replicas that lost different unsynced tails may each keep records "
+                    f"the others lost ({power})", REPLICATION)
     return Rule("replica-divergence", False, "leader epochs (KIP-101) truncate followers to the leader's log; "
                 "below the high watermark replicas agree", REPLICATION)
 

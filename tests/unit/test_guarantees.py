@@ -128,3 +128,32 @@ def test_chaos_that_happened_leaves_a_clean_run_true(spark, tmp_path):
     a = analyze(spark, h.write(tmp_path / "history"))
     assert a.facts.ops == {"fired": 1, "skipped": 1} and a.facts.chaos_problems == []
     assert verdict(scenario(), a).valid == "true"
+
+
+def power_loss(target, **topic) -> Scenario:
+    raw = {**SAFE, "topic": {**SAFE["topic"], **topic},
+           "faults": [{"fault": "power-loss", "target": target, "every": 30, "for": 3}]}
+    return validate(raw, "test")
+
+
+REWRITES = {"lost-write", "inconsistent-offset", "vanished-read", "poll-skip", "nonmonotonic-poll",
+            "replica-divergence", "committed-unread"}
+
+
+@pytest.mark.parametrize("target", ["all", "isr", [1, 2, 3]])
+def test_a_power_loss_of_every_replica_without_fsync_allows_what_a_rewritten_log_does(target):
+    ok = allowed(power_loss(target))
+    assert ok >= REWRITES
+    rule = next(r for r in rules(power_loss(target)) if r.anomaly == "lost-write")
+    assert "predicated on at least one replica remaining in sync" in rule.why and rule.doc.endswith("#replication")
+
+
+@pytest.mark.parametrize("target", ["one", "leader", [1, 2]])
+def test_a_power_loss_that_leaves_a_replica_allows_nothing(target):
+    assert allowed(power_loss(target)) == {"unseen", "timeout-duplicate"}
+
+
+def test_fsync_of_each_write_keeps_the_guarantee_through_any_power_loss():
+    assert allowed(power_loss("all", config={"flush.messages": 1})) == {"unseen", "timeout-duplicate"}
+    assert not REWRITES & allowed(validate({**SAFE, "kafka": {"config": {"log.flush.interval.messages": 1}},
+                                            "faults": [{"fault": "power-loss", "target": "all"}]}, "test"))
