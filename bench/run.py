@@ -1,6 +1,7 @@
 """`make bench`: each figure beside the baseline it names, measured in the same run; writes BENCHMARKS.md.
 
-Sections can be chosen with BENCH=bringup,throughput,analysis,overhead,smoke and sizes with BENCH_SIZES=1e6,1e7,5e7.
+Sections can be chosen with BENCH=bringup,throughput,analysis,overhead,smoke,disk and sizes with
+BENCH_SIZES=1e6,1e7,5e7.
 """
 
 from __future__ import annotations
@@ -76,17 +77,8 @@ def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_00
                 p.join()
             return rate
 
-        def run_theirs() -> float:
-            code, out = c.node(1).sh(
-                "java -Xmx512m -cp '/opt/kafka/libs/*' -Dlog4j2.configurationFile=/etc/kafka/log4j2.properties "
-                f"org.apache.kafka.tools.ProducerPerformance --topic bench --num-records {records} "
-                f"--record-size {payload} --throughput -1 --producer-props bootstrap.servers=kafka-1:9092 "
-                "acks=all linger.ms=5 enable.idempotence=true")
-            found = PERF.findall(out)
-            return float(found[-1]) if code == 0 and found else float("nan")
-
         def run(side, i: int) -> float:
-            return run_theirs() if side == "theirs" else run_ours(side, i)
+            return producer_performance(c, records, payload) if side == "theirs" else run_ours(side, i)
 
         order = list(sides)
         warm: dict = {side: [] for side in order}  # not measured
@@ -97,6 +89,40 @@ def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_00
             for side in order[i % 3:] + order[:i % 3]:
                 sides[side].append(run(side, i))
     return _throughput_lines(sides, warm, seconds, payload, records)
+
+
+def producer_performance(c: Cluster, records: int, payload: int) -> float:
+    """Kafka's ProducerPerformance in broker 1's container: records/s of `records` sends, acks=all, idempotent."""
+    code, out = c.node(1).sh(
+        "java -Xmx512m -cp '/opt/kafka/libs/*' -Dlog4j2.configurationFile=/etc/kafka/log4j2.properties "
+        f"org.apache.kafka.tools.ProducerPerformance --topic bench --num-records {records} "
+        f"--record-size {payload} --throughput -1 --producer-props bootstrap.servers=kafka-1:9092 "
+        "acks=all linger.ms=5 enable.idempotence=true")
+    found = PERF.findall(out)
+    return float(found[-1]) if code == 0 and found else float("nan")
+
+
+def disk(records: int = 2_000_000, payload: int = 64) -> list[str]:
+    """ProducerPerformance on a plain cluster, then on one whose data directories are on lazyfs (power-loss
+    scenarios), each warmed up first: what the FUSE filesystem costs a broker."""
+    rates: dict[str, list[float]] = {}
+    for label, lazy in (("plain", False), ("lazyfs", True)):
+        with Cluster(ClusterSpec(lazy_disk=lazy)) as c:
+            c.metadata.create_topic("bench", 3, 3, {"min.insync.replicas": "2"})
+            warm: list[float] = []
+            while len(warm) < WARM_ROUNDS[1] and not _settled(warm, WARM_ROUNDS[0]):
+                warm.append(producer_performance(c, records, payload))
+            rates[label] = [producer_performance(c, records, payload) for _ in range(REPEAT)]
+    med = {label: statistics.median(v) for label, v in rates.items()}
+    return ["## Broker throughput on lazyfs vs plain data directories", "",
+            f"Measured {time.strftime('%Y-%m-%d')}.", "",
+            f"Command: `BENCH=disk make bench`. Kafka's ProducerPerformance ({records:,} records of {payload} bytes, "
+            "acks=all, idempotent, linger.ms=5) in broker 1's container; 3 brokers, topic of 3 partitions, RF 3. "
+            f"The plain cluster (baseline) first, then a cluster whose data directories are lazyfs mounts; each "
+            f"warmed up until its rate moved by under {WARM_SETTLED:.0%}, then {REPEAT} rounds.", "",
+            "| data directories | median records/s | runs |", "|---|---|---|",
+            *(f"| {label} | {med[label]:,.0f} | {', '.join(f'{x:,.0f}' for x in v)} |" for label, v in rates.items()),
+            "", f"lazyfs / plain: {med['lazyfs'] / med['plain']:.2f}x.", ""]
 
 
 def _throughput_lines(sides: dict, warm: dict, seconds: float, payload: int, records: int) -> list[str]:
@@ -267,10 +293,10 @@ def merge(existing: str, fresh: dict[str, list[str]]) -> list[str]:
 
 
 def main() -> None:
-    chosen = os.environ.get("BENCH", "bringup,throughput,analysis,overhead,smoke").split(",")
+    chosen = os.environ.get("BENCH", "bringup,throughput,analysis,overhead,smoke,disk").split(",")
     sizes = [int(float(s)) for s in os.environ.get("BENCH_SIZES", "1e6,1e7,5e7").split(",")]
     sections = {"bringup": bringup, "throughput": throughput, "analysis": lambda: analysis(sizes),
-                "overhead": overhead, "smoke": smoke}
+                "overhead": overhead, "smoke": smoke, "disk": disk}
     fresh = {}
     for name in chosen:
         fresh[name] = sections[name]()

@@ -237,6 +237,7 @@ class FaultSpec(Strict):
     probability: float = Field(0.3, gt=0, le=1)
     kbit: int = Field(512, ge=8, le=10_000_000)
     torn: bool = False  # power-loss: a file that grew keeps part of a page of what it had not fsynced
+    latency_ms: int = Field(100, ge=1, le=60_000)  # disk-slow: how long each write and fsync waits
 
     @model_validator(mode="before")
     @classmethod

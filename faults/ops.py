@@ -95,6 +95,27 @@ def power_loss(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
                      for t, loss in cut.losses.items()}}
 
 
+def disk_fault(command: Callable[[FaultSpec], str]) -> Op:
+    """Make the targets' disks full or slow (a lazyfs command) for the op's hold, then heal them and start any broker
+    that stopped (a log directory that fails halts a broker that has no other)."""
+    def run(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
+        for t in targets:
+            ctx.expect_state(t, "running", f"{spec.fault} found it not running")
+        healed: dict[str, dict] = {}
+        try:
+            for t in targets:
+                ctx.cluster.node(t).lazyfs(command(spec))
+            ctx.hold(spec.for_)
+        finally:
+            exited = [t for t in targets if t in ctx.cluster.stopped()]
+            healed |= {str(t): ctx.cluster.node(t).lazyfs("heal")["faults"] for t in targets if t not in exited}
+            ctx.cluster.start_nodes(exited)
+        if not exited and not any(f["refused"] or f["slowed"] for f in healed.values()):
+            raise NoEffect(f"{spec.fault}: no write or fsync reached the disks of brokers {targets}")
+        return {"action": command(spec), "exited": exited, "disk": healed}
+    return run
+
+
 def restart(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     """A clean shutdown and start of each target in turn."""
     for t in targets:

@@ -43,6 +43,8 @@ KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("pause", ops.process("pause")),
     FaultKind("restart", ops.restart, restarts="once"),
     FaultKind("power-loss", ops.power_loss, restarts="once", lazy_disk=True),
+    FaultKind("disk-full", ops.disk_fault(lambda s: "full"), restarts="once", lazy_disk=True),
+    FaultKind("disk-slow", ops.disk_fault(lambda s: f"slow {s.latency_ms}"), lazy_disk=True),
     FaultKind("isolate", _isolate),
     FaultKind("zombie", _isolate, default_target="leader"),
     FaultKind("isolate-controller", _isolate, default_target="controller"),

@@ -184,15 +184,21 @@ class KafkaNode(DockerContainer):
     def power_off(self, torn: bool = False) -> lazydisk.Loss:
         """After `freeze`: have lazyfs put every file back to its last fsync (`torn`: a file that grew keeps part of
         a page more), then kill the container. Start it again with `start`."""
-        if not self.lazy_disk:
-            raise ClusterError(f"{self.alias} has no lazyfs data directory; power-loss needs one")
-        self._wait_frozen()
-        code, out = self.sh(f"{lazydisk.IN_CONTAINER} ctl {lazydisk.SOCKET} {'poweroff-torn' if torn else 'poweroff'}")
-        self.kill()
-        if code != 0:
-            raise ClusterError(f"lazyfs on {self.alias} did not answer (exit {code}): {out.strip()[-300:]}")
-        loss = lazydisk.answer(out, self.alias)["loss"]
+        try:
+            self._wait_frozen()
+            loss = self.lazyfs("poweroff-torn" if torn else "poweroff")["loss"]
+        finally:
+            self.kill()
         return lazydisk.Loss(loss["files"], loss["bytes"], loss["torn"])
+
+    def lazyfs(self, command: str) -> dict:
+        """Send the node's lazyfs a command (poweroff, full, "slow MS", heal, dirty) and return its answer."""
+        if not self.lazy_disk:
+            raise ClusterError(f"{self.alias} has no lazyfs data directory; power and disk faults need one")
+        code, out = self.sh(f"{lazydisk.IN_CONTAINER} ctl {lazydisk.SOCKET} '{command}'")
+        if code != 0:
+            raise ClusterError(f"lazyfs on {self.alias} did not answer {command!r} (exit {code}): {out.strip()[-300:]}")
+        return lazydisk.answer(out, self.alias)
 
     def _wait_frozen(self, timeout_s: float = 10.0) -> None:
         """Wait until every thread of the broker (the container's first process) is stopped: a thread inside a

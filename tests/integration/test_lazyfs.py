@@ -3,6 +3,7 @@ loss, and nothing else does."""
 
 from __future__ import annotations
 
+import errno
 import json
 import mmap
 import os
@@ -119,3 +120,22 @@ def test_writes_after_the_power_loss_are_dropped(lazyfs):
     lazyfs.ctl("poweroff")
     lazyfs.write("log", b"after")
     assert lazyfs.after_power_loss("log") == b"before"
+
+
+def test_a_full_disk_refuses_writes_until_healed(lazyfs):
+    lazyfs.write("log", b"before", sync=True)
+    assert lazyfs.ctl("full") == {"full": True}
+    with pytest.raises(OSError) as refused:
+        lazyfs.write("log", b"refused")
+    assert refused.value.errno == errno.ENOSPC
+    assert lazyfs.ctl("heal") == {"faults": {"refused": 1, "slowed": 0}}
+    lazyfs.write("log", b"after", sync=True)
+    assert lazyfs.after_power_loss("log") == b"beforeafter"
+
+
+def test_a_slow_disk_delays_each_write_and_fsync(lazyfs):
+    assert lazyfs.ctl("slow 200") == {"slow_ms": 200}
+    began = time.monotonic()
+    lazyfs.write("log", b"slow", sync=True)
+    assert time.monotonic() - began >= 0.4
+    assert lazyfs.ctl("heal") == {"faults": {"refused": 0, "slowed": 2}}

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math/rand"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 const page = 4096
@@ -27,6 +29,43 @@ type Disk struct {
 	mu    sync.Mutex   // guards files
 	files map[uint64]*file
 	off   bool // after a power loss every write is dropped: the machine is down
+
+	full    atomic.Bool  // every write and growth fails with ENOSPC
+	slow    atomic.Int64 // nanoseconds each write and fsync waits first
+	refused atomic.Int64 // writes refused since the last heal
+	slowed  atomic.Int64 // writes and fsyncs delayed since the last heal
+}
+
+// Faults is what the disk faults did since the last heal.
+type Faults struct {
+	Refused int64 `json:"refused"`
+	Slowed  int64 `json:"slowed"`
+}
+
+// Fill makes the disk full: writes fail with ENOSPC until Heal.
+func (d *Disk) Fill() { d.full.Store(true) }
+
+// Slow delays every write and fsync by delay until Heal.
+func (d *Disk) Slow(delay time.Duration) { d.slow.Store(int64(delay)) }
+
+// Heal ends Fill and Slow, and says what they did.
+func (d *Disk) Heal() Faults {
+	d.full.Store(false)
+	d.slow.Store(0)
+	return Faults{Refused: d.refused.Swap(0), Slowed: d.slowed.Swap(0)}
+}
+
+// fault applies the disk faults to one write (grows: whether it can need space); a nil error lets it go on.
+func (d *Disk) fault(grows bool) error {
+	if delay := d.slow.Load(); delay > 0 {
+		d.slowed.Add(1)
+		time.Sleep(time.Duration(delay))
+	}
+	if grows && d.full.Load() {
+		d.refused.Add(1)
+		return syscall.ENOSPC
+	}
+	return nil
 }
 
 // Loss is what a power loss dropped: files put back, bytes written to them since their last fsync, files torn.
@@ -80,6 +119,9 @@ func (f *file) save(off, end int64) error {
 
 // Write writes data at off through fd, first keeping what it overwrites of the durable content.
 func (d *Disk) Write(fd int, data []byte, off int64) (int, error) {
+	if err := d.fault(true); err != nil {
+		return 0, err
+	}
 	d.gate.RLock()
 	defer d.gate.RUnlock()
 	if d.off {
@@ -113,6 +155,9 @@ func (d *Disk) Truncate(fd int, size int64) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := d.fault(size > f.durable); err != nil {
+		return err
+	}
 	if size > f.durable {
 		f.zeroFrom = min(f.zeroFrom, f.durable)
 	}
@@ -128,6 +173,9 @@ func (d *Disk) Truncate(fd int, size int64) error {
 
 // Sync makes everything written to the file behind fd durable.
 func (d *Disk) Sync(fd int) error {
+	if err := d.fault(false); err != nil {
+		return err
+	}
 	d.gate.RLock()
 	defer d.gate.RUnlock()
 	var st syscall.Stat_t

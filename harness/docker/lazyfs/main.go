@@ -3,7 +3,7 @@
 // every file back to that and drops every later write.
 //
 //	lazyfs mount BACKING MOUNTPOINT SOCKET   serve until unmounted or killed
-//	lazyfs ctl SOCKET poweroff|poweroff-torn|sync|dirty   print the answer as JSON
+//	lazyfs ctl SOCKET poweroff|poweroff-torn|sync|dirty|full|"slow MS"|heal   print the answer as JSON
 package main
 
 import (
@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -165,10 +166,19 @@ func serveControl(listener net.Listener, disk *Disk) {
 		case "sync":
 			disk.SyncAll()
 			answer = map[string]any{"synced": true}
+		case "full":
+			disk.Fill()
+			answer = map[string]any{"full": true}
+		case "heal":
+			answer = map[string]any{"faults": disk.Heal()}
 		case "dirty":
 			answer = map[string]any{"dirty": disk.Dirty()}
 		default:
 			answer = map[string]any{"error": "unknown command " + command}
+			if ms, err := strconv.Atoi(strings.TrimPrefix(command, "slow ")); strings.HasPrefix(command, "slow ") && err == nil {
+				disk.Slow(time.Duration(ms) * time.Millisecond)
+				answer = map[string]any{"slow_ms": ms}
+			}
 		}
 		json.NewEncoder(conn).Encode(answer)
 		conn.Close()
