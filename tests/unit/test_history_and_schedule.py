@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+import signal
 import struct
 import sys
 import tarfile
@@ -17,6 +19,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
 from contracts.errors import ClusterError
+from contracts import history
 from contracts.history import HistoryWriter, jsonl, read_jsonl
 from contracts.payload import decode, encode
 from faults import schedule
@@ -191,3 +194,20 @@ def test_rows_written_while_flushes_run_are_each_flushed_once(tmp_path):
     w.close(compact=False)
     rows = read_jsonl(tmp_path, "sends").select(["producer", "seq"]).to_pylist()
     assert sorted((r["producer"], r["seq"]) for r in rows) == [(p, i) for p in range(3) for i in range(20_000)]
+
+
+def test_a_signal_during_compaction_is_acted_on_once_every_table_is_compacted(tmp_path, monkeypatch):
+    w = HistoryWriter(tmp_path)
+    w.write("sends", {"producer": 0, "seq": 1})
+    compact = history.compact_dir
+
+    def interrupted(directory):
+        os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C to the process group, half-way through a run's close
+        compact(directory)
+
+    monkeypatch.setattr(history, "compact_dir", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        w.close()
+    assert not list(tmp_path.glob("*.jsonl"))
+    assert pq.read_table(tmp_path / "sends.parquet").column("seq").to_pylist() == [1]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
