@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.util import calc_crc32c
 
-from contracts.errors import ClusterError
 from contracts import history
+from contracts.errors import ClusterError
 from contracts.history import HistoryWriter, jsonl, read_jsonl
 from contracts.payload import decode, encode
 from faults import schedule
