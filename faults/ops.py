@@ -3,12 +3,14 @@ the op's duration, then heals what it broke. An op returns what it did, for the 
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from contracts.errors import ClusterError
 from contracts.scenario import FaultSpec
 from faults.ports import Aimed, Clients, ClusterControl
 from faults.targets import pick
@@ -107,8 +109,10 @@ def disk_fault(command: Callable[[FaultSpec], str]) -> Op:
                 ctx.cluster.node(t).lazyfs(command(spec))
             ctx.hold(spec.for_)
         finally:
+            for t in set(targets) - set(ctx.cluster.stopped()):
+                with contextlib.suppress(ClusterError):  # it stopped since: its lazyfs, and the fault, went with it
+                    healed[str(t)] = ctx.cluster.node(t).lazyfs("heal")["faults"]
             exited = [t for t in targets if t in ctx.cluster.stopped()]
-            healed |= {str(t): ctx.cluster.node(t).lazyfs("heal")["faults"] for t in targets if t not in exited}
             ctx.cluster.start_nodes(exited)
         if not exited and not any(f["refused"] or f["slowed"] for f in healed.values()):
             raise NoEffect(f"{spec.fault}: no write or fsync reached the disks of brokers {targets}")

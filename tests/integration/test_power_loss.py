@@ -41,6 +41,7 @@ def test_a_broker_that_loses_power_keeps_the_fsynced_topic_and_loses_the_other()
         cut = cluster.power_off([1])
         assert cluster.node(1).state() == "exited" and cut.losses[1].bytes > 0
         cluster.start_nodes([1])
-        cluster.wait_ready()
+        for topic in ("fsynced", "unsynced"):
+            cluster.metadata.wait_full_isr(topic)
         assert end_offset(cluster.bootstrap_servers(), "fsynced") == SENT
         assert end_offset(cluster.bootstrap_servers(), "unsynced") == 0
