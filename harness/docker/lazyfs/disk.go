@@ -20,6 +20,7 @@ type file struct {
 	zeroFrom int64            // from here to `durable` a power loss leaves zeros (a truncate grew the file)
 	saved    map[int64][]byte // page number -> its durable bytes, kept before the first unsynced write over it
 	written  int64            // bytes written since the last fsync
+	synced   bool             // dropped by an fsync: a writer that still holds it looks again
 }
 
 // Disk tracks every file written since its last fsync. Writes pass through to the backing directory at once;
@@ -97,6 +98,21 @@ func (d *Disk) track(fd int) (*file, error) {
 	return f, nil
 }
 
+// lock returns the file behind fd, locked, and not synced away since it was looked up.
+func (d *Disk) lock(fd int) (*file, error) {
+	for {
+		f, err := d.track(fd)
+		if err != nil {
+			return nil, err
+		}
+		f.mu.Lock()
+		if !f.synced {
+			return f, nil
+		}
+		f.mu.Unlock()
+	}
+}
+
 // save keeps the durable bytes of every page in [off, end) not kept yet.
 func (f *file) save(off, end int64) error {
 	limit := min(f.durable, f.zeroFrom)
@@ -127,11 +143,10 @@ func (d *Disk) Write(fd int, data []byte, off int64) (int, error) {
 	if d.off {
 		return len(data), nil
 	}
-	f, err := d.track(fd)
+	f, err := d.lock(fd)
 	if err != nil {
 		return 0, err
 	}
-	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.save(off, off+int64(len(data))); err != nil {
 		return 0, err
@@ -149,11 +164,10 @@ func (d *Disk) Truncate(fd int, size int64) error {
 	if d.off {
 		return nil
 	}
-	f, err := d.track(fd)
+	f, err := d.lock(fd)
 	if err != nil {
 		return err
 	}
-	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := d.fault(size > f.durable); err != nil {
 		return err
@@ -183,10 +197,16 @@ func (d *Disk) Sync(fd int) error {
 		return err
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if f, ok := d.files[st.Ino]; ok && !d.off {
+	f, ok := d.files[st.Ino]
+	if ok && !d.off {
 		delete(d.files, st.Ino)
+	}
+	d.mu.Unlock()
+	if ok && !d.off {
+		f.mu.Lock() // a write that found the record before it was dropped ends first, and is covered
+		f.synced = true
 		syscall.Close(f.fd)
+		f.mu.Unlock()
 	}
 	return nil
 }

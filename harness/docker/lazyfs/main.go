@@ -103,7 +103,12 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32,
 
 // Setattr records a size change before making it; everything else passes through.
 func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if size, ok := in.GetSize(); ok {
+	h, open := f.(*handle)
+	if size, ok := in.GetSize(); ok && open {
+		if errno := fs.ToErrno(n.disk.Truncate(h.fd(), int64(size))); errno != 0 {
+			return errno
+		}
+	} else if ok {
 		fd, err := syscall.Open(filepath.Join(n.RootData.Path, n.Path(n.Root())), syscall.O_RDWR|syscall.O_CLOEXEC, 0)
 		if err != nil {
 			return fs.ToErrno(err)
@@ -114,7 +119,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 			return fs.ToErrno(err)
 		}
 	}
-	if h, ok := f.(*handle); ok {
+	if open {
 		f = h.LoopbackFile
 	}
 	return n.LoopbackNode.Setattr(ctx, f, in, out)
