@@ -206,8 +206,12 @@ def test_a_signal_during_compaction_is_acted_on_once_every_table_is_compacted(tm
         compact(directory)
 
     monkeypatch.setattr(history, "compact_dir", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        w.close()
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own, whatever ran before
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            w.close()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert not list(tmp_path.glob("*.jsonl"))
     assert pq.read_table(tmp_path / "sends.parquet").column("seq").to_pylist() == [1]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
