@@ -40,6 +40,7 @@ class Cluster:
         self.metadata = Metadata(spec, lambda: self.nodes, self.firewall)
         self._old_handlers: dict[int, object] = {}
         self._watchdog: subprocess.Popen | None = None
+        self._power_cut: set[int] = set()  # brokers that lost power and have not been started since
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def __enter__(self) -> Cluster:
@@ -200,7 +201,8 @@ class Cluster:
         for n in nodes:
             n.wait_started()
             self.firewall.apply(n)
-        if nodes:
+        recovering, self._power_cut = self._power_cut & set(node_ids), self._power_cut - set(node_ids)
+        if nodes and not recovering:  # validation plans ordinary restarts; a power loss's recovery takes longer
             measured.record_restart(self.spec.version, time.monotonic() - began)
 
     def power_off(self, node_ids: list[int], torn: bool = False) -> lazydisk.PowerCut:
@@ -208,6 +210,7 @@ class Cluster:
         correlated failure); they stay down until `start_nodes`."""
         nodes = [self.node(i) for i in node_ids]
         stopped: list[float] = []
+        self._power_cut |= set(node_ids)
         try:
             pids = [n.host_pid() for n in nodes]
             stopped += [n.freeze(pid) for n, pid in zip(nodes, pids, strict=True)]
