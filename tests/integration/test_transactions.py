@@ -17,11 +17,16 @@ SCENARIO = {
 }
 
 
+def fates_of(run_dir, table: str) -> dict[str, int]:
+    """How many transactions of a history table (txns or copy_txns) committed and aborted."""
+    txns = pq.read_table(run_dir / "history" / f"{table}.parquet").to_pylist()
+    return {f: sum(t["fate"] == f for t in txns) for f in ("committed", "aborted")}
+
+
 def test_transactions_through_a_leader_kill_pass_and_a_misjudged_reader_is_caught(tmp_path):
     (scenario,) = expand(SCENARIO, "test")
     out = run_and_check(scenario, tmp_path / "runs")
-    txns = pq.read_table(out.run_dir / "history" / "txns.parquet").to_pylist()
-    fates = {f: sum(t["fate"] == f for t in txns) for f in ("committed", "aborted")}
+    fates = fates_of(out.run_dir, "txns")
     assert fates["committed"] > 100 and fates["aborted"] > 30, fates
     r = out.result
     assert r.facts.transactional and r.facts.ops == {"fired": 1}
@@ -47,8 +52,7 @@ EOS = {
 def test_an_exactly_once_stage_copies_every_record_once_through_a_crash(tmp_path):
     (scenario,) = expand(EOS, "test")
     out = run_and_check(scenario, tmp_path / "runs")
-    txns = pq.read_table(out.run_dir / "history" / "copy_txns.parquet").to_pylist()
-    fates = {f: sum(t["fate"] == f for t in txns) for f in ("committed", "aborted")}
+    fates = fates_of(out.run_dir, "copy_txns")
     assert fates["committed"] > 20 and fates["aborted"] > 3, fates
     r = out.result
     assert r.facts.copy_commits == "known" and r.facts.copy_behind == [] and r.facts.ops == {"fired": 1}
