@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from contracts.versions import DEFAULT_VERSION, NO_ZOOKEEPER, has_zookeeper, release
+from contracts.versions import DEFAULT_VERSION, OLDEST, default_metadata, metadata_problem, release
 
 QUOTED = r"'([^']*)'"  # the values a message lists
 # Cluster events a scenario can exist to provoke; the analysis observes them in the history (reports.provoked)
@@ -127,7 +127,8 @@ class Strict(BaseModel):
 class KafkaSpec(Strict):
     version: str = DEFAULT_VERSION
     brokers: int = Field(3, ge=1, le=5)
-    metadata: Literal["kraft", "zookeeper"] = "kraft"
+    # unset: KRaft from 3.3, ZooKeeper before (so `--kafka V` picks the mode V runs in)
+    metadata: Literal["kraft", "zookeeper"] | None = None
     config: dict[str, str | int | float | bool] = {}
 
     @field_validator("version", mode="before")
@@ -139,11 +140,16 @@ class KafkaSpec(Strict):
         """The broker settings the scenario overrides, as server.properties values."""
         return {k: _cfg(v) for k, v in self.config.items()}
 
+    @property
+    def mode(self) -> str:
+        """The metadata mode the cluster runs in: the scenario's, or the version's default."""
+        return self.metadata or default_metadata(self.version)
+
     @model_validator(mode="after")
-    def _zk_needs_3x(self) -> KafkaSpec:
-        if self.metadata == "zookeeper" and not has_zookeeper(self.version):
-            raise ValueError(f"{NO_ZOOKEEPER}: kafka.version={self.version!r} needs kafka.metadata='kraft' "
-                             "(or a 3.x version)")
+    def _mode_fits_version(self) -> KafkaSpec:
+        problem = metadata_problem(self.version, self.mode)
+        if problem:
+            raise ValueError(problem)
         return self
 
 
@@ -284,7 +290,6 @@ class Scenario(Strict):
     recovery_timeout: Seconds = Field(120.0, ge=1, le=3600)
     drain_timeout: Seconds = Field(90.0, ge=1, le=3600)
 
-
     @field_validator("expect", "provokes", mode="before")
     @classmethod
     def _expect(cls, v: Any) -> Any:
@@ -312,9 +317,9 @@ class Scenario(Strict):
         if self.producer.idempotence and (self.producer.acks != "all" or self.producer.max_in_flight > 5):
             raise ValueError("producer.idempotence=true needs producer.acks='all' and producer.max_in_flight<=5 "
                              "(librdkafka refuses otherwise)")
-        if self.consumer.group_protocol == "consumer" and not release(self.kafka.version) >= (4, 0):
-            raise ValueError(f"consumer.group_protocol='consumer' (KIP-848) needs Kafka 4.0 or later, not "
-                             f"kafka.version={self.kafka.version!r}; use group_protocol: classic")
+        problem = self.version_problem(self.kafka.version)
+        if problem:
+            raise ValueError(problem)
         p = self.producer
         if p.transactional and p.message_timeout_ms > p.transaction_timeout_ms:
             raise ValueError(f"producer.message_timeout_ms={p.message_timeout_ms} exceeds producer."
@@ -356,11 +361,22 @@ class Scenario(Strict):
         if any(not 0 <= c < n for c in ids):
             raise ValueError(f"faults.{i}.target={f.target!r} must name {aims} among 0..{n - 1}")
 
+    def version_problem(self, version: str) -> str | None:
+        """Why the scenario cannot run on a Kafka version (its metadata mode, or a feature the version lacks)."""
+        if release(version) < OLDEST:
+            return (f"Kafka {version} is older than 0.10.2, the oldest the harness runs (kafka.version={version!r}); "
+                    "`kchaos images list --available` lists the others")
+        if self.consumer.group_protocol == "consumer" and release(version) < (4, 0):
+            return (f"consumer.group_protocol='consumer' (KIP-848) needs Kafka 4.0 or later, not "
+                    f"kafka.version={version!r}; use group_protocol: classic")
+        if self.producer.idempotence and release(version) < (0, 11):
+            return (f"producer.idempotence=true (KIP-98) needs Kafka 0.11 or later, not kafka.version={version!r}; "
+                    "set producer.idempotence: false")
+        return metadata_problem(version, self.kafka.metadata or default_metadata(version))
+
     def runs_on(self, version: str) -> bool:
-        """Whether the scenario can run on another Kafka version: ZooKeeper mode before 4.0 only, the KIP-848
-        group protocol from 4.0 only."""
-        return ((self.kafka.metadata != "zookeeper" or has_zookeeper(version))
-                and (self.consumer.group_protocol != "consumer" or release(version) >= (4, 0)))
+        """Whether the scenario can run on another Kafka version."""
+        return self.version_problem(version) is None
 
     def topic_config(self) -> dict[str, str]:
         """The topic-level configs the scenario asks for."""

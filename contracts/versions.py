@@ -6,8 +6,12 @@ import re
 
 DEFAULT_VERSION = "4.3.1"
 SUPPORTED_VERSIONS = ("4.3.1", "3.9.2")
-VERSION_RE = re.compile(r"^\d+\.\d+\.\d+$")
+VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?$")
 NO_ZOOKEEPER = "ZooKeeper mode was removed in Kafka 4.0"
+# The oldest release the harness starts: named listeners (KIP-103) and the clients' ApiVersions came with 0.10.2.
+OLDEST = (0, 10, 2)
+# KRaft is production-ready from 3.3 (KIP-833); earlier releases run in ZooKeeper mode.
+KRAFT_FROM = (3, 3)
 
 
 def major(version: str) -> int:
@@ -36,3 +40,54 @@ def transaction_defense(version: str) -> str:
                 "takes a write; no per-transaction epoch bump (part 2 is 4.0)")
     return ("before KIP-890 (Kafka < 3.6): a delayed write can land after its transaction ended and join or hang a "
             "later one")
+
+
+def java_for(version: str) -> int:
+    """The newest JRE a Kafka version is built and tested with (its README and ops docs): 17 from 3.1, 11 from
+    2.1 (KAFKA-7264), 8 before."""
+    if release(version) >= (3, 1):
+        return 17
+    if release(version) >= (2, 1):
+        return 11
+    return 8
+
+
+def default_metadata(version: str) -> str:
+    """The metadata mode a version runs in unless a scenario says otherwise: KRaft from 3.3, else ZooKeeper."""
+    return "kraft" if release(version) >= KRAFT_FROM else "zookeeper"
+
+
+def metadata_problem(version: str, metadata: str) -> str | None:
+    """Why a version cannot run in a metadata mode, or None when it can."""
+    if metadata == "zookeeper" and not has_zookeeper(version):
+        return f"{NO_ZOOKEEPER}; kafka.version={version!r} needs kafka.metadata='kraft'"
+    if metadata == "kraft" and release(version) < KRAFT_FROM:
+        return (f"KRaft is production-ready from Kafka 3.3 (KIP-833); kafka.version={version!r} needs "
+                "kafka.metadata='zookeeper'")
+    return None
+
+
+WIKI = "https://cwiki.apache.org/confluence/display/KAFKA/"
+KIP_101 = (WIKI + "KIP-101+-+Alter+Replication+Protocol+to+use+Leader+Epoch+"
+           "rather+than+High+Watermark+for+Truncation")
+KIP_279 = (WIKI + "KIP-279%3A+Fix+log+divergence+between+leader+and+"
+           "follower+after+fast+leader+fail+over")
+KIP_320 = WIKI + "KIP-320%3A+Allow+fetchers+to+detect+and+handle+log+truncation"
+
+
+def replica_fencing(version: str) -> tuple[str, str]:
+    """What keeps a version's replicas from truncating below the high watermark or diverging, as (words, KIP link).
+    A version without a mechanism still documents the guarantee; losing it there is the bug the KIP fixed."""
+    r = release(version)
+    if r < (0, 11):
+        return (f"Kafka {version} predates leader epochs (KIP-101, 0.11): a restarted follower truncates to its "
+                "own high watermark and replicas can diverge across failovers", KIP_101)
+    if r < (2, 0):
+        return (f"Kafka {version} has leader epochs (KIP-101) but not KIP-279's truncation (2.0): replicas can still "
+                "diverge across leader failovers in quick succession (KAFKA-6361)", KIP_279)
+    if r < (2, 1):
+        return (f"Kafka {version} has leader epochs with KIP-279 truncation, not KIP-320's epoch fencing of fetches "
+                "(2.1)", KIP_320)
+    return ("leader epochs (KIP-101), KIP-279 truncation and KIP-320 epoch-fenced fetches truncate a follower to "
+            "its leader's log", KIP_101)
+

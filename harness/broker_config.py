@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from contracts.errors import ClusterError
-from contracts.versions import DEFAULT_VERSION, NO_ZOOKEEPER, has_zookeeper
+from contracts.versions import DEFAULT_VERSION, default_metadata, metadata_problem
 
 INTERNAL_PORT, CONTROLLER_PORT, ZK_PORT = 9092, 9093, 2181
 # Kafka's default before KIP-537 (18 s since 2.5): a SIGKILLed broker can restart that much sooner (see KafkaNode).
@@ -23,7 +23,7 @@ class ClusterSpec:
 
     version: str = DEFAULT_VERSION
     brokers: int = 3
-    metadata: str = "kraft"  # or "zookeeper" (Kafka 3.x only)
+    metadata: str = ""  # "kraft" or "zookeeper"; empty: the version's default (KRaft from 3.3)
     config: dict[str, str] = field(default_factory=dict)
     lazy_disk: bool = False  # brokers' data on lazyfs, for power-loss faults
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
@@ -32,9 +32,10 @@ class ClusterSpec:
         """Raise one clear error for a spec no cluster can be started from."""
         if not 1 <= self.brokers <= 5:
             raise ClusterError(f"Expected 1 to 5 brokers but got kafka.brokers={self.brokers}")
-        if self.metadata == "zookeeper" and not has_zookeeper(self.version):
-            raise ClusterError(f"{NO_ZOOKEEPER}; kafka.version={self.version} needs kafka.metadata=kraft "
-                               "(or use a 3.x version)")
+        self.metadata = self.metadata or default_metadata(self.version)
+        problem = metadata_problem(self.version, self.metadata)
+        if problem:
+            raise ClusterError(problem)
 
     def controllers(self) -> list[int]:
         """Node ids of the KRaft controller quorum (static voters): the first three nodes, or all if fewer."""

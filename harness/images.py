@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -20,16 +19,15 @@ import docker.errors
 
 from contracts.errors import ImageError, UsageError
 from contracts.paths import cache_dir
-from contracts.versions import DEFAULT_VERSION, VERSION_RE
-from harness.apt import apt_install
+from contracts.versions import DEFAULT_VERSION, OLDEST, VERSION_RE, java_for, release
+from harness.jre import JRES, ensure_jre_image
 
-BASE_IMAGE = os.environ.get("KCHAOS_BASE_IMAGE", "kafka-chaos/jre:17")
 IMAGE_REPO = "kafka-chaos/kafka"
 CENTRAL = "https://repo1.maven.org/maven2"
-DEBIAN_MIRROR = os.environ.get("KCHAOS_DEBIAN_MIRROR", "http://deb.debian.org/debian")
-BASE_PACKAGES = ("openjdk-17-jre-headless", "iproute2", "iptables", "procps", "ca-certificates")
-# The artifacts a usable release needs: the broker, and kafka-tools (ProducerPerformance for `make bench`).
-REQUIRED_ARTIFACTS = ("kafka_2.13", "kafka-tools")
+# The broker is published per Scala build; the newest Scala a release has is taken (2.13 from 2.4, 2.12 from
+# 0.10.1, 2.11 before). kafka-tools (ProducerPerformance, for `make bench`) is added where a release has it.
+BROKER_ARTIFACTS = ("kafka_2.13", "kafka_2.12", "kafka_2.11")
+TOOLS_ARTIFACT = "kafka-tools"
 DOCKER_DIR = Path(__file__).parent / "docker"
 
 
@@ -50,27 +48,41 @@ def central_versions(artifact: str) -> tuple[str, ...]:
     return tuple(re.findall(r"<version>([^<]+)</version>", text))
 
 
+def broker_artifact(version: str) -> str | None:
+    """The newest Scala build of the broker Maven Central has for a version, or None."""
+    return next((a for a in BROKER_ARTIFACTS if version in central_versions(a)), None)
+
+
+def available_versions() -> list[str]:
+    """Every release on Maven Central the harness can run (0.10.2 and newer), oldest first."""
+    seen = {v for a in BROKER_ARTIFACTS for v in central_versions(a)}
+    return sorted((v for v in seen if VERSION_RE.match(v) and release(v) >= OLDEST), key=release)
+
+
+def nearest(version: str, known: list[str], n: int = 3) -> list[str]:
+    """The `n` known versions closest to `version` (same major and minor first), in version order."""
+    want = release(version) + (0,) * 4
+
+    def distance(v: str) -> tuple[int, ...]:
+        have = release(v) + (0,) * 4
+        return tuple(abs(a - b) for a, b in zip(want[:4], have[:4], strict=True))
+    return sorted(sorted(known, key=distance)[:n], key=release)
+
+
 def check_version(version: str, field: str = "--kafka") -> None:
-    """Raise one clear error unless every artifact a Kafka image needs exists on Maven Central (or its jars are
-    already cached here); `field` is where the user wrote the version."""
+    """Raise one clear error unless the harness can run this Kafka version (its jars are on Maven Central, or
+    cached here); `field` is where the user wrote the version."""
     if not VERSION_RE.match(version):
         raise UsageError(f"Expected a Kafka version like '{DEFAULT_VERSION}' but got {field}={version!r}")
     if (cache_dir() / "kafka" / version / ".complete").exists():
         return
-    missing = [a for a in REQUIRED_ARTIFACTS if version not in central_versions(a)]
-    if not missing:
+    if release(version) >= OLDEST and broker_artifact(version):
         return
-    complete = [v for v in central_versions("kafka_2.13") if all(v in central_versions(a) for a in REQUIRED_ARTIFACTS)]
-    newest = ", ".join(sorted(complete, key=_version_key, reverse=True)[:5])
-    if len(missing) == len(REQUIRED_ARTIFACTS):
-        said = f"Maven Central has no org.apache.kafka:kafka_2.13:{version}"
-    else:
-        said = f"Kafka {version} is incomplete on Maven Central (missing: {', '.join(missing)})"
-    raise UsageError(f"{said} ({field}={version!r}). Newest complete versions there: {newest}.")
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.\-]", version))
+    close = ", ".join(nearest(version, available_versions()))
+    why = ("is older than 0.10.2, the oldest the harness runs" if release(version) < OLDEST
+           else "is not on Maven Central (org.apache.kafka:kafka_2.1x)")
+    raise UsageError(f"Kafka {version} {why} ({field}={version!r}). Nearest supported: {close}; "
+                     "`kchaos images list --available` lists all.")
 
 
 def _client() -> docker.DockerClient:
@@ -89,38 +101,11 @@ def _image(tag: str):
         return None
 
 
-def recipe() -> str:
-    """A digest of the Dockerfile our Kafka images are built from: an image built from an older one is rebuilt."""
-    return hashlib.sha256((DOCKER_DIR / "Dockerfile").read_bytes()).hexdigest()[:12]
-
-
-def ensure_base_image(say=print) -> str:
-    """Return the JRE base image, building it with debootstrap + `docker import` when missing."""
-    if image_exists(BASE_IMAGE):
-        return BASE_IMAGE
-    if shutil.which("debootstrap") is None:
-        apt_install("debootstrap", error=ImageError)
-    say(f"Building base image {BASE_IMAGE} with debootstrap (about a minute, once)...")
-    with tempfile.TemporaryDirectory(prefix="kchaos-rootfs-") as tmp:
-        root = Path(tmp) / "rootfs"
-        _run(["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}", "bookworm", str(root),
-              DEBIAN_MIRROR], "debootstrap")
-        # nft-backed iptables needs modules a container may lack; the legacy backend works everywhere.
-        _run(["chroot", str(root), "update-alternatives", "--set", "iptables", "/usr/sbin/iptables-legacy"],
-             "selecting iptables-legacy")
-        for junk in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man"):
-            shutil.rmtree(root / junk, ignore_errors=True)
-        tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-        _run(["docker", "import", "-c", "ENV LANG=C.UTF-8", "-", BASE_IMAGE], "docker import", stdin=tar.stdout)
-        tar.wait()
-    return BASE_IMAGE
-
-
-def _run(cmd: list[str], what: str, **kw) -> None:
-    done = subprocess.run(cmd, capture_output=True, text=kw.get("stdin") is None, **kw)
-    if done.returncode != 0:
-        err = done.stderr if isinstance(done.stderr, str) else done.stderr.decode(errors="replace")
-        raise ImageError(f"{what} failed (exit {done.returncode}): {err.strip()[-800:]}")
+def recipe(version: str) -> str:
+    """A digest of the Dockerfile and the pinned JRE a version's image is built from: an image built from older
+    ones is rebuilt."""
+    made_of = (DOCKER_DIR / "Dockerfile").read_bytes() + JRES[java_for(version)].pin.encode()
+    return hashlib.sha256(made_of).hexdigest()[:12]
 
 
 @dataclass(frozen=True)
@@ -162,8 +147,10 @@ def _jar_version(libs: Path, name: str) -> str | None:
 
 
 def logging_binding(libs: Path) -> list[Artifact]:
-    """The SLF4J binding the broker POM leaves out: log4j2 for 4.x (log4j-core present), reload4j for 3.x."""
-    if any(libs.glob("slf4j-reload4j-*.jar")) or any(libs.glob("log4j-slf4j*-impl-*.jar")):
+    """The SLF4J binding the broker POM leaves out: log4j2 for 4.x (log4j-core present), reload4j for 3.x; before
+    3.x ZooKeeper's POM brings slf4j-log4j12."""
+    bound = ("slf4j-reload4j-*.jar", "log4j-slf4j*-impl-*.jar", "slf4j-log4j12-*.jar")
+    if any(any(libs.glob(b)) for b in bound):
         return []
     slf4j = _jar_version(libs, "slf4j-api") or "1.7.36"
     log4j2 = _jar_version(libs, "log4j-core")
@@ -174,21 +161,23 @@ def logging_binding(libs: Path) -> list[Artifact]:
 
 
 def fetch_jars(version: str, say=print) -> Path:
-    """Kafka <version>'s runtime jars from Maven Central, plus a logging binding; cached per version."""
+    """Kafka <version>'s stock runtime jars from Maven Central, plus a logging binding; cached per version."""
     home = cache_dir() / "kafka" / version
     libs = home / "libs"
     if (home / ".complete").exists():
         return libs
     check_version(version)
-    say(f"Fetching Kafka {version} jars from Maven Central...")
+    broker = broker_artifact(version)
+    assert broker is not None
+    say(f"Fetching Kafka {version} jars ({broker}) from Maven Central...")
     shutil.rmtree(libs, ignore_errors=True)
     libs.mkdir(parents=True)
-    kafka = [Artifact("org.apache.kafka", a, version) for a in REQUIRED_ARTIFACTS]
-    _copy_dependencies(home, kafka, libs)
+    names = [broker, *([TOOLS_ARTIFACT] if version in central_versions(TOOLS_ARTIFACT) else [])]
+    _copy_dependencies(home, [Artifact("org.apache.kafka", a, version) for a in names], libs)
     binding = logging_binding(libs)
     if binding:
         _copy_dependencies(home, binding, libs)
-    (home / ".complete").write_text(version)
+    (home / ".complete").write_text(f"org.apache.kafka:{broker}:{version}")
     return libs
 
 
@@ -225,12 +214,12 @@ def ensure_kafka_image(version: str, say=print) -> str:
     tag = image_for(version)
     ours = tag.startswith(f"{IMAGE_REPO}:")
     image = _image(tag)
-    if image is not None and (not ours or image.labels.get("org.kafka-chaos.recipe") == recipe()):
+    if image is not None and (not ours or image.labels.get("org.kafka-chaos.recipe") == recipe(version)):
         return tag
     if not ours:
         raise ImageError(f"Image {tag} (from KCHAOS_KAFKA_IMAGE) is not present locally; pull or load it first.")
     libs = fetch_jars(version, say)
-    base = ensure_base_image(say)
+    base = ensure_jre_image(java_for(version), say)
     say(f"Building image {tag}...")
     ctx = libs.parent / "context"
     shutil.rmtree(ctx, ignore_errors=True)
@@ -240,7 +229,8 @@ def ensure_kafka_image(version: str, say=print) -> str:
     try:
         _client().images.build(path=str(ctx), tag=tag, rm=True,
                                buildargs={"BASE": base, "KAFKA_VERSION": version},
-                               labels={"org.kafka-chaos": "image", "org.kafka-chaos.recipe": recipe()})
+                               labels={"org.kafka-chaos": "image", "org.kafka-chaos.recipe": recipe(version),
+                                       "org.kafka-chaos.jars": f"stock {(libs.parent / '.complete').read_text()}"})
     except docker.errors.BuildError as exc:
         raise ImageError(f"docker build of {tag} failed: {exc.msg}") from exc
     finally:
@@ -251,10 +241,24 @@ def ensure_kafka_image(version: str, say=print) -> str:
     return tag
 
 
-def local_images() -> list[tuple[str, str, int]]:
-    """(tag, kafka version, size in bytes) of every local kafka-chaos image."""
+@dataclass(frozen=True)
+class LocalImage:
+    """A kafka-chaos image present here, with what its labels say it is made of."""
+
+    tag: str
+    version: str
+    jre: str
+    jars: str
+    size: int
+
+
+def local_images() -> list[LocalImage]:
+    """Every local kafka-chaos Kafka image."""
     rows = []
     for img in _client().images.list(name=IMAGE_REPO):
+        lab = img.labels or {}
         for tag in img.tags:
-            rows.append((tag, img.labels.get("org.kafka-chaos.kafka-version", "?"), img.attrs.get("Size", 0)))
-    return sorted(rows)
+            rows.append(LocalImage(tag, lab.get("org.kafka-chaos.kafka-version", "?"),
+                                   lab.get("org.kafka-chaos.jre", "openjdk-17 (Debian bookworm)"),
+                                   lab.get("org.kafka-chaos.jars", "stock"), img.attrs.get("Size", 0)))
+    return sorted(rows, key=lambda r: release(r.version))

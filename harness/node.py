@@ -23,7 +23,7 @@ from harness import lazydisk
 START_SCRIPT = (Path(__file__).parent / "docker" / "start.sh").read_text()
 STARTED = {
     "kraft": re.compile(r"Kafka Server started|KafkaRaftServer.*started"),
-    "zk-broker": re.compile(r"\[KafkaServer id=\d+\] started"),
+    "zk-broker": re.compile(r"\[KafkaServer id=\d+\] started|\[Kafka Server \d+\], started"),  # 1.0+ | 0.x
     "zookeeper": re.compile(r"binding to port|Started AdminServer|ZooKeeper audit is"),
 }
 LOG_TAIL = 25

@@ -48,13 +48,14 @@ def parse_segment(data: bytes, broker: int, topic: str, partition: int, parsed: 
 
 def _records(raw: bytes) -> list[tuple[int, int, int, int, bool]]:
     batch = MemoryRecords(raw).next_batch()
-    if batch is None or batch.is_control_batch:
+    # message format v0/v1 (before 0.11) has no control batches and no leader epoch
+    if batch is None or getattr(batch, "is_control_batch", False):
         return []
+    epoch = getattr(batch, "leader_epoch", -1)
     out = []
     for record in batch:
         d = decode(record.value)
-        out.append((record.offset, batch.leader_epoch, d.producer if d else -1, d.seq if d else -1,
-                    bool(d and d.checksum_ok)))
+        out.append((record.offset, epoch, d.producer if d else -1, d.seq if d else -1, bool(d and d.checksum_ok)))
     return out
 
 

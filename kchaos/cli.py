@@ -14,7 +14,7 @@ from rich.text import Text
 
 from contracts.errors import UNKNOWN_EXIT, ChaosError, ClusterError, UsageError
 from contracts.scenario import Scenario
-from contracts.versions import DEFAULT_VERSION, SUPPORTED_VERSIONS
+from contracts.versions import DEFAULT_VERSION, SUPPORTED_VERSIONS, default_metadata, java_for, metadata_problem
 from faults.schedule import load as load_schedule
 from faults.schedule import plan
 from harness import images, labels, lazydisk
@@ -68,8 +68,7 @@ def for_version(files: list[Path], version: str | None) -> list[Scenario]:
     kept = [s for s in scenarios if version is None or s.runs_on(version)]
     for s in scenarios:
         if s not in kept:
-            say(f"skipped on Kafka {version}: {s.name} (its {s.kafka.metadata} mode or group protocol needs another "
-                "version)")
+            say(f"skipped on Kafka {version}: {s.name} ({s.version_problem(version)})")
     return kept
 
 
@@ -88,7 +87,7 @@ def cmd_validate(a) -> int:
 def show_plans(scenarios: list[Scenario]) -> int:
     """Print each resolved scenario and the fault schedule its seed plans; start nothing."""
     for s in scenarios:
-        out.print(Text(f"{s.name}: valid, Kafka {s.kafka.version} ({s.kafka.metadata}), seed {s.seed}, "
+        out.print(Text(f"{s.name}: valid, Kafka {s.kafka.version} ({s.kafka.mode}), seed {s.seed}, "
                        f"{s.duration:g} s"))
         out.print_json(s.model_dump_json(by_alias=True))
         for op in plan(s.faults, s.duration, s.seed):
@@ -158,16 +157,32 @@ def cmd_compare(a) -> int:
 
 
 def cmd_images(a) -> int:
+    if a.action == "list" and a.available:
+        return show_available()
     ensure_engine(say=say)
     if a.action == "build":
         for v in a.kafka.split(","):
+            images.check_version(v.strip())
             say(f"{images.ensure_kafka_image(v.strip(), say=say)} ready")
         return 0
     table = Table(title="local kafka-chaos images")
-    for col in ("image", "kafka", "size"):
+    for col in ("image", "kafka", "JRE", "jars", "size"):
         table.add_column(col)
-    for tag, version, size in images.local_images():
-        table.add_row(tag, version, f"{size / 1e6:.0f} MB")
+    for im in images.local_images():
+        table.add_row(im.tag, im.version, im.jre, im.jars, f"{im.size / 1e6:.0f} MB")
+    out.print(table)
+    return 0
+
+
+def show_available() -> int:
+    """The Kafka releases Maven Central offers that the harness runs, with the JRE and metadata mode of each."""
+    table = Table(title="Kafka releases on Maven Central the harness runs")
+    for col in ("kafka", "broker jar", "JRE", "metadata modes"):
+        table.add_column(col)
+    for v in images.available_versions():
+        modes = [m for m in ("zookeeper", "kraft") if metadata_problem(v, m) is None]
+        table.add_row(v, images.broker_artifact(v) or "?", f"OpenJDK {java_for(v)}",
+                      ", ".join(f"{m} (default)" if m == default_metadata(v) else m for m in modes))
     out.print(table)
     return 0
 
@@ -184,7 +199,7 @@ def cmd_scenarios(a) -> int:
         table.add_column(col)
     for path in catalog().values():
         for s in load(path):
-            table.add_row(Text(s.name), f"{s.kafka.version} {s.kafka.metadata}", Text(s.guarantee or s.description),
+            table.add_row(Text(s.name), f"{s.kafka.version} {s.kafka.mode}", Text(s.guarantee or s.description),
                           ", ".join(s.expect) or "pass")
     out.print(table)
     return 0
@@ -270,6 +285,7 @@ def parser() -> argparse.ArgumentParser:
     im = sub.add_parser("images", help="build or list Kafka images")
     im.add_argument("action", choices=["build", "list"])
     im.add_argument("--kafka", default=DEFAULT_VERSION)
+    im.add_argument("--available", action="store_true", help="with list: the releases Maven Central offers")
     im.set_defaults(fn=cmd_images)
 
     cl = sub.add_parser("clean", help="remove containers and networks a crashed run left")

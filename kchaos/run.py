@@ -98,7 +98,7 @@ def execute(scenario: Scenario, run_dir: Path, on_tick: Callable[[Tick], None] =
         phase("images")
         images.ensure_kafka_image(scenario.kafka.version, say=lambda m: on_tick(Tick("images", faults=m)))
         phase("cluster")
-        spec = ClusterSpec(scenario.kafka.version, scenario.kafka.brokers, scenario.kafka.metadata,
+        spec = ClusterSpec(scenario.kafka.version, scenario.kafka.brokers, scenario.kafka.mode,
                            scenario.kafka.broker_config(), any(KINDS[f.fault].lazy_disk for f in scenario.faults))
         with Cluster(spec) as cluster:
             _workload(scenario, cluster, history, ops, info, phase, on_tick, run_dir)

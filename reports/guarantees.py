@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from contracts.scenario import Scenario
-from contracts.versions import release, transaction_defense
+from contracts.versions import release, replica_fencing, transaction_defense
 from reports.analysis import Analysis
 from reports.checkers import ANOMALIES
 
@@ -127,6 +127,15 @@ for _name, (_ok, _why, _doc) in FIXED.items():
     RULES[_name] = lambda s, fixed=Rule(_name, _ok, _why, _doc): fixed
 
 
+def fencing_note(s: Scenario) -> str:
+    """What the scenario's Kafka version lacks of the replication fixes (KIP-101/279/320), said after a forbidden
+    rule ("" from 2.1, which has them all): the guarantee is documented for every version."""
+    if release(s.kafka.version) >= (2, 1):
+        return ""
+    words, _ = replica_fencing(s.kafka.version)
+    return f"; {words}: a violation is still a bug (the guarantee is documented), perhaps one fixed since"
+
+
 def _loss(anomaly: str, s: Scenario, why_safe: str, doc_safe: str) -> Rule:
     """A loss is allowed where truncation is (its reasons and doc), else forbidden for `why_safe`."""
     loss = truncation(s)
@@ -136,7 +145,8 @@ def _loss(anomaly: str, s: Scenario, why_safe: str, doc_safe: str) -> Rule:
 @rule("lost-write")
 def _lost_write(s: Scenario) -> Rule:
     return _loss("lost-write", s, "acks=all with min.insync.replicas>=2 and clean elections: an acknowledged write "
-                 "is on at least min.insync.replicas replicas and survives any failure of fewer", MIN_ISR)
+                 "is on at least min.insync.replicas replicas and survives any failure of fewer" + fencing_note(s),
+                 MIN_ISR)
 
 
 @rule("aborted-read")
@@ -179,7 +189,8 @@ def _inconsistent_offset(s: Scenario) -> Rule:
     if loss.reasons:
         return Rule("inconsistent-offset", True,
                     f"a truncated log hands acknowledged offsets to new records ({loss.why})", loss.doc)
-    return Rule("inconsistent-offset", False, "committed offsets are never rewritten without data loss", REPLICATION)
+    return Rule("inconsistent-offset", False, "committed offsets are never rewritten without data loss"
+                + fencing_note(s), REPLICATION)
 
 
 @rule("nonmonotonic-send")
@@ -226,8 +237,11 @@ def _replica_divergence(s: Scenario) -> Rule:
     if power := power_loss_of_all(s):
         return Rule("replica-divergence", True, f"replicas that lost different unsynced tails may each keep records "
                     f"the others lost ({power})", REPLICATION)
-    return Rule("replica-divergence", False, "leader epochs (KIP-101) truncate followers to the leader's log; "
-                "below the high watermark replicas agree", REPLICATION)
+    words, kip = replica_fencing(s.kafka.version)
+    if fencing_note(s):
+        return Rule("replica-divergence", False, f"below the high watermark replicas agree; {words}: a "
+                    "divergence is still a bug, perhaps one fixed since", kip)
+    return Rule("replica-divergence", False, f"{words}; below the high watermark replicas agree", REPLICATION)
 
 
 @rule("committed-unread")

@@ -31,8 +31,19 @@ public class ConfigNames {
             for (Method m : c.getDeclaredMethods())
                 if (Modifier.isStatic(m.getModifiers()) && m.getParameterCount() == 0
                         && def.isAssignableFrom(m.getReturnType())) add(out, call(m));
+            addModule(out, def, name);
         }
         return out;
+    }
+
+    /** Before 3.x the ConfigDefs are private vals of a Scala object: fields of its MODULE$ instance. */
+    static void addModule(Set<String> out, Class<?> def, String name) {
+        Class<?> module = load(name + "$");
+        if (module == null) return;
+        Object instance;
+        try { instance = module.getField("MODULE$").get(null); } catch (ReflectiveOperationException e) { return; }
+        for (Field f : module.getDeclaredFields())
+            if (!Modifier.isStatic(f.getModifiers()) && def.isAssignableFrom(f.getType())) add(out, read(f, instance));
     }
 
     @SuppressWarnings("unchecked")
@@ -46,7 +57,11 @@ public class ConfigNames {
     }
 
     static Object read(Field f) {
-        try { f.setAccessible(true); return f.get(null); } catch (ReflectiveOperationException | RuntimeException e) { return null; }
+        return read(f, null);
+    }
+
+    static Object read(Field f, Object on) {
+        try { f.setAccessible(true); return f.get(on); } catch (ReflectiveOperationException | RuntimeException e) { return null; }
     }
 
     static Object call(Method m) {

@@ -18,8 +18,13 @@ def new_topic(cluster, partitions: int = 1) -> str:
 
 
 def test_acks_all_roundtrip_1000_messages(cluster):
+    roundtrip(cluster)
+
+
+def roundtrip(cluster, idempotent: bool = True) -> None:
+    """1,000 records produced with acks=all to a 3-partition topic, all acknowledged, all read back."""
     topic = new_topic(cluster, 3)
-    p = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "all", "enable.idempotence": True})
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers(), "acks": "all", "enable.idempotence": idempotent})
     acked = []
     for i in range(1000):
         p.produce(topic, str(i).encode(), on_delivery=lambda err, msg: acked.append(err is None))
