@@ -269,6 +269,15 @@ class FaultSpec(Strict):
         return v
 
 
+class Regression(Strict):
+    """A known Kafka bug the scenario reproduces: where it is described, and the versions that have and fix it."""
+
+    bug: str = Field(min_length=1)  # e.g. "KAFKA-7128" or "KIP-101"
+    link: str = Field(pattern=r"^https://")
+    affected: str
+    fixed: str
+
+
 class Scenario(Strict):
     """A whole chaos run: cluster, topic, clients, faults, duration and seed."""
 
@@ -289,6 +298,7 @@ class Scenario(Strict):
     provokes: list[Literal[PROVOKED]] = []  # type: ignore[valid-type]  # events that must be seen, or unknown
     recovery_timeout: Seconds = Field(120.0, ge=1, le=3600)
     drain_timeout: Seconds = Field(90.0, ge=1, le=3600)
+    regression: Regression | None = None  # a known bug: its violation is the bug found again on `affected`
 
     @field_validator("expect", "provokes", mode="before")
     @classmethod

@@ -248,6 +248,36 @@ def unclean_sequence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     return {"partition": partition, "lagging": lagging, "killed": in_sync}
 
 
+def hw_truncation(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
+    """KIP-101's truncation to the high watermark: of a partition the controller does not host, two followers are
+    cut off from each other and the leader is killed. One is elected; the other becomes its follower (before leader
+    epochs it truncates to its high watermark, which lags the dead leader's) and cannot fetch. The new leader is
+    killed too, and the truncated follower is elected."""
+    meta = ctx.cluster.metadata
+    controller = meta.controller()
+    parts = meta.partitions(ctx.topic)
+    fit = [p for p, m in sorted(parts.items()) if controller not in m.replicas and len(m.isrs) == 3]
+    if not fit:
+        raise NoEffect(f"no partition of {ctx.topic} with 3 in-sync replicas off the controller ({controller})")
+    partition = ctx.rng.choice(fit)
+    first = parts[partition].leader
+    rest = [r for r in parts[partition].replicas if r != first]
+    try:
+        ctx.cluster.firewall.partition({rest[0]: {rest[1]}, rest[1]: {rest[0]}}, ctx.owner)
+        _break(ctx, "kill", first)
+        second = meta.wait_for(f"a new leader of partition {partition} among {rest}",
+                               lambda: (x := meta.leader(ctx.topic, partition)) in rest and x, timeout_s=60)
+        ctx.hold(spec.for_)  # the other follows a leader it cannot reach
+        _break(ctx, "kill", second)
+        last = next(r for r in rest if r != second)
+        meta.wait_for(f"replica {last} leading partition {partition}",
+                      lambda: meta.leader(ctx.topic, partition) == last, timeout_s=60)
+    finally:
+        ctx.cluster.firewall.lift(ctx.owner)
+    ctx.cluster.start_nodes([first, second])
+    return {"partition": partition, "killed": [first, second], "elected": last}
+
+
 def client_fault(which: Aimed, action: Literal["kill", "pause"]) -> Op:
     """kill: SIGKILL workload client processes (a group rebalances after session.timeout.ms), restarted after `for`;
     pause: SIGSTOP them for `for`, then SIGCONT, as a long GC pause or a stopped VM stalls a process (how Jepsen

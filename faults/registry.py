@@ -59,6 +59,7 @@ KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("hard-rolling-restart", ops.rolling("kill"), aims="itself", restarts="each"),
     FaultKind("last-replica-standing", ops.last_replica_standing, aims="itself", restarts="once"),
     FaultKind("unclean-sequence", ops.unclean_sequence, aims="itself", restarts="once"),
+    FaultKind("hw-truncation", ops.hw_truncation, aims="itself", restarts="each"),
     FaultKind("consumer-kill", ops.client_fault("consumers", "kill"), aims="consumers"),
     FaultKind("consumer-pause", ops.client_fault("consumers", "pause"), aims="consumers"),
     FaultKind("producer-pause", ops.client_fault("producers", "pause"), aims="producers"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +139,17 @@ def load(path: Path) -> list[Scenario]:
         raise UsageError(f"{path}: not valid YAML{at}: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(raw, dict):
         raise UsageError(f"{path}: expected a mapping with at least a 'name' field")
-    return expand(raw, str(path))
+    return expand(with_fix(raw), str(path))
+
+
+def with_fix(raw: dict) -> dict:
+    """A file naming a known bug (`regression`) runs on the version that has it and on the one that fixed it."""
+    bug, matrix = raw.get("regression"), raw.get("matrix")
+    if not isinstance(bug, dict) or not {"affected", "fixed"} <= bug.keys() or not isinstance(matrix, dict | None):
+        return raw
+    if "kafka.version" in (matrix or {}):
+        return raw
+    return raw | {"matrix": {"kafka.version": [str(bug["affected"]), str(bug["fixed"])], **(matrix or {})}}
 
 
 def catalog() -> dict[str, Path]:
@@ -153,7 +164,7 @@ def suite_files(suite: str) -> list[Path]:
         raise UsageError(f"Expected one of {', '.join(map(repr, suites))} but got suite={suite!r}")
     names = suites[suite]
     if names == "all":
-        return list(catalog().values())
+        return [p for n, p in catalog().items() if n not in suites.get("regressions", [])]
     missing = [n for n in names if n not in catalog()]
     if missing:
         raise UsageError(f"suites.yaml: suite {suite!r} names unknown scenarios {missing}")
@@ -189,15 +200,18 @@ def override(scenarios: list[Scenario], kafka: str | None, seed: int | None, dur
     if kafka:
         images.check_version(kafka)
     length = duration_option(duration)
-    out = []
+    out: list[Scenario] = []
     for s in scenarios:
         raw = json.loads(s.model_dump_json(by_alias=True))
         if kafka:
             raw["kafka"]["version"] = kafka
+            raw["name"] = re.sub(r"\bversion=[^,\]]+", f"version={kafka}", raw["name"])
         if seed is not None:
             raw["seed"] = seed
         if length is not None:
             raw["duration"] = length
+        if any(o.name == raw["name"] and o.seed == raw["seed"] for o in out):
+            continue  # a matrix over versions is one scenario on one version
         out.extend(expand(raw, f"{s.name} (with command-line overrides)"))
     return out
 

@@ -1,0 +1,53 @@
+"""Which JRE, metadata mode and replication fixes each Kafka version gets, and how a regression file expands."""
+
+from __future__ import annotations
+
+import pytest
+
+from contracts.versions import default_metadata, java_for, metadata_problem, release, replica_fencing
+from harness.images import nearest
+from kchaos.catalog import catalog, load, override
+from reports.guarantees import RULES
+
+
+@pytest.mark.parametrize("version, java, mode", [("0.10.2.2", 8, "zookeeper"), ("2.0.1", 8, "zookeeper"),
+                                                 ("2.1.0", 11, "zookeeper"), ("3.0.2", 11, "zookeeper"),
+                                                 ("3.1.0", 17, "zookeeper"), ("3.3.1", 17, "kraft"),
+                                                 ("4.3.1", 17, "kraft")])
+def test_each_version_gets_the_jre_it_was_built_with_and_its_default_mode(version, java, mode):
+    assert (java_for(version), default_metadata(version)) == (java, mode)
+
+
+def test_metadata_modes_a_version_cannot_run_are_refused_with_the_fix():
+    assert "needs kafka.metadata='zookeeper'" in metadata_problem("3.2.3", "kraft")
+    assert "needs kafka.metadata='kraft'" in metadata_problem("4.0.0", "zookeeper")
+    assert metadata_problem("3.9.2", "zookeeper") is None and metadata_problem("3.3.1", "kraft") is None
+
+
+def test_nearest_versions_prefer_the_same_line():
+    known = ["2.0.0", "2.0.1", "2.1.0", "2.8.2", "3.9.2", "4.3.1"]
+    assert nearest("2.0.9", known) == ["2.0.0", "2.0.1", "2.1.0"]
+    assert nearest("4.9.0", known, n=1) == ["4.3.1"]
+
+
+@pytest.mark.parametrize("version, kip", [("0.10.2.2", "KIP-101"), ("1.1.1", "KIP-279"), ("2.0.0", "KIP-320"),
+                                          ("2.1.0", "KIP-101")])
+def test_replica_fencing_names_the_kip_a_version_has_or_lacks(version, kip):
+    words, link = replica_fencing(version)
+    assert kip in words and kip in link
+
+
+def test_forbidden_loss_on_an_old_version_says_what_it_lacks_and_stays_forbidden():
+    (old,) = override(load(catalog()["acks-all-leader-kill"]), "1.1.1", None, None)
+    rule = RULES["lost-write"](old)
+    assert not rule.allowed and "KIP-279" in rule.why
+    (new,) = override([old], "4.3.1", None, None)
+    assert "KIP-279" not in RULES["lost-write"](new).why
+
+
+def test_a_regression_runs_on_the_affected_and_the_fixed_version_and_one_override_runs_once():
+    runs = load(catalog()["kip101-hw-truncation"])
+    assert [(s.kafka.version, s.regression.affected) for s in runs] == [("0.10.2.2", "0.10.2.2"),
+                                                                         ("0.11.0.3", "0.10.2.2")]
+    (only,) = override(runs, "2.0.1", None, None)
+    assert only.name == "kip101-hw-truncation[version=2.0.1]" and release(only.kafka.version) == (2, 0, 1)
