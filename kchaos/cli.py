@@ -21,6 +21,7 @@ from harness import images, labels, lazydisk
 from harness.engine import ensure_engine
 from kchaos.catalog import catalog, from_json, load, override, resolve_scenario, suite_files, with_seeds
 from kchaos.console import Progress, console, error_line, out, say_result, summary
+from kchaos.matrix import merged, parse_shard, shard
 from kchaos.pipeline import check, run_and_check
 from reports import class_archive
 from reports.compare import write_compare
@@ -139,21 +140,33 @@ def cmd_replay(a) -> int:
 
 
 def cmd_compare(a) -> int:
-    versions = [v.strip() for v in a.kafka.split(",") if v.strip()]
-    if not versions:
-        raise UsageError(f"Expected comma-separated Kafka versions like '4.3.1,3.9.2' but got --kafka {a.kafka!r}")
-    for v in versions:
-        images.check_version(v)
-    files = suite_files(a.suite)
-    results = []
-    for v in versions:
-        scenarios = for_version(files, v)
-        results += run_many(override(with_seeds(scenarios, seed_count(a.seeds), a.seed), v, None, a.duration),
-                            a.runs_dir, f"compare-{v}", allow_unknown=a.allow_unknown)
+    results = merged(a.merge) if a.merge else run_matrix(a)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     html, md = write_compare(results, a.runs_dir / f"compare-{stamp}")
     say(f"comparison: {html} and {md}")
     return exit_code(results, a.allow_unknown)
+
+
+def run_matrix(a) -> list[RunResult]:
+    """Run this machine's slice (all of it without --shard) of the versions × suite × seeds matrix."""
+    versions = [v.strip() for v in (a.kafka or "").split(",") if v.strip()]
+    if not versions:
+        raise UsageError(f"Expected comma-separated Kafka versions like '4.3.1,3.9.2' but got --kafka {a.kafka!r} "
+                         "(or --merge DIR... to tabulate runs made elsewhere)")
+    which = parse_shard(a.shard)
+    for v in versions:
+        images.check_version(v)
+    if a.spark_master:
+        os.environ["KCHAOS_SPARK_MASTER"] = a.spark_master  # each run's analysis goes there
+    files = suite_files(a.suite)
+    cells = [(v, s) for v in versions
+             for s in override(with_seeds(for_version(files, v), seed_count(a.seeds), a.seed), v, None, a.duration)]
+    mine = shard(cells, which)
+    results: list[RunResult] = []
+    for v in versions:
+        if todo := [s for version, s in mine if version == v]:
+            results += run_many(todo, a.runs_dir, f"compare-{v}", allow_unknown=a.allow_unknown)
+    return results
 
 
 def cmd_images(a) -> int:
@@ -271,8 +284,11 @@ def parser() -> argparse.ArgumentParser:
     an.set_defaults(fn=cmd_analyze)
 
     c = sub.add_parser("compare", help="run a suite on several Kafka versions and tabulate")
-    c.add_argument("--kafka", required=True, help="comma-separated versions")
+    c.add_argument("--kafka", help="comma-separated versions")
     c.add_argument("--suite", default="smoke")
+    c.add_argument("--shard", help="I/N: run only slice I of N of the version x scenario x seed matrix")
+    c.add_argument("--merge", nargs="+", type=Path, metavar="DIR", help="tabulate the runs under these directories")
+    c.add_argument("--spark-master", help="analyze each run on this Spark master (e.g. spark://host:7077)")
     suite_options(c)
     c.set_defaults(fn=cmd_compare)
 

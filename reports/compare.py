@@ -6,6 +6,7 @@ import os
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from reports.compare_stats import SIGNIFICANT, Difference, box_plots, differences, spreads
 from reports.render import ENV
 from reports.result import RunResult
 
@@ -45,22 +46,45 @@ def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list
     return versions, dict(sorted(grid.items()))
 
 
+def figures(runs: list[RunResult]) -> str:
+    """Median (range) over a cell's seeds of each figure that varies between versions ("" for one seed)."""
+    if len(runs) < 2:
+        return ""
+    return "; ".join(f"{name} {sp.text}" for name, sp in spreads(runs).items() if sp.values)
+
+
+def summary(found: list[Difference], runs: int) -> list[str]:
+    """What differs between the versions, said first: each difference the rank test finds unlikely to be noise."""
+    if not found:
+        return [f"No figure differs between versions beyond its seeds' spread (Mann-Whitney U, p < {SIGNIFICANT}; "
+                f"{runs} runs)."]
+    return [f"What differs between versions beyond its seeds' spread (Mann-Whitney U, p < {SIGNIFICANT}):", "",
+            *(f"- {d.text}" for d in found)]
+
+
 def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path]:
-    """comparison.html (linking each run's report) and comparison.md."""
+    """comparison.html (linking each run's report, with box plots) and comparison.md."""
     directory.mkdir(parents=True, exist_ok=True)
     versions, grid = table(results)
+    found = differences(grid)
     lines = ["| scenario | " + " | ".join(f"Kafka {v}" for v in versions) + " |",
              "|---|" + "---|" * len(versions)]
     for name, row in grid.items():
-        lines.append(f"| {name} | " + " | ".join(cell(row[v]) if v in row else "not run" for v in versions) + " |")
+        lines.append(f"| {name} | " + " | ".join(
+            (cell(row[v]) + (f"; {f}" if (f := figures(row[v])) else "")) if v in row else "not run"
+            for v in versions) + " |")
     md = directory / "comparison.md"
-    md.write_text("# kafka-chaos version comparison\n\n`*` marks anomalies Kafka's guarantees allow under the "
-                  "scenario's settings.\n\n" + "\n".join(lines) + "\n")
+    md.write_text("# kafka-chaos version comparison\n\n" + "\n".join(summary(found, len(results))) + "\n\n"
+                  "`*` marks anomalies Kafka's guarantees allow under the scenario's settings; figures are the median "
+                  "(and range) over a cell's seeds.\n\n" + "\n".join(lines) + "\n")
     html = directory / "comparison.html"
+    plots = box_plots(grid, versions, directory)
+
     def link(run: RunResult) -> str:  # relative, so the comparison and its runs can move together (CI artifacts)
         page = "results.json" if run.error else "report.html"  # a run the harness could not complete
         return os.path.relpath(Path(run.run_dir) / page, directory)
 
-    html.write_text(ENV.get_template("compare.html.j2").render(versions=versions, grid=grid, cell=cell,
-                                                               worst=worst, link=link))
+    html.write_text(ENV.get_template("compare.html.j2").render(
+        versions=versions, grid=grid, cell=cell, worst=worst, link=link, figures=figures, plots=plots,
+        summary=summary(found, len(results))))
     return html, md

@@ -7,9 +7,10 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from contracts.errors import ClusterError
+from contracts.errors import ClusterError, UsageError
 from kchaos import pipeline
 from kchaos.catalog import validate
+from kchaos.matrix import merged, parse_shard, shard
 from reports.compare import write_compare
 from reports.render import write_junit
 from reports.result import Metrics, RunResult
@@ -94,3 +95,39 @@ def test_a_report_is_never_replaced_by_one_judged_on_less_history(tmp_path):
     assert RunResult.load(tmp_path / "results.json").verdict == "false"
     fewer.metrics = Metrics(acked=950, failed=10, reads=940)  # as much history, judged again: allowed
     pipeline._refuse_emptier(fewer, tmp_path)
+
+
+def test_compare_marks_a_difference_its_seeds_cannot_explain_and_not_one_they_can(tmp_path):
+    # 5 seeds each: version 4.3.1 loses 600-700 acknowledged writes, 3.9.2 30,000-32,000: p = 2/252 (exact)
+    results = [result("a", "4.3.1", "true", s, lost=600 + 20 * s) for s in range(5)]
+    results += [result("a", "3.9.2", "true", s, lost=30_000 + 500 * s) for s in range(5)]
+    # overlapping figures: no difference
+    results += [result("b", v, "true", s, lost=s) for v in ("4.3.1", "3.9.2") for s in range(5)]
+    for r in results:
+        r.run_dir = str(tmp_path / "runs" / r.scenario / r.kafka / str(r.seed))
+    html, md = write_compare(results, tmp_path / "compare")
+    text = md.read_text()
+    said = [ln for ln in text.splitlines() if ln.startswith("- ")]
+    assert said == ["- a: acknowledged writes lost median 31,000 on Kafka 3.9.2 vs 640 on 4.3.1 "
+                    "(Mann-Whitney U p=0.00794)"]
+    row_a = next(ln for ln in text.splitlines() if ln.startswith("| a |"))
+    assert "acknowledged writes lost 640 (600-680)" in row_a
+    page = html.read_text()
+    assert "p=0.00794" in page and '<img src="box-00.png"' in page
+    assert (tmp_path / "compare" / "box-00.png").stat().st_size > 0
+
+
+def test_shards_deal_every_cell_to_exactly_one_machine_and_merge_tabulates_them(tmp_path):
+    base = validate({"name": "s", "duration": "30s"}, "s")
+    cells = [(v, base.model_copy(update={"seed": seed})) for v in ("4.3.1", "3.9.2") for seed in range(5)]
+    slices = [shard(cells, (i, 3)) for i in (1, 2, 3)]
+    dealt = sorted((v, s.seed) for part in slices for v, s in part)
+    assert dealt == sorted((v, s.seed) for v, s in cells) and max(map(len, slices)) - min(map(len, slices)) <= 1
+    assert slices == [shard(list(reversed(cells)), (i, 3)) for i in (1, 2, 3)]  # the order given does not matter
+    for i, r in enumerate([result("a", "4.3.1", "true", 1), result("a", "3.9.2", "false", 2, lost=4)]):
+        run = tmp_path / f"shard{i}" / "a" / str(r.seed)
+        run.mkdir(parents=True)
+        r.save(run)
+    assert sorted(r.kafka for r in merged([tmp_path / "shard0", tmp_path / "shard1"])) == ["3.9.2", "4.3.1"]
+    with pytest.raises(UsageError, match="--shard I/N"):
+        parse_shard("4/3")

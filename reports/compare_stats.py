@@ -1,0 +1,113 @@
+"""What differs between Kafka versions over seeds: per figure, each cell's median and range, and a Mann-Whitney U
+test between every two versions of a scenario, so a difference one seed shows is told from noise."""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from scipy.stats import mannwhitneyu
+
+from reports.result import RunResult
+
+SIGNIFICANT = 0.05
+
+
+def _longest(r: RunResult) -> float | None:
+    return max((w.length_s for w in r.metrics.unavailability), default=0.0) if r.metrics else None
+
+
+FIGURES: dict[str, Callable[[RunResult], float | None]] = {
+    "acknowledged writes lost": lambda r: float(r.counts.get("lost-write", 0)),
+    "duplicates": lambda r: float(r.counts.get("duplicate", 0) + r.counts.get("timeout-duplicate", 0)),
+    "longest unavailability (s)": _longest,
+    "total unavailability (s)": lambda r: r.metrics.unavailable_s if r.metrics else None,
+    "p99 produce latency (ms)": lambda r: r.metrics.latency_ms.p99 if r.metrics else None,
+}
+
+
+def num(x: float) -> str:
+    """A figure as people read it: 31,000 and 640, 1.25 and 0.5."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One figure of one cell over its seeds."""
+
+    values: tuple[float, ...]
+
+    @property
+    def text(self) -> str:
+        if not self.values:
+            return "-"
+        med, lo, hi = statistics.median(self.values), min(self.values), max(self.values)
+        return num(med) if lo == hi else f"{num(med)} ({num(lo)}-{num(hi)})"
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A figure two versions of one scenario show differently, beyond what their seeds' spread explains."""
+
+    scenario: str
+    figure: str
+    a: str
+    b: str
+    a_median: float
+    b_median: float
+    p: float
+
+    @property
+    def text(self) -> str:
+        return (f"{self.scenario}: {self.figure} median {num(self.a_median)} on Kafka {self.a} vs "
+                f"{num(self.b_median)} on {self.b} (Mann-Whitney U p={self.p:.3g})")
+
+
+def spreads(runs: list[RunResult]) -> dict[str, Spread]:
+    """Each figure's values over a cell's completed runs."""
+    done = [r for r in runs if not r.error]
+    return {name: Spread(tuple(v for r in done if (v := fn(r)) is not None)) for name, fn in FIGURES.items()}
+
+
+def differences(grid: dict[str, dict[str, list[RunResult]]]) -> list[Difference]:
+    """Every (scenario, figure, version pair) whose values differ with p < 0.05 (two-sided Mann-Whitney U)."""
+    out = []
+    for scenario, row in grid.items():
+        cells = {v: spreads(runs) for v, runs in row.items()}
+        for (a, ca), (b, cb) in itertools.combinations(sorted(cells.items()), 2):
+            for figure in FIGURES:
+                xa, xb = ca[figure].values, cb[figure].values
+                if len(xa) < 2 or len(xb) < 2 or len(set(xa) | set(xb)) < 2:
+                    continue
+                p = float(mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
+                if p < SIGNIFICANT:
+                    out.append(Difference(scenario, figure, a, b, statistics.median(xa), statistics.median(xb), p))
+    return out
+
+
+def box_plots(grid: dict[str, dict[str, list[RunResult]]], versions: list[str], directory: Path) -> dict[str, str]:
+    """One PNG per scenario run on several seeds: a box per version for each figure. Returns scenario -> file name."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    files = {}
+    for i, (scenario, row) in enumerate(grid.items()):
+        cells = {v: spreads(row[v]) for v in versions if v in row}
+        if max((len(s["acknowledged writes lost"].values) for s in cells.values()), default=0) < 2:
+            continue
+        fig, axes = plt.subplots(1, len(FIGURES), figsize=(3.2 * len(FIGURES), 2.8))
+        for ax, figure in zip(axes, FIGURES, strict=True):
+            ax.boxplot([cells[v][figure].values or (0.0,) for v in cells], tick_labels=list(cells))
+            ax.set_title(figure, fontsize=9)
+            ax.tick_params(labelsize=8)
+        fig.suptitle(scenario, fontsize=10)
+        fig.tight_layout()
+        name = f"box-{i:02d}.png"
+        fig.savefig(directory / name, dpi=80)
+        plt.close(fig)
+        files[scenario] = name
+    return files
