@@ -23,6 +23,7 @@ from kchaos.catalog import catalog, from_json, load, override, resolve_scenario,
 from kchaos.console import Progress, console, error_line, out, say_result, summary
 from kchaos.matrix import merged, parse_shard, shard
 from kchaos.pipeline import check, run_and_check
+from kchaos.shrink import shrink
 from reports import class_archive
 from reports.compare import write_compare
 from reports.render import step_summary, write_junit
@@ -137,6 +138,21 @@ def cmd_replay(a) -> int:
     scenario = load_run(a.run_dir)
     ops = load_schedule(a.run_dir / "schedule.json")
     return exit_code(run_many([scenario], a.runs_dir, f"replay-{scenario.name}", ops), a.allow_unknown)
+
+
+def cmd_shrink(a) -> int:
+    scenario, ops = load_run(a.run_dir), load_schedule(a.run_dir / "schedule.json")
+    if not (a.run_dir / "results.json").exists():
+        raise UsageError(f"{a.run_dir} has no results.json; run `kchaos analyze {a.run_dir}` first")
+
+    def run(s: Scenario, candidate: list) -> RunResult:
+        return run_many([s], a.runs_dir, f"shrink-{scenario.name}", candidate, allow_unknown=True)[0]
+
+    kept, path = shrink(scenario, ops, RunResult.load(a.run_dir / "results.json"), a.tries, run,
+                        a.runs_dir / f"shrink-{scenario.name}" / "minimal.yaml")
+    say(f"smallest schedule that still violates: {len(kept)} of {len(ops)} ops "
+        f"({', '.join(f'{o.fault} at {o.at:g} s' for o in kept)}): {path}")
+    return 0
 
 
 def cmd_compare(a) -> int:
@@ -291,6 +307,12 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--spark-master", help="analyze each run on this Spark master (e.g. spark://host:7077)")
     suite_options(c)
     c.set_defaults(fn=cmd_compare)
+
+    sh = sub.add_parser("shrink", help="the smallest part of a violating run's fault schedule that still violates")
+    sh.add_argument("run_dir", type=Path)
+    sh.add_argument("--tries", type=int, default=2, help="seeds each candidate schedule is run on")
+    sh.add_argument("--runs-dir", **RUNS_DIR)
+    sh.set_defaults(fn=cmd_shrink)
 
     rp = sub.add_parser("replay", help="repeat a run's exact fault schedule")
     rp.add_argument("run_dir", type=Path)
