@@ -63,6 +63,10 @@ def headline(r: RunResult, faults: list[dict]) -> tuple[str, str]:
         return f"The harness could not complete the run: {r.error}.", ""
     if r.forbidden:
         name = _first(r, r.forbidden)
+        bug = (r.settings or {}).get("regression") or {}
+        if bug.get("affected") == r.kafka:
+            return (f"{_anomaly(r, name, faults)}: {bug['bug']} found again (Kafka {r.kafka} has it, "
+                    f"{bug['fixed']} fixed it); forbidden: {why[name].why}.", bug["link"])
         return f"{_anomaly(r, name, faults)}; forbidden: {why[name].why}.", why[name].doc
     if r.missing_expect:
         return (f"Expected {', '.join(r.missing_expect)} but saw none: the run did not provoke what this scenario "

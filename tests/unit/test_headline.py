@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kchaos.catalog import validate
+from kchaos.catalog import catalog, load, validate
 from reports.guarantees import rules
 from reports.headline import headline
 from reports.result import Metrics, RunResult, Span
@@ -28,3 +28,15 @@ def test_a_span_over_several_fault_ops_names_the_first_and_counts_the_rest():
     faults = [{"fault": "kill", "start_s": s, "length_s": 2.0, "targets": t} for s, t in kills]
     faults += [{"fault": "pause", "start_s": 40.0, "length_s": 4.0, "targets": "2"}]
     assert "at 10.0-50.0 s during kill #2 of broker 2 and 2 more fault ops; allowed" in headline(r, faults)[0]
+
+
+def test_a_violation_on_the_release_a_known_bug_affects_names_the_bug_and_its_fix():
+    affected, fixed = load(catalog()["kip101-hw-truncation"])
+    for s, names_it in ((affected, True), (fixed, False)):
+        r = RunResult(rules=rules(s), scenario=s.name, kafka=s.kafka.version, seed=1, run_dir="r", verdict="false",
+                      failed=True, counts={"lost-write": 3}, forbidden={"lost-write": 3}, metrics=Metrics(acked=90),
+                      spans={"lost-write": Span(partitions=[2], first_s=9.0, last_s=9.5)},
+                      settings=s.model_dump(mode="json", by_alias=True))
+        sentence, doc = headline(r, [])
+        assert ("KIP-101 found again (Kafka 0.10.2.2 has it, 0.11.0.3 fixed it); forbidden" in sentence) is names_it
+        assert ("KIP-101" in doc) is names_it
