@@ -249,10 +249,11 @@ def unclean_sequence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
 
 
 def hw_truncation(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-    """KIP-101's truncation to the high watermark: of a partition the controller does not host, two followers are
-    cut off from each other and the leader is killed. One is elected; the other becomes its follower (before leader
-    epochs it truncates to its high watermark, which lags the dead leader's) and cannot fetch. The new leader is
-    killed too, and the truncated follower is elected."""
+    """KIP-101's truncation to the high watermark: of a partition the controller does not host, the follower the
+    controller would elect second is cut off from the other replicas while the leader acknowledges writes it will not
+    hear were committed; the leader is killed, the next in-sync replica (in assignment order) is elected, and the cut
+    off one follows it (before leader epochs truncating to its stale high watermark) without reaching it. The new
+    leader is killed too, and the cut-off follower is elected."""
     meta = ctx.cluster.metadata
     controller = meta.controller()
     parts = meta.partitions(ctx.topic)
@@ -261,21 +262,23 @@ def hw_truncation(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         raise NoEffect(f"no partition of {ctx.topic} with 3 in-sync replicas off the controller ({controller})")
     partition = ctx.rng.choice(fit)
     first = parts[partition].leader
-    rest = [r for r in parts[partition].replicas if r != first]
+    second, cut = [r for r in meta.assignment(ctx.topic, partition) if r != first]  # the controller's order
+
+    def leading(node: int) -> None:
+        meta.wait_for(f"replica {node} leading partition {partition}",
+                      lambda: meta.leader(ctx.topic, partition) == node, timeout_s=60)
     try:
-        ctx.cluster.firewall.partition({rest[0]: {rest[1]}, rest[1]: {rest[0]}}, ctx.owner)
+        ctx.cluster.firewall.partition({cut: {first, second}, first: {cut}, second: {cut}}, ctx.owner)
+        ctx.hold(1.0)  # acknowledgements the cut-off follower never hears of
         _break(ctx, "kill", first)
-        second = meta.wait_for(f"a new leader of partition {partition} among {rest}",
-                               lambda: (x := meta.leader(ctx.topic, partition)) in rest and x, timeout_s=60)
-        ctx.hold(spec.for_)  # the other follows a leader it cannot reach
+        leading(second)
+        ctx.hold(spec.for_)  # the cut-off follower follows a leader it cannot reach
         _break(ctx, "kill", second)
-        last = next(r for r in rest if r != second)
-        meta.wait_for(f"replica {last} leading partition {partition}",
-                      lambda: meta.leader(ctx.topic, partition) == last, timeout_s=60)
+        leading(cut)
     finally:
         ctx.cluster.firewall.lift(ctx.owner)
     ctx.cluster.start_nodes([first, second])
-    return {"partition": partition, "killed": [first, second], "elected": last}
+    return {"partition": partition, "killed": [first, second], "elected": cut}
 
 
 def client_fault(which: Aimed, action: Literal["kill", "pause"]) -> Op:

@@ -48,6 +48,7 @@ class Metadata:
 
     def __init__(self, spec: ClusterSpec, nodes: Callable[[], list[KafkaNode]], firewall: Firewall) -> None:
         self.spec, self._nodes, self._firewall = spec, nodes, firewall
+        self._assigned: dict[str, list[list[int]]] = {}  # replica assignments we chose, in their order
 
     def bootstrap_servers(self, node_ids: Iterable[int] | None = None) -> str:
         """Host-side bootstrap list (127.0.0.1 ports), of all brokers or the ones named."""
@@ -131,6 +132,13 @@ class Metadata:
                 time.sleep(0.2)
         return {}
 
+    def assignment(self, topic: str, partition: int) -> list[int]:
+        """A partition's replicas in assignment order, the order a controller elects in: as the topic was created
+        with, when we chose it (a 0.10 broker's metadata lists replicas in no particular order), else as listed."""
+        if topic in self._assigned:
+            return list(self._assigned[topic][partition])
+        return self.replicas(topic, partition)
+
     def create_topic(self, name: str, partitions: int, replication_factor: int,
                      config: dict[str, str] | None = None, timeout_s: float = 60.0,
                      replicas: list[int] | None = None) -> None:
@@ -140,6 +148,7 @@ class Metadata:
         if replicas:
             assignment = [replicas[p % len(replicas):] + replicas[:p % len(replicas)] for p in range(partitions)]
             topic = NewTopic(name, partitions, replica_assignment=assignment, config=cfg)
+            self._assigned[name] = assignment
         else:
             topic = NewTopic(name, partitions, replication_factor, config=cfg)
         admin = self.admin()  # keep the handle alive until the future resolves
