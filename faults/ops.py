@@ -269,7 +269,7 @@ def hw_truncation(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
                       lambda: meta.leader(ctx.topic, partition) == node, timeout_s=60)
     try:
         ctx.cluster.firewall.partition({cut: {first, second}, first: {cut}, second: {cut}}, ctx.owner)
-        ctx.hold(1.0)  # acknowledgements the cut-off follower never hears of
+        ctx.hold(3.0)  # acknowledgements the cut-off follower never hears of (several fetch rounds of the other)
         _break(ctx, "kill", first)
         leading(second)
         ctx.hold(spec.for_)  # the cut-off follower follows a leader it cannot reach

@@ -87,7 +87,10 @@ class Cluster:
             if lazyfs:
                 node.with_lazy_disk(lazyfs)
             self.nodes.append(node)
-        for node in self.nodes:
+        first = 1 if zk else 0
+        if zk:  # the first broker up takes the controller: broker 1, so that a schedule can plan around it
+            self.nodes[0].launch().wait_started(timeout_s)
+        for node in self.nodes[first:]:
             node.launch()
         for node in self.nodes:
             node.wait_started(timeout_s)
