@@ -25,6 +25,7 @@ FIGURES: dict[str, Callable[[RunResult], float | None]] = {
     "duplicates": lambda r: float(r.counts.get("duplicate", 0) + r.counts.get("timeout-duplicate", 0)),
     "longest unavailability (s)": _longest,
     "total unavailability (s)": lambda r: r.metrics.unavailable_s if r.metrics else None,
+    "fault end to full ISR (s)": lambda r: r.metrics.isr_recovery_s if r.metrics else None,
     "p99 produce latency (ms)": lambda r: r.metrics.latency_ms.p99 if r.metrics else None,
 }
 

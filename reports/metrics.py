@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -86,3 +87,18 @@ def send_metrics(sends: DataFrame) -> tuple[dict, DataFrame, int]:
 
 def _ms(ns: int | None) -> float | None:
     return None if ns is None else round(ns / 1e6, 2)
+
+
+def isr_recovery_s(meta: pd.DataFrame, faults: pd.DataFrame) -> float | None:
+    """The longest time from a fault op's end until every partition's ISR was full again (its largest size in the
+    run), from the sampler's leader and ISR samples; None without ops or samples, or if the ISR never refilled."""
+    ops = faults[(faults["fault"] != "heal") & faults["t_end"].notna()] if not faults.empty else faults
+    if meta.empty or ops.empty:
+        return None
+    full = meta["isr_size"] >= meta.groupby("partition")["isr_size"].transform("max")
+    wide = meta.assign(full=full.astype(int)).pivot_table(index="t", columns="partition", values="full",
+                                                          aggfunc="last")
+    all_full = wide.ffill().fillna(0).astype(bool).all(axis=1)
+    times = all_full.index[all_full.to_numpy()]
+    waits = [(times[times >= end][0] - end) / 1e9 for end in ops["t_end"] if (times >= end).any()]
+    return round(max(waits), 2) if waits else None

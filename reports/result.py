@@ -52,6 +52,7 @@ class Metrics(BaseModel):
     recovered: int = 0  # indeterminate sends found later in a read or a replica
     leader_changes: dict[int, int] = {}
     reads: int = 0
+    isr_recovery_s: float | None = None  # the longest time from a fault op's end to every partition's full ISR
 
 
 class RunResult(BaseModel):
