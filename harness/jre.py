@@ -69,11 +69,15 @@ def _run(cmd: list[str], what: str, **kw) -> None:
 def ensure_jre_image(java: int, say=print) -> str:
     """The base image of an OpenJDK major, built once (about a minute) when missing."""
     jre = JRES[java]
+    given = f"KCHAOS_JRE{java}_IMAGE" in os.environ  # a local image used as it is
     try:
-        if _client().images.get(jre.tag).labels.get(LABEL) == jre.label:
+        image = _client().images.get(jre.tag)
+        if given or image.labels.get(LABEL) == jre.label:
             return jre.tag
     except docker.errors.ImageNotFound:
-        pass
+        if given:
+            raise ImageError(f"Image {jre.tag} (from KCHAOS_JRE{java}_IMAGE) is not present locally; load it first "
+                             f"or unset KCHAOS_JRE{java}_IMAGE to build the pinned one") from None
     if shutil.which("debootstrap") is None:
         apt_install("debootstrap", error=ImageError)
     say(f"Building base image {jre.tag} ({jre.pin}, Debian {jre.suite}) with debootstrap (about a minute, once)...")
