@@ -14,13 +14,13 @@ from rich.text import Text
 
 from contracts.errors import UNKNOWN_EXIT, ChaosError, ClusterError, UsageError
 from contracts.scenario import Scenario
-from contracts.versions import DEFAULT_VERSION, SUPPORTED_VERSIONS, default_metadata, java_for, metadata_problem
+from contracts.versions import DEFAULT_VERSION, SUPPORTED_VERSIONS
 from faults.schedule import load as load_schedule
 from faults.schedule import plan
 from harness import images, labels, lazydisk
 from harness.engine import ensure_engine
 from kchaos.catalog import catalog, from_json, load, override, resolve_scenario, suite_files, with_seeds
-from kchaos.console import Progress, console, error_line, out, say_result, summary
+from kchaos.console import Progress, console, error_line, out, say_result, show_available, summary
 from kchaos.matrix import merged, parse_shard, shard
 from kchaos.pipeline import check, run_and_check
 from kchaos.shrink import shrink
@@ -187,7 +187,7 @@ def run_matrix(a) -> list[RunResult]:
 
 def cmd_images(a) -> int:
     if a.action == "list" and a.available:
-        return show_available()
+        return show_available(images.available_versions(), images.broker_artifact)
     ensure_engine(say=say)
     if a.action == "build":
         for v in a.kafka.split(","):
@@ -199,19 +199,6 @@ def cmd_images(a) -> int:
         table.add_column(col)
     for im in images.local_images():
         table.add_row(im.tag, im.version, im.jre, im.jars, f"{im.size / 1e6:.0f} MB")
-    out.print(table)
-    return 0
-
-
-def show_available() -> int:
-    """The Kafka releases Maven Central offers that the harness runs, with the JRE and metadata mode of each."""
-    table = Table(title="Kafka releases on Maven Central the harness runs")
-    for col in ("kafka", "broker jar", "JRE", "metadata modes"):
-        table.add_column(col)
-    for v in images.available_versions():
-        modes = [m for m in ("zookeeper", "kraft") if metadata_problem(v, m) is None]
-        table.add_row(v, images.broker_artifact(v) or "?", f"OpenJDK {java_for(v)}",
-                      ", ".join(f"{m} (default)" if m == default_metadata(v) else m for m in modes))
     out.print(table)
     return 0
 
@@ -308,6 +295,13 @@ def parser() -> argparse.ArgumentParser:
     suite_options(c)
     c.set_defaults(fn=cmd_compare)
 
+    replaying(sub)
+    housekeeping(sub)
+    return p
+
+
+def replaying(sub) -> None:
+    """The commands that start again from a run directory: shrink and replay."""
     sh = sub.add_parser("shrink", help="the smallest part of a violating run's fault schedule that still violates")
     sh.add_argument("run_dir", type=Path)
     sh.add_argument("--tries", type=int, default=2, help="seeds each candidate schedule is run on")
@@ -320,6 +314,9 @@ def parser() -> argparse.ArgumentParser:
     allow_unknown(rp)
     rp.set_defaults(fn=cmd_replay)
 
+
+def housekeeping(sub) -> None:
+    """Images, clean-up, the catalog and set-up."""
     im = sub.add_parser("images", help="build or list Kafka images")
     im.add_argument("action", choices=["build", "list"])
     im.add_argument("--kafka", default=DEFAULT_VERSION)
@@ -337,7 +334,6 @@ def parser() -> argparse.ArgumentParser:
     st = sub.add_parser("setup", help="make sure a Docker engine runs and the images exist")
     st.add_argument("--kafka", default=",".join(SUPPORTED_VERSIONS))
     st.set_defaults(fn=cmd_setup)
-    return p
 
 
 SIGNALLED: list[int] = []  # the signal that is ending this command, if one is

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.live import Live
@@ -12,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from contracts.versions import default_metadata, java_for, metadata_problem
 from kchaos.run import Tick
 from reports.result import RunResult
 
@@ -99,3 +101,16 @@ def say_result(r: RunResult, report: str) -> None:
 def error_line(message: str) -> None:
     """A user error: `kchaos: ...` in red, its text never read as markup."""
     console.print(f"[red]kchaos: {escape(message)}[/red]", highlight=False, soft_wrap=True)
+
+
+def show_available(versions: list[str], broker_jar: Callable[[str], str | None]) -> int:
+    """The Kafka releases Maven Central offers that the harness runs, with the JRE and metadata modes of each."""
+    table = Table(title="Kafka releases on Maven Central the harness runs")
+    for col in ("kafka", "broker jar", "JRE", "metadata modes"):
+        table.add_column(col)
+    for v in versions:
+        modes = [m for m in ("zookeeper", "kraft") if metadata_problem(v, m) is None]
+        table.add_row(v, broker_jar(v) or "?", f"OpenJDK {java_for(v)}",
+                      ", ".join(f"{m} (default)" if m == default_metadata(v) else m for m in modes))
+    out.print(table)
+    return 0
