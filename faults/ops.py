@@ -249,11 +249,9 @@ def unclean_sequence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
 
 
 def hw_truncation(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-    """KIP-101's truncation to the high watermark: of a partition the controller does not host, the follower the
-    controller would elect second is cut off from the other replicas while the leader acknowledges writes it will not
-    hear were committed; the leader is killed, the next in-sync replica (in assignment order) is elected, and the cut
-    off one follows it (before leader epochs truncating to its stale high watermark) without reaching it. The new
-    leader is killed too, and the cut-off follower is elected."""
+    """KIP-101's truncation to the high watermark, on a partition off the controller: the follower elected second is
+    cut off while the leader acknowledges writes it never hears of; the leader dies, the cut-off follower follows the
+    next leader without reaching it (truncating, before 0.11); that leader dies and the cut-off follower is elected."""
     meta = ctx.cluster.metadata
     controller = meta.controller()
     parts = meta.partitions(ctx.topic)
