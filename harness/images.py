@@ -259,6 +259,6 @@ def local_images() -> list[LocalImage]:
         lab = img.labels or {}
         for tag in img.tags:
             rows.append(LocalImage(tag, lab.get("org.kafka-chaos.kafka-version", "?"),
-                                   lab.get("org.kafka-chaos.jre", "openjdk-17 (Debian bookworm)"),
+                                   lab.get("org.kafka-chaos.jre", "?"),
                                    lab.get("org.kafka-chaos.jars", "stock"), img.attrs.get("Size", 0)))
     return sorted(rows, key=lambda r: release(r.version))
