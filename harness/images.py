@@ -80,7 +80,7 @@ def check_version(version: str, field: str = "--kafka") -> None:
         return
     close = ", ".join(nearest(version, available_versions()))
     why = ("is older than 0.10.2, the oldest the harness runs" if release(version) < OLDEST
-           else "is not on Maven Central (org.apache.kafka:kafka_2.1x)")
+           else f"is not on Maven Central (no org.apache.kafka:{{{','.join(BROKER_ARTIFACTS)}}}:{version})")
     raise UsageError(f"Kafka {version} {why} ({field}={version!r}). Nearest supported: {close}; "
                      "`kchaos images list --available` lists all.")
 
