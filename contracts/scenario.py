@@ -1,4 +1,4 @@
-"""The scenario model: pydantic models, duration parsing and one-line error messages.
+"""The scenario model: pydantic models and their one-line error messages.
 
 The fault kinds and anomaly names a scenario may use are not listed here: they belong to `faults.registry` and
 `reports.checkers`, and reach validation as its context (a `Vocabulary`), so each is written once.
@@ -6,15 +6,10 @@ The fault kinds and anomaly names a scenario may use are not listed here: they b
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     ValidationInfo,
@@ -22,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from contracts.fields import Anomaly, ScenarioName, Seconds, TopicName, one_of, vocabulary
 from contracts.versions import DEFAULT_VERSION, OLDEST, default_metadata, metadata_problem, release
 
 QUOTED = r"'([^']*)'"  # the values a message lists
@@ -32,10 +28,6 @@ COUNTED = ("one", "all", "minority", "majority")  # targets that name members by
 # group's __consumer_offsets partition
 COORDINATORS = ("txn-coordinator", "group-coordinator")
 TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS)
-DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")  # Kafka's legal topic names
-SCENARIO_NAME = re.compile(r"^[A-Za-z0-9_.\-\[\]=,]{1,200}$")  # a directory name, matrix tags included
 
 
 def transactional_id(producer: int) -> str:
@@ -51,73 +43,6 @@ def copier_id(copier: int) -> str:
 def copy_topic(topic: str) -> str:
     """The output topic of the eos-copy pipeline whose input is `topic`."""
     return f"{topic}-copy"
-
-
-def seconds(value: Any) -> float:
-    """'90s', '5m', '500ms' or a number of seconds."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    m = DURATION.match(str(value))
-    if not m:
-        raise ValueError("Expected a duration like '90s', '5m' or '500ms'")
-    return float(m[1]) * UNITS[m[2]]
-
-
-class FaultTraits(Protocol):
-    """What validation needs of a fault kind: its default target and what it aims at."""
-
-    default_target: str
-    # itself: it picks its victims from live metadata
-    aims: Literal["brokers", "consumers", "producers", "copiers", "itself"]
-
-
-@dataclass(frozen=True)
-class Vocabulary:
-    """The fault kinds and anomaly names scenarios may use (validation context, key `vocabulary`)."""
-
-    faults: Mapping[str, FaultTraits]
-    anomalies: tuple[str, ...]
-
-    def context(self) -> dict[str, Vocabulary]:
-        return {"vocabulary": self}
-
-
-def vocabulary(info: ValidationInfo) -> Vocabulary:
-    """The vocabulary a validation was given; without one no fault or anomaly name can be judged."""
-    vocab = (info.context or {}).get("vocabulary")
-    if not isinstance(vocab, Vocabulary):
-        raise TypeError("scenarios are validated with a Vocabulary as context (kchaos.catalog.validate gives it)")
-    return vocab
-
-
-def one_of(names: tuple[str, ...] | list[str]) -> str:
-    """'a', 'b', 'c': the allowed values of a message."""
-    return ", ".join(repr(n) for n in names)
-
-
-def _anomaly(name: str, info: ValidationInfo) -> str:
-    known = vocabulary(info).anomalies
-    if name not in known:
-        raise ValueError(f"Expected one of {one_of(known)}")
-    return name
-
-
-Anomaly = Annotated[str, AfterValidator(_anomaly)]
-Seconds = Annotated[float, BeforeValidator(seconds)]  # '90s', '5m', '500ms' or a number
-
-
-def _matching(pattern: re.Pattern, expected: str) -> AfterValidator:
-    """A validator of strings that must match `pattern`; `expected` says what one looks like."""
-    def check(v: str) -> str:
-        if not pattern.match(v):
-            raise ValueError(f"Expected {expected}")
-        return v
-    return AfterValidator(check)
-
-
-TopicName = Annotated[str, _matching(TOPIC_NAME, "a Kafka topic name (1-249 letters, digits, '.', '_' or '-')")]
-ScenarioName = Annotated[str, _matching(SCENARIO_NAME, "a scenario name of letters, digits and . _ - [ ] = , "
-                                                       "(no spaces)")]
 
 
 class Strict(BaseModel):

@@ -15,8 +15,9 @@ from pydantic import ValidationError
 
 from contracts.describe import closest, describe_error
 from contracts.errors import UsageError
+from contracts.fields import Vocabulary, seconds
 from contracts.measured import restart_seconds
-from contracts.scenario import FaultSpec, Scenario, Vocabulary, seconds
+from contracts.scenario import FaultSpec, Scenario
 from faults.registry import KINDS
 from harness import images
 from reports.checkers import ANOMALIES

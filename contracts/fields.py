@@ -1,0 +1,83 @@
+"""The field types and validation context scenario models share: durations, names, anomaly names, and the
+`Vocabulary` of fault kinds and anomalies that reaches validation as context."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import AfterValidator, BeforeValidator, ValidationInfo
+
+DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")  # Kafka's legal topic names
+SCENARIO_NAME = re.compile(r"^[A-Za-z0-9_.\-\[\]=,]{1,200}$")  # a directory name, matrix tags included
+
+
+def seconds(value: Any) -> float:
+    """'90s', '5m', '500ms' or a number of seconds."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    m = DURATION.match(str(value))
+    if not m:
+        raise ValueError("Expected a duration like '90s', '5m' or '500ms'")
+    return float(m[1]) * UNITS[m[2]]
+
+
+class FaultTraits(Protocol):
+    """What validation needs of a fault kind: its default target and what it aims at."""
+
+    default_target: str
+    # itself: it picks its victims from live metadata
+    aims: Literal["brokers", "consumers", "producers", "copiers", "itself"]
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The fault kinds and anomaly names scenarios may use (validation context, key `vocabulary`)."""
+
+    faults: Mapping[str, FaultTraits]
+    anomalies: tuple[str, ...]
+
+    def context(self) -> dict[str, Vocabulary]:
+        return {"vocabulary": self}
+
+
+def vocabulary(info: ValidationInfo) -> Vocabulary:
+    """The vocabulary a validation was given; without one no fault or anomaly name can be judged."""
+    vocab = (info.context or {}).get("vocabulary")
+    if not isinstance(vocab, Vocabulary):
+        raise TypeError("scenarios are validated with a Vocabulary as context (kchaos.catalog.validate gives it)")
+    return vocab
+
+
+def one_of(names: tuple[str, ...] | list[str]) -> str:
+    """'a', 'b', 'c': the allowed values of a message."""
+    return ", ".join(repr(n) for n in names)
+
+
+def _anomaly(name: str, info: ValidationInfo) -> str:
+    known = vocabulary(info).anomalies
+    if name not in known:
+        raise ValueError(f"Expected one of {one_of(known)}")
+    return name
+
+
+Anomaly = Annotated[str, AfterValidator(_anomaly)]
+Seconds = Annotated[float, BeforeValidator(seconds)]  # '90s', '5m', '500ms' or a number
+
+
+def _matching(pattern: re.Pattern, expected: str) -> AfterValidator:
+    """A validator of strings that must match `pattern`; `expected` says what one looks like."""
+    def check(v: str) -> str:
+        if not pattern.match(v):
+            raise ValueError(f"Expected {expected}")
+        return v
+    return AfterValidator(check)
+
+
+TopicName = Annotated[str, _matching(TOPIC_NAME, "a Kafka topic name (1-249 letters, digits, '.', '_' or '-')")]
+ScenarioName = Annotated[str, _matching(SCENARIO_NAME, "a scenario name of letters, digits and . _ - [ ] = , "
+                                                       "(no spaces)")]
