@@ -8,7 +8,7 @@ import contextlib
 import signal
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from testcontainers.core.network import Network
@@ -41,6 +41,8 @@ class Cluster:
         self._old_handlers: dict[int, object] = {}
         self._watchdog: subprocess.Popen | None = None
         self._power_cut: set[int] = set()  # brokers that lost power and have not been started since
+        # calls that create something in the engine run here, so a signal interrupts the wait, never the call
+        self._engine_calls = cf.ThreadPoolExecutor(1, thread_name_prefix="engine-call")
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def __enter__(self) -> Cluster:
@@ -74,12 +76,12 @@ class Cluster:
                                                   "driver": "bridge"})
         self.network.name = f"kchaos-{self.spec.run_id}"
         self._watchdog = watchdog.spawn(self.spec.run_id)  # before anything exists that could be left behind
-        self.network.create()
-        self._network_up = True
+        self._network_up = True  # from here `stop` removes it, once the create (perhaps in flight) has returned
+        self._in_engine(self.network.create)
         zk = self.spec.metadata == "zookeeper"
         if zk:
             self.zookeeper = self._node(0, "zookeeper").with_properties(ZOOKEEPER_PROPERTIES)
-            self.zookeeper.launch()
+            self._in_engine(self.zookeeper.launch)
             self.zookeeper.wait_started(timeout_s)
         for i in range(1, self.spec.brokers + 1):
             node = self._node(i, "zk-broker" if zk else "kraft").with_external_port(free_port())
@@ -89,13 +91,19 @@ class Cluster:
             self.nodes.append(node)
         first = 1 if zk else 0
         if zk:  # the first broker up takes the controller: broker 1, so that a schedule can plan around it
-            self.nodes[0].launch().wait_started(timeout_s)
+            self._in_engine(self.nodes[0].launch)
+            self.nodes[0].wait_started(timeout_s)
         for node in self.nodes[first:]:
-            node.launch()
+            self._in_engine(node.launch)
         for node in self.nodes:
             node.wait_started(timeout_s)
         self.wait_ready(timeout_s)
         return self
+
+    def _in_engine(self, call: Callable[[], object]) -> None:
+        """Make a call that creates a network or container and wait for it. A signal that ends the run interrupts
+        the wait; the call completes, so `stop`, which lets it finish first, removes what it made."""
+        self._engine_calls.submit(call).result()
 
     def _node(self, node_id: int, role: str) -> KafkaNode:
         assert self.network is not None
@@ -124,6 +132,7 @@ class Cluster:
         """Remove every node and the network; safe to call twice and after a failed start. A node that cannot be
         removed does not keep the others: the first such error is raised once everything else is gone."""
         errors = []
+        self._engine_calls.shutdown(wait=True)  # a create a signal interrupted the wait for has returned
         for node in self._all_nodes():
             try:
                 node.remove()
