@@ -168,7 +168,9 @@ class FaultSpec(Strict):
     probability: float = Field(0.3, gt=0, le=1)
     kbit: int = Field(512, ge=8, le=10_000_000)
     torn: bool = False  # power-loss: a file that grew keeps part of a page of what it had not fsynced
-    latency_ms: int = Field(100, ge=1, le=60_000)  # disk-slow: how long each write and fsync waits
+    latency_ms: int = Field(100, ge=1, le=60_000)  # disk-slow: each write and fsync; latency: each packet
+    jitter_ms: int = Field(0, ge=0, le=60_000)  # latency: plus or minus, drawn uniformly per packet
+    link: Literal["clients", "replication", "controller"] = "clients"  # latency: which of the targets' links
 
     @model_validator(mode="before")
     @classmethod

@@ -21,6 +21,7 @@ class FaultKind:
     aims: Literal["brokers", "consumers", "producers", "copiers", "itself"] = "brokers"
     restarts: Literal["none", "once", "each"] = "none"  # broker restarts an op waits for: none, one, each broker
     lazy_disk: bool = False  # needs the brokers' data directories on lazyfs
+    net_delay: bool = False  # needs netdelay in the brokers' containers
 
     def busy_s(self, hold: float, brokers: int, restart_s: float) -> float:
         """About how long one op keeps its line busy: its hold and the broker restarts it waits for."""
@@ -52,6 +53,7 @@ KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("bridge", ops.grudge_fault(ops.bridge)),
     FaultKind("one-way", ops.grudge_fault(ops.one_way)),
     FaultKind("packet-loss", ops.link_fault(lambda ctx, s, t: netrules.lose(s.probability))),
+    FaultKind("latency", ops.latency, net_delay=True),
     FaultKind("bandwidth", ops.link_fault(lambda ctx, s, t: netrules.cap_bandwidth(s.kbit))),
     FaultKind("tcp-reset", ops.link_fault(lambda ctx, s, t: netrules.block_port(_port(ctx, t), reset=True))),
     FaultKind("block-clients", ops.link_fault(lambda ctx, s, t: netrules.block_port(_port(ctx, t)))),

@@ -26,6 +26,7 @@ class ClusterSpec:
     metadata: str = ""  # "kraft" or "zookeeper"; empty: the version's default (KRaft from 3.3)
     config: dict[str, str] = field(default_factory=dict)
     lazy_disk: bool = False  # brokers' data on lazyfs, for power-loss faults
+    net_delay: bool = False  # netdelay mounted in the brokers, for latency faults
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
 
     def validate(self) -> None:

@@ -15,7 +15,7 @@ from testcontainers.core.network import Network
 
 from contracts import measured
 from contracts.errors import ClusterError
-from harness import images, labels, lazydisk, watchdog
+from harness import images, labels, lazydisk, netdelay, watchdog
 from harness.broker_config import ZOOKEEPER_PROPERTIES, ClusterSpec, broker_properties, cluster_id, free_port
 from harness.firewall import Firewall
 from harness.metadata import Metadata
@@ -72,6 +72,7 @@ class Cluster:
         if not images.image_exists(self.image):
             raise ClusterError(f"Image {self.image} is missing; run `kchaos images build --kafka {self.spec.version}`")
         lazyfs = lazydisk.binary() if self.spec.lazy_disk else None
+        delayer = netdelay.binary() if self.spec.net_delay else None
         self.network = Network(docker_network_kw={"labels": labels.labels(self.spec.run_id, "network"),
                                                   "driver": "bridge"})
         self.network.name = f"kchaos-{self.spec.run_id}"
@@ -88,6 +89,8 @@ class Cluster:
             node.with_properties(broker_properties(self.spec, i, node.alias, node.external_port or 0))
             if lazyfs:
                 node.with_lazy_disk(lazyfs)
+            if delayer:
+                node.with_net_delay(delayer)
             self.nodes.append(node)
         first = 1 if zk else 0
         if zk:  # the first broker up takes the controller: broker 1, so that a schedule can plan around it

@@ -3,18 +3,13 @@ harness/docker/lazyfs with Go, and mounted into the broker's container read-only
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from contracts.errors import ClusterError, ImageError
-from contracts.paths import cache_dir
+from harness import gobuild
 
-SOURCE = Path(__file__).parent / "docker" / "lazyfs"
 IN_CONTAINER = "/opt/kchaos/lazyfs"
 SOCKET = "/run/lazyfs.sock"
 FUSE_DEVICE = "/dev/fuse"
@@ -39,25 +34,10 @@ class PowerCut:
 
 
 def binary(say=print) -> Path:
-    """The lazyfs executable for the current sources, built on first use (a static Go binary)."""
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(SOURCE.iterdir()))).hexdigest()[:12]
-    out = cache_dir() / "lazyfs" / digest / "lazyfs"
-    if out.exists():
-        return out
-    if shutil.which("go") is None:
-        raise ImageError("Go is needed to build lazyfs, the power-loss filesystem; install it (apt-get install "
-                         "golang-go) or leave power-loss out of the scenario")
+    """The lazyfs executable for the current sources, built on first use."""
     if not Path(FUSE_DEVICE).exists():
         raise ImageError(f"{FUSE_DEVICE} is missing: power-loss needs the kernel's FUSE (modprobe fuse)")
-    say("Building lazyfs, the power-loss filesystem (once)...")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(f".{os.getpid()}")
-    done = subprocess.run(["go", "build", "-trimpath", "-o", str(tmp), "."], cwd=SOURCE, capture_output=True,
-                          text=True, env=os.environ | {"CGO_ENABLED": "0"})
-    if done.returncode != 0:
-        raise ImageError(f"building lazyfs failed (exit {done.returncode}): {done.stderr.strip()[-800:]}")
-    tmp.rename(out)
-    return out
+    return gobuild.binary("lazyfs", "the power-loss filesystem", say)
 
 
 def run_args() -> dict:

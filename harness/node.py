@@ -18,7 +18,7 @@ from testcontainers.core.exceptions import ContainerStartException
 from testcontainers.core.network import Network
 
 from contracts.errors import ClusterError
-from harness import lazydisk
+from harness import lazydisk, netdelay
 
 START_SCRIPT = (Path(__file__).parent / "docker" / "start.sh").read_text()
 STARTED = {
@@ -82,6 +82,10 @@ class KafkaNode(DockerContainer):
         self.with_env("KCHAOS_LAZYFS", lazydisk.IN_CONTAINER)
         self.lazy_disk = True
         return self.with_kwargs(**self._run_args)
+
+    def with_net_delay(self, binary: Path) -> Self:
+        """Mount netdelay, which `latency` faults start inside the container to hold packets an NFQUEUE rule sends."""
+        return self.with_volume_mapping(str(binary), netdelay.IN_CONTAINER, "ro")
 
     # -- state --------------------------------------------------------------------------------------------
     @property
@@ -190,6 +194,11 @@ class KafkaNode(DockerContainer):
         finally:
             self.kill()
         return lazydisk.Loss(loss["files"], loss["bytes"], loss["torn"])
+
+    def net_delay(self, queue: int) -> netdelay.Delayed:
+        """What the node's netdelay for `queue` has let through so far (nothing, when none has run)."""
+        code, out = self.sh(f"cat {netdelay.stats_file(queue)} 2>/dev/null")
+        return netdelay.read(out, self.alias) if code == 0 else netdelay.Delayed(0, 0.0, 0)
 
     def lazyfs(self, command: str) -> dict:
         """Send the node's lazyfs a command (poweroff, full, "slow MS", heal, dirty) and return its answer."""

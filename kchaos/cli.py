@@ -17,7 +17,7 @@ from contracts.scenario import Scenario
 from contracts.versions import DEFAULT_VERSION, SUPPORTED_VERSIONS
 from faults.schedule import load as load_schedule
 from faults.schedule import plan
-from harness import images, labels, lazydisk
+from harness import images, labels, lazydisk, netdelay
 from harness.engine import ensure_engine
 from kchaos.catalog import catalog, from_json, load, override, resolve_scenario, suite_files, with_seeds
 from kchaos.console import Progress, console, error_line, out, say_result, show_available, summary
@@ -227,7 +227,8 @@ def cmd_setup(a) -> int:
         images.ensure_kafka_image(v.strip(), say=say)
     class_archive.ensure(say=say)
     lazydisk.binary(say=say)
-    say("Docker engine, images, lazyfs and the Spark class archive ready")
+    netdelay.binary(say=say)
+    say("Docker engine, images, lazyfs, netdelay and the Spark class archive ready")
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import socket
+import statistics
 import threading
 import time
 import uuid
@@ -30,7 +31,7 @@ TIMEOUT = 60
 
 @pytest.fixture(scope="module")
 def c():
-    with Cluster(ClusterSpec(config=FAST_ISR)) as cluster:
+    with Cluster(ClusterSpec(config=FAST_ISR, net_delay=True)) as cluster:
         yield cluster
 
 
@@ -110,6 +111,37 @@ def test_bandwidth_cap_bounds_fetch_throughput(c, topic):
     c.heal()
     # 1 MiB at 2 Mbit/s needs at least ~4 s; uncapped it takes well under that
     assert capped > 3.5 and capped > 2 * free, (free, capped)
+
+
+def produce_round_trip_ms(c, topic: str, acks: str, sends: int = 25) -> float:
+    """The median time from produce to acknowledgement of one message at a time."""
+    p = Producer({"bootstrap.servers": c.bootstrap_servers(), "acks": acks, "linger.ms": 0,
+                  "socket.nagle.disable": True, "enable.idempotence": False})
+    p.produce(topic, b"warm-up")
+    assert p.flush(30) == 0
+    times = []
+    for _ in range(sends):
+        t0 = time.monotonic()
+        p.produce(topic, b"x")
+        assert p.flush(30) == 0
+        times.append((time.monotonic() - t0) * 1000)
+    return statistics.median(times)
+
+
+@pytest.mark.parametrize(("link", "acks", "delay_ms"), [("clients", "1", 200), ("replication", "all", 300)])
+def test_latency_delays_a_produce_round_trip_by_the_configured_amount(c, topic, link, acks, delay_ms):
+    leader = c.metadata.leader(topic, 0)
+    target = leader if link == "clients" else next(r for r in c.metadata.isr(topic, 0) if r != leader)
+    plain = produce_round_trip_ms(c, topic, acks)
+    fired: dict = {}
+    t = in_background(lambda: fired.update(fire(c, topic, "latency", [target], link=link, latency_ms=delay_ms,
+                                                **{"for": 15})))
+    wait_for("the latency rule", lambda: "NFQUEUE" in c.firewall.rules(target), 20)
+    slowed = produce_round_trip_ms(c, topic, acks)
+    t.join(30)
+    assert abs(slowed - plain - delay_ms) <= 0.2 * delay_ms, (plain, slowed)
+    held = fired["delayed"][str(target)]
+    assert held["packets"] > 0 and abs(held["held_mean_ms"] - delay_ms) <= 0.2 * delay_ms, fired
 
 
 def test_zombie_leader_is_replaced_while_it_still_accepts_connections(c, topic):

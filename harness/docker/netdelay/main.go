@@ -1,0 +1,246 @@
+// netdelay holds the packets an iptables NFQUEUE rule hands it and lets each one through after a delay with
+// jitter, in arrival order (so TCP sees latency, not reordering). It speaks nfnetlink_queue over netlink itself and
+// rewrites a stats file (the fault's evidence) several times a second; the file appearing means the queue is bound.
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mdlayher/netlink"
+)
+
+// nfnetlink_queue constants (linux/netfilter/nfnetlink_queue.h).
+const (
+	subsysQueue     = 3
+	msgPacket       = 0
+	msgVerdict      = 1
+	msgConfig       = 2
+	attrPacketHdr   = 1
+	attrVerdictHdr  = 2
+	cfgCmd          = 1
+	cfgParams       = 2
+	cfgQueueMaxlen  = 3
+	cmdBind         = 1
+	copyMeta        = 1
+	nfAccept        = 1
+	netlinkFilter   = 12
+	queueMaxlen     = 65536
+	socketBufferLen = 16 << 20
+)
+
+type packet struct {
+	id      uint32
+	arrived time.Time
+	release time.Time
+}
+
+// Stats is what the file says: the queue, the delay asked for, and what was done.
+type Stats struct {
+	Queue      int     `json:"queue"`
+	DelayMs    float64 `json:"delay_ms"`
+	JitterMs   float64 `json:"jitter_ms"`
+	Packets    uint64  `json:"packets"`
+	HeldMeanMs float64 `json:"held_mean_ms"`
+	HeldMaxMs  float64 `json:"held_max_ms"`
+	Waiting    int     `json:"waiting"`
+	Errors     uint64  `json:"errors"`
+	LastError  string  `json:"last_error,omitempty"`
+}
+
+type delayer struct {
+	conn   *netlink.Conn
+	queue  uint16
+	delay  time.Duration
+	jitter time.Duration
+	rng    *rand.Rand
+
+	mu      sync.Mutex
+	waiting []packet
+	wake    chan struct{}
+	stats   Stats
+	heldSum float64
+}
+
+func main() {
+	queue := flag.Int("queue", 0, "NFQUEUE number to bind")
+	delayMs := flag.Float64("delay", 0, "delay in milliseconds")
+	jitterMs := flag.Float64("jitter", 0, "jitter in milliseconds (uniform, plus or minus)")
+	statsPath := flag.String("stats", "", "file to keep the stats in")
+	flag.Parse()
+	if *queue <= 0 || *queue > 65535 || *delayMs < 0 || *jitterMs < 0 || *statsPath == "" {
+		fmt.Fprintln(os.Stderr, "usage: netdelay -queue N -delay MS [-jitter MS] -stats FILE")
+		os.Exit(2)
+	}
+	conn, err := netlink.Dial(netlinkFilter, nil)
+	if err != nil {
+		fail("netlink: %v", err)
+	}
+	d := &delayer{conn: conn, queue: uint16(*queue), rng: rand.New(rand.NewSource(time.Now().UnixNano())),
+		delay: ms(*delayMs), jitter: ms(*jitterMs), wake: make(chan struct{}, 1),
+		stats: Stats{Queue: *queue, DelayMs: *delayMs, JitterMs: *jitterMs}}
+	if err := d.bind(); err != nil {
+		fail("binding queue %d: %v", *queue, err)
+	}
+	go d.release()
+	go d.report(*statsPath)
+	d.receive()
+}
+
+func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "netdelay: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+// bind takes the queue and asks for packet metadata only (ids, no payload).
+func (d *delayer) bind() error {
+	if err := d.conn.SetReadBuffer(socketBufferLen); err != nil {
+		return err
+	}
+	maxlen := binary.BigEndian.AppendUint32(nil, queueMaxlen)
+	for _, attrs := range [][]netlink.Attribute{
+		{{Type: cfgCmd, Data: []byte{cmdBind, 0, 0, 0}}},
+		{{Type: cfgParams, Data: []byte{0, 0, 0, 0, copyMeta}}, {Type: cfgQueueMaxlen, Data: maxlen}},
+	} {
+		if _, err := d.conn.Execute(d.message(msgConfig, netlink.Request|netlink.Acknowledge, attrs)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *delayer) message(kind int, flags netlink.HeaderFlags, attrs []netlink.Attribute) netlink.Message {
+	body, err := netlink.MarshalAttributes(attrs)
+	if err != nil {
+		fail("encoding: %v", err)
+	}
+	header := []byte{0, 0, byte(d.queue >> 8), byte(d.queue)} // nfgenmsg: AF_UNSPEC, version 0, queue (big-endian)
+	return netlink.Message{Header: netlink.Header{Type: netlink.HeaderType(subsysQueue<<8 | kind), Flags: flags},
+		Data: append(header, body...)}
+}
+
+// receive reads packet notices and queues each one's release time: its arrival plus the delay and a jitter draw,
+// never before the packet ahead of it.
+func (d *delayer) receive() {
+	for {
+		msgs, err := d.conn.Receive()
+		if err != nil {
+			d.noteError(err)
+			continue
+		}
+		now := time.Now()
+		for _, m := range msgs {
+			if int(m.Header.Type) != subsysQueue<<8|msgPacket || len(m.Data) < 4 {
+				continue
+			}
+			id, ok := packetID(m.Data[4:])
+			if ok {
+				d.enqueue(id, now)
+			}
+		}
+	}
+}
+
+func packetID(data []byte) (uint32, bool) {
+	attrs, err := netlink.UnmarshalAttributes(data)
+	if err != nil {
+		return 0, false
+	}
+	for _, a := range attrs {
+		if a.Type&0x3fff == attrPacketHdr && len(a.Data) >= 4 {
+			return binary.BigEndian.Uint32(a.Data[:4]), true
+		}
+	}
+	return 0, false
+}
+
+func (d *delayer) enqueue(id uint32, now time.Time) {
+	d.mu.Lock()
+	release := now.Add(d.delay)
+	if d.jitter > 0 {
+		release = release.Add(time.Duration((d.rng.Float64()*2 - 1) * float64(d.jitter)))
+	}
+	if n := len(d.waiting); n > 0 && release.Before(d.waiting[n-1].release) {
+		release = d.waiting[n-1].release
+	}
+	d.waiting = append(d.waiting, packet{id: id, arrived: now, release: release})
+	d.mu.Unlock()
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// release sends each waiting packet's accept verdict at its release time.
+func (d *delayer) release() {
+	for {
+		d.mu.Lock()
+		if len(d.waiting) == 0 {
+			d.mu.Unlock()
+			<-d.wake
+			continue
+		}
+		head := d.waiting[0]
+		if wait := time.Until(head.release); wait > 0 {
+			d.mu.Unlock()
+			select {
+			case <-time.After(wait):
+			case <-d.wake:
+			}
+			continue
+		}
+		d.waiting = d.waiting[1:]
+		d.mu.Unlock()
+		d.accept(head)
+	}
+}
+
+func (d *delayer) accept(p packet) {
+	verdict := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, nfAccept), p.id)
+	_, err := d.conn.Send(d.message(msgVerdict, netlink.Request, []netlink.Attribute{{Type: attrVerdictHdr, Data: verdict}}))
+	held := float64(time.Since(p.arrived)) / float64(time.Millisecond)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		d.stats.Errors++
+		d.stats.LastError = err.Error()
+		return
+	}
+	d.stats.Packets++
+	d.heldSum += held
+	d.stats.HeldMeanMs = d.heldSum / float64(d.stats.Packets)
+	if held > d.stats.HeldMaxMs {
+		d.stats.HeldMaxMs = held
+	}
+}
+
+func (d *delayer) noteError(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stats.Errors++
+	d.stats.LastError = err.Error()
+}
+
+// report rewrites the stats file (atomically) every 100 ms.
+func (d *delayer) report(path string) {
+	for {
+		d.mu.Lock()
+		s := d.stats
+		s.Waiting = len(d.waiting)
+		d.mu.Unlock()
+		body, _ := json.Marshal(s)
+		tmp := path + ".tmp"
+		if os.WriteFile(tmp, body, 0o644) == nil {
+			_ = os.Rename(tmp, path)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,76 @@
+"""netdelay, the userspace packet delayer behind the `latency` fault: the kernel here has no netem, so an iptables
+NFQUEUE rule inside a broker's container hands matching packets to netdelay, which lets each through after the
+delay. Built once from harness/docker/netdelay with Go and mounted into the container read-only."""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from contracts.errors import ClusterError
+from harness import gobuild
+from harness.broker_config import CONTROLLER_PORT, INTERNAL_PORT, ZK_PORT
+from harness.netrules import CHAIN
+
+IN_CONTAINER = "/opt/kchaos/netdelay"
+Link = Literal["clients", "replication", "controller"]
+_queues: dict[tuple[int, int], int] = {}
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Delayed:
+    """What one broker's netdelay did for one queue: packets let through, how long they were held on average."""
+
+    packets: int
+    held_mean_ms: float
+    errors: int
+
+
+def binary(say=print) -> Path:
+    """The netdelay executable for the current sources, built on first use."""
+    return gobuild.binary("netdelay", "the latency fault's packet delayer", say)
+
+
+def queue(delay_ms: int, jitter_ms: int) -> int:
+    """The NFQUEUE number of one delay and jitter: one netdelay per pair, numbered in the order first asked for."""
+    with _lock:
+        return _queues.setdefault((delay_ms, jitter_ms), len(_queues) + 1)
+
+
+def port(link: Link, client_port: int, zookeeper: bool) -> int:
+    """The TCP port whose traffic (to or from it) makes up a link of a broker."""
+    if link == "clients":
+        return client_port
+    if link == "replication":
+        return INTERNAL_PORT
+    return ZK_PORT if zookeeper else CONTROLLER_PORT
+
+
+def stats_file(q: int) -> str:
+    return f"/run/netdelay-{q}.json"
+
+
+def fragment(q: int, delay_ms: int, jitter_ms: int, port: int) -> str:
+    """Start the queue's netdelay unless it runs, wait until it has bound the queue, then send every TCP packet
+    arriving from or for `port` (loopback aside) to it."""
+    pid, stats, log = f"/run/netdelay-{q}.pid", stats_file(q), f"/run/netdelay-{q}.log"
+    start = (f"rm -f {stats}; {IN_CONTAINER} -queue {q} -delay {delay_ms} -jitter {jitter_ms} -stats {stats} "
+             f">{log} 2>&1 < /dev/null & echo $! > {pid}")
+    return (f"[ -x {IN_CONTAINER} ] || {{ echo 'netdelay is not mounted in this container'; exit 1; }}; "
+            f"[ \"$(cat /proc/$(cat {pid} 2>/dev/null)/comm 2>/dev/null)\" = netdelay ] || {{ {start}; }}; "
+            f"i=0; while [ ! -s {stats} ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; "
+            f"[ -s {stats} ] || {{ cat {log}; exit 1; }}; "
+            f"iptables -A {CHAIN} -p tcp ! -i lo -m multiport --ports {port} -j NFQUEUE --queue-num {q}")
+
+
+def read(text: str, alias: str) -> Delayed:
+    """netdelay's stats file, or a ClusterError naming the broker when it is missing or unreadable."""
+    try:
+        s = json.loads(text)
+        return Delayed(int(s["packets"]), float(s["held_mean_ms"]), int(s["errors"]))
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise ClusterError(f"netdelay on {alias} left no readable stats: {text.strip()[-300:]!r}") from exc
