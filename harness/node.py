@@ -197,8 +197,11 @@ class KafkaNode(DockerContainer):
 
     def net_delay(self, queue: int) -> netdelay.Delayed:
         """What the node's netdelay for `queue` has let through so far (nothing, when none has run)."""
-        code, out = self.sh(f"cat {netdelay.stats_file(queue)} 2>/dev/null")
-        return netdelay.read(out, self.alias) if code == 0 else netdelay.Delayed(0, 0.0, 0)
+        try:
+            text = self.read_file(netdelay.stats_file(queue)).decode(errors="replace")
+        except docker.errors.NotFound:
+            return netdelay.Delayed(0, 0.0, 0)
+        return netdelay.read(text, self.alias)
 
     def lazyfs(self, command: str) -> dict:
         """Send the node's lazyfs a command (poweroff, full, "slow MS", heal, dirty) and return its answer."""
