@@ -91,3 +91,13 @@ def replica_fencing(version: str) -> tuple[str, str]:
     return ("leader epochs (KIP-101), KIP-279 truncation and KIP-320 epoch-fenced fetches truncate a follower to "
             "its leader's log", KIP_101)
 
+
+
+KIP_966 = WIKI + "KIP-966%3A+Eligible+Leader+Replicas"
+ELR_FROM = (4, 1)
+
+
+def eligible_leader_replicas(version: str) -> bool:
+    """Whether a new cluster of this release elects from eligible leader replicas (KIP-966) when its last in-sync
+    replica fails: on by default from 4.1 (in 4.0 it exists but is off)."""
+    return release(version) >= ELR_FROM

@@ -14,7 +14,8 @@ from contracts.errors import ClusterError
 from contracts.scenario import FaultSpec
 from faults.ports import Aimed, Clients, ClusterControl
 from faults.targets import pick
-from harness import netdelay
+from harness import netdelay, netrules
+from harness.broker_config import INTERNAL_PORT
 
 Op = Callable[["Ctx", FaultSpec, list[int]], dict]
 STATE_AFTER = {"kill": "exited", "terminate": "exited", "pause": "paused"}
@@ -251,6 +252,30 @@ def last_replica_standing(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict
     ctx.hold(spec.for_)
     ctx.cluster.start_node(leader)
     return {"partition": partition, "leader": leader, "followers": followers}
+
+
+def last_replica_power_loss(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
+    """KIP-966's case: a leader drops its followers' replication traffic (the controller still reaches everyone)
+    until the ISR of a partition is the leader alone, then loses power; it is started again after the hold. The row
+    says who led while it was down: nobody before eligible leader replicas, an eligible follower with them."""
+    partition, meta = _partition_of(ctx)
+    leader, followers = meta.leader, [r for r in meta.replicas if r != meta.leader]
+    ctx.expect_state(leader, "running", "last-replica-power-loss found the leader not running")
+    cut_off = netrules.drop_from([ctx.cluster.node(f).ip() for f in followers], port=INTERNAL_PORT)
+    try:
+        ctx.cluster.firewall.link_fault(leader, cut_off, ctx.owner)
+        ctx.cluster.metadata.wait_for(f"ISR of partition {partition} shrinking to [{leader}]",
+                                      lambda: ctx.cluster.metadata.isr(ctx.topic, partition) == [leader],
+                                      timeout_s=60)
+        cut = ctx.cluster.power_off([leader], spec.torn)
+    finally:
+        ctx.cluster.firewall.lift(ctx.owner)
+    ctx.hold(spec.for_)
+    led_by = ctx.cluster.metadata.leader(ctx.topic, partition)
+    ctx.cluster.start_nodes([leader])
+    loss = cut.losses[leader]
+    return {"partition": partition, "leader": leader, "followers": followers, "leader_while_down": led_by,
+            "lost": {"files": loss.files, "bytes": loss.bytes, "torn": loss.torn}}
 
 
 def unclean_sequence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:

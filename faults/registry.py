@@ -60,6 +60,8 @@ KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("rolling-restart", ops.rolling("terminate"), aims="itself", restarts="each"),
     FaultKind("hard-rolling-restart", ops.rolling("kill"), aims="itself", restarts="each"),
     FaultKind("last-replica-standing", ops.last_replica_standing, aims="itself", restarts="once"),
+    FaultKind("last-replica-power-loss", ops.last_replica_power_loss, aims="itself", restarts="once",
+              lazy_disk=True),
     FaultKind("unclean-sequence", ops.unclean_sequence, aims="itself", restarts="once"),
     FaultKind("hw-truncation", ops.hw_truncation, aims="itself", restarts="each"),
     FaultKind("consumer-kill", ops.client_fault("consumers", "kill"), aims="consumers"),

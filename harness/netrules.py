@@ -9,9 +9,10 @@ ENSURE_CHAIN = (f"iptables -N {CHAIN} 2>/dev/null; iptables -C INPUT -j {CHAIN} 
 FLUSH = f"iptables -F {CHAIN} 2>/dev/null; tc qdisc del dev eth0 root 2>/dev/null; true"
 
 
-def drop_from(ips: list[str]) -> str:
-    """Drop every packet arriving from these peer addresses."""
-    return " && ".join(f"iptables -A {CHAIN} -s {ip} -j DROP" for ip in ips)
+def drop_from(ips: list[str], port: int | None = None) -> str:
+    """Drop every packet arriving from these peer addresses (only to or from `port`, when given)."""
+    ports = f" -p tcp -m multiport --ports {port}" if port else ""
+    return " && ".join(f"iptables -A {CHAIN} -s {ip}{ports} -j DROP" for ip in ips)
 
 
 def block_port(port: int, reset: bool = False) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from contracts.scenario import Scenario
-from contracts.versions import release, replica_fencing, transaction_defense
+from contracts.versions import KIP_966, eligible_leader_replicas, release, replica_fencing, transaction_defense
 from reports.analysis import Analysis
 from reports.checkers import ANOMALIES
 
@@ -81,6 +81,20 @@ def power_loss_of_all(s: Scenario) -> str:
             return (f"power-loss of {f.target} with flush.messages unset (Kafka's default: the OS decides when to "
                     "fsync): every replica can lose a record together, and the guarantee is 'predicated on at "
                     "least one replica remaining in sync'")
+        if f.fault == "last-replica-power-loss" and not eligible_leader_replicas(s.kafka.version):
+            return (f"the last in-sync replica loses power with flush.messages unset, and Kafka {s.kafka.version} "
+                    "has no eligible leader replicas (KIP-966, on by default from 4.1): it is the only replica "
+                    "that may lead when it returns, without what it had not fsynced ('predicated on at least one "
+                    "replica remaining in sync')")
+    return ""
+
+
+def elr_note(s: Scenario) -> str:
+    """What keeps the last in-sync replica's power loss from losing a record on a release with KIP-966."""
+    if eligible_leader_replicas(s.kafka.version) and any(f.fault == "last-replica-power-loss" for f in s.faults):
+        return ("; KIP-966: when the last in-sync replica fails, a replica that left the ISR while it was below "
+                "min.insync.replicas (so holds every committed record) is elected, and one that shut down uncleanly "
+                "returns outside ISR and ELR")
     return ""
 
 
@@ -145,8 +159,8 @@ def _loss(anomaly: str, s: Scenario, why_safe: str, doc_safe: str) -> Rule:
 @rule("lost-write")
 def _lost_write(s: Scenario) -> Rule:
     return _loss("lost-write", s, "acks=all with min.insync.replicas>=2 and clean elections: an acknowledged write "
-                 "is on at least min.insync.replicas replicas and survives any failure of fewer" + fencing_note(s),
-                 MIN_ISR)
+                 "is on at least min.insync.replicas replicas and survives any failure of fewer" + fencing_note(s)
+                 + elr_note(s), KIP_966 if elr_note(s) else MIN_ISR)
 
 
 @rule("aborted-read")

@@ -157,3 +157,22 @@ def test_fsync_of_each_write_keeps_the_guarantee_through_any_power_loss():
     assert allowed(power_loss("all", config={"flush.messages": 1})) == {"unseen", "timeout-duplicate"}
     assert not REWRITES & allowed(validate({**SAFE, "kafka": {"config": {"log.flush.interval.messages": 1}},
                                             "faults": [{"fault": "power-loss", "target": "all"}]}, "test"))
+
+
+def last_replica(version: str) -> Scenario:
+    return validate({**SAFE, "kafka": {"version": version},
+                     "faults": [{"fault": "last-replica-power-loss", "every": 120, "for": 20}]}, "test")
+
+
+@pytest.mark.parametrize("version", ["3.9.2", "4.0.0"])
+def test_the_last_in_sync_replicas_power_loss_may_lose_writes_before_eligible_leader_replicas(version):
+    assert allowed(last_replica(version)) >= REWRITES
+    rule = next(r for r in rules(last_replica(version)) if r.anomaly == "lost-write")
+    assert "no eligible leader replicas (KIP-966, on by default from 4.1)" in rule.why
+
+
+@pytest.mark.parametrize("version", ["4.1.0", "4.3.1"])
+def test_the_last_in_sync_replicas_power_loss_loses_nothing_with_eligible_leader_replicas(version):
+    assert allowed(last_replica(version)) == {"unseen", "timeout-duplicate"}
+    rule = next(r for r in rules(last_replica(version)) if r.anomaly == "lost-write")
+    assert "KIP-966" in rule.why and "Eligible+Leader+Replicas" in rule.doc
