@@ -19,7 +19,8 @@ from pathlib import Path
 from bench import measure, synthetic
 from contracts.scenario import ProducerSpec
 from contracts.versions import DEFAULT_VERSION
-from harness.broker_config import ClusterSpec
+from harness import netdelay
+from harness.broker_config import INTERNAL_PORT, ClusterSpec
 from harness.cluster import Cluster
 from workloads.client_process import ClientProcess
 
@@ -102,27 +103,59 @@ def producer_performance(c: Cluster, records: int, payload: int) -> float:
     return float(found[-1]) if code == 0 and found else float("nan")
 
 
+def _warm_rates(c: Cluster, records: int, payload: int) -> list[float]:
+    """ProducerPerformance warmed up until its rate settles, then REPEAT rounds."""
+    warm: list[float] = []
+    while len(warm) < WARM_ROUNDS[1] and not _settled(warm, WARM_ROUNDS[0]):
+        warm.append(producer_performance(c, records, payload))
+    return [producer_performance(c, records, payload) for _ in range(REPEAT)]
+
+
+def _rate_table(title: str, command: str, records: int, payload: int, setup: str, rates: dict[str, list[float]],
+                ratios: list[tuple[str, str]]) -> list[str]:
+    med = {label: statistics.median(v) for label, v in rates.items()}
+    return [f"## {title}", "", f"Measured {time.strftime('%Y-%m-%d')}.", "",
+            f"Command: `{command}`. Kafka's ProducerPerformance ({records:,} records of {payload} bytes, acks=all, "
+            "idempotent, linger.ms=5) in broker 1's container; 3 brokers, topic of 3 partitions, RF 3. "
+            f"{setup} Each cluster warmed up until its rate moved by under {WARM_SETTLED:.0%}, then {REPEAT} rounds.",
+            "", "| cluster | median records/s | runs |", "|---|---|---|",
+            *(f"| {label} | {med[label]:,.0f} | {', '.join(f'{x:,.0f}' for x in v)} |" for label, v in rates.items()),
+            "", *(f"{a} / {b}: {med[a] / med[b]:.2f}x." for a, b in ratios), ""]
+
+
 def disk(records: int = 2_000_000, payload: int = 64) -> list[str]:
     """ProducerPerformance on a plain cluster, then on one whose data directories are on lazyfs (power-loss
-    scenarios), each warmed up first: what the FUSE filesystem costs a broker."""
+    scenarios): what the FUSE filesystem costs a broker."""
     rates: dict[str, list[float]] = {}
     for label, lazy in (("plain", False), ("lazyfs", True)):
         with Cluster(ClusterSpec(lazy_disk=lazy)) as c:
             c.metadata.create_topic("bench", 3, 3, {"min.insync.replicas": "2"})
-            warm: list[float] = []
-            while len(warm) < WARM_ROUNDS[1] and not _settled(warm, WARM_ROUNDS[0]):
-                warm.append(producer_performance(c, records, payload))
-            rates[label] = [producer_performance(c, records, payload) for _ in range(REPEAT)]
-    med = {label: statistics.median(v) for label, v in rates.items()}
-    return ["## Broker throughput on lazyfs vs plain data directories", "",
-            f"Measured {time.strftime('%Y-%m-%d')}.", "",
-            f"Command: `BENCH=disk make bench`. Kafka's ProducerPerformance ({records:,} records of {payload} bytes, "
-            "acks=all, idempotent, linger.ms=5) in broker 1's container; 3 brokers, topic of 3 partitions, RF 3. "
-            f"The plain cluster (baseline) first, then a cluster whose data directories are lazyfs mounts; each "
-            f"warmed up until its rate moved by under {WARM_SETTLED:.0%}, then {REPEAT} rounds.", "",
-            "| data directories | median records/s | runs |", "|---|---|---|",
-            *(f"| {label} | {med[label]:,.0f} | {', '.join(f'{x:,.0f}' for x in v)} |" for label, v in rates.items()),
-            "", f"lazyfs / plain: {med['lazyfs'] / med['plain']:.2f}x.", ""]
+            rates[label] = _warm_rates(c, records, payload)
+    return _rate_table("Broker throughput on lazyfs vs plain data directories", "BENCH=disk make bench", records,
+                       payload, "The plain cluster (baseline) first, then a cluster whose data directories are "
+                       "lazyfs mounts.", rates, [("lazyfs", "plain")])
+
+
+def latency(records: int = 2_000_000, payload: int = 64) -> list[str]:
+    """ProducerPerformance on a plain cluster, on one with netdelay mounted but no rule (the latency machinery
+    idle), and with a 0 ms latency rule on every broker's inter-broker listener (each packet through NFQUEUE)."""
+    rates: dict[str, list[float]] = {}
+    with Cluster(ClusterSpec()) as c:
+        c.metadata.create_topic("bench", 3, 3, {"min.insync.replicas": "2"})
+        rates["plain"] = _warm_rates(c, records, payload)
+    with Cluster(ClusterSpec(net_delay=True)) as c:
+        c.metadata.create_topic("bench", 3, 3, {"min.insync.replicas": "2"})
+        rates["netdelay idle"] = _warm_rates(c, records, payload)
+        q = netdelay.queue(0, 0)
+        for n in c.nodes:
+            c.firewall.link_fault(n.node_id, netdelay.fragment(q, 0, 0, INTERNAL_PORT), "bench")
+        rates["every packet through a 0 ms queue"] = _warm_rates(c, records, payload)
+        held = sum(n.net_delay(q).packets for n in c.nodes)
+    setup = (f"The plain cluster (baseline), then one with netdelay mounted and no rule, then the same with a 0 ms "
+             f"`latency` rule on port {INTERNAL_PORT} of every broker (client and replication traffic here; "
+             f"{held:,} packets went through the queues).")
+    return _rate_table("Broker throughput with the latency machinery", "BENCH=latency make bench", records, payload,
+                       setup, rates, [("netdelay idle", "plain"), ("every packet through a 0 ms queue", "plain")])
 
 
 def _throughput_lines(sides: dict, warm: dict, seconds: float, payload: int, records: int) -> list[str]:
@@ -293,10 +326,10 @@ def merge(existing: str, fresh: dict[str, list[str]]) -> list[str]:
 
 
 def main() -> None:
-    chosen = os.environ.get("BENCH", "bringup,throughput,analysis,overhead,smoke,disk").split(",")
+    chosen = os.environ.get("BENCH", "bringup,throughput,analysis,overhead,smoke,disk,latency").split(",")
     sizes = [int(float(s)) for s in os.environ.get("BENCH_SIZES", "1e6,1e7,5e7").split(",")]
     sections = {"bringup": bringup, "throughput": throughput, "analysis": lambda: analysis(sizes),
-                "overhead": overhead, "smoke": smoke, "disk": disk}
+                "overhead": overhead, "smoke": smoke, "disk": disk, "latency": latency}
     fresh = {}
     for name in chosen:
         fresh[name] = sections[name]()
