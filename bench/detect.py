@@ -9,6 +9,7 @@ one sitting is measured in parts.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-res
              "zombie-leader-acks-all", "isr-shrink-paused-follower", "consumer-group-rebalance",
              "consumer-group-cooperative", "consumer-group-kip848", "txn-leader-kill", "txn-coordinator-kill",
              "txn-client-pause", "eos-copy-member-kill", "eos-copy-coordinator-kill", "power-loss-one",
-             "power-loss-all-flushed"]
+             "power-loss-all-flushed", "latency-slow-follower", "latency-slow-clients", "latency-slow-controller"]
 # Known Kafka bugs: run on the version that has each (a violation is a hit) and the one that fixed it (must pass)
 REGRESSIONS = ["kip101-hw-truncation"]
 UNSAFE = ["acks1-leader-kill", "zombie-leader-acks1", "non-idempotent-retries", "unclean-election-true",
@@ -130,11 +131,15 @@ def write(rows: dict[str, str], errors: list[str], command: str, minutes: float,
 
 
 def main() -> None:
-    ensure_engine()
     root = Path(os.environ.get("DETECT_RUNS_DIR", "runs/detect"))
     n_pass, n_unsafe = int(os.environ.get("DETECT_RUNS_PASS", "20")), int(os.environ.get("DETECT_RUNS_UNSAFE", "10"))
     only = [n for n in os.environ.get("DETECT_ONLY", "").split(",") if n]
     resume = os.environ.get("DETECT_RESUME") == "1"
+    if unknown := [n for n in only if n not in MUST_PASS + UNSAFE + REGRESSIONS]:
+        print(f"Expected scenarios of MUST_PASS, UNSAFE or REGRESSIONS (bench/detect.py) but got DETECT_ONLY "
+              f"names {unknown}; add them there or fix the names", file=sys.stderr)
+        sys.exit(2)
+    ensure_engine()
     command = " ".join([*(f"{k}={os.environ[k]}" for k in ENV if os.environ.get(k)), "make detect"])
     started = time.monotonic()
     rows, errors = kept()
