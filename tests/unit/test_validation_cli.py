@@ -28,7 +28,8 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
     ("faults: [{fault: kill, every: 0s}]", "Expected faults.0.every >= 0.5 but got faults.0.every=0.0"),
     ("faults: [{fault: kill, target: 7}]", "faults.0.target=7 must name brokers among 1..3 (kafka.brokers=3)"),
     ("faults: [{fault: kill, target: [1, 9]}]", "faults.0.target=[1, 9] must name brokers among 1..3"),
-    ("kafka: {version: '9.9.9'}", "Kafka 9.9.9 is not on Maven Central (org.apache.kafka:kafka_2.1x) "
+    ("kafka: {version: '9.9.9'}", "Kafka 9.9.9 is not on Maven Central (no org.apache.kafka:{kafka_2.13,kafka_2.12,"
+                                  "kafka_2.11}:9.9.9) "
                                   "(s.yaml: kafka.version='9.9.9'). Nearest supported: "),
     ("kafka: {version: '0.9.0.1'}", "Kafka 0.9.0.1 is older than 0.10.2, the oldest the harness runs"),
     ("kafka: {version: '2.0.0', metadata: kraft}", "KRaft is production-ready from Kafka 3.3 (KIP-833); "
