@@ -51,6 +51,7 @@ def port(link: Link, client_port: int, zookeeper: bool) -> int:
 
 
 def stats_file(q: int) -> str:
+    """Where the netdelay of queue `q` keeps its stats inside a container."""
     return f"/run/netdelay-{q}.json"
 
 
