@@ -27,6 +27,7 @@ COUNTED = ("one", "all", "minority", "majority")  # targets that name members by
 # txn-coordinator: the leader of producer 0's __transaction_state partition; group-coordinator: of the consumer
 # group's __consumer_offsets partition
 COORDINATORS = ("txn-coordinator", "group-coordinator")
+Link = Literal["clients", "replication", "controller"]  # a broker's listeners a latency fault can slow
 TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS)
 
 
@@ -170,7 +171,7 @@ class FaultSpec(Strict):
     torn: bool = False  # power-loss: a file that grew keeps part of a page of what it had not fsynced
     latency_ms: int = Field(100, ge=1, le=60_000)  # disk-slow: each write and fsync; latency: each packet
     jitter_ms: int = Field(0, ge=0, le=60_000)  # latency: plus or minus, drawn uniformly per packet
-    link: Literal["clients", "replication", "controller"] = "clients"  # latency: which of the targets' links
+    link: Link = "clients"  # latency: which of the targets' links
 
     @model_validator(mode="before")
     @classmethod

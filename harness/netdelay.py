@@ -8,15 +8,14 @@ import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from contracts.errors import ClusterError
+from contracts.scenario import Link
 from harness import gobuild
 from harness.broker_config import CONTROLLER_PORT, INTERNAL_PORT, ZK_PORT
 from harness.netrules import CHAIN
 
 IN_CONTAINER = "/opt/kchaos/netdelay"
-Link = Literal["clients", "replication", "controller"]
 _queues: dict[tuple[int, int], int] = {}
 _lock = threading.Lock()
 
