@@ -8,6 +8,8 @@ import time
 import docker
 import docker.errors
 
+from harness import freezer
+
 OWNER = "org.kafka-chaos"
 RUN = "org.kafka-chaos.run"
 GONE_WITHIN_S = 60
@@ -19,14 +21,14 @@ def labels(run_id: str, kind: str) -> dict[str, str]:
 
 
 def clean(run_id: str | None = None) -> tuple[int, int]:
-    """Remove labelled containers (unpausing first) and networks; return how many of each."""
+    """Remove labelled containers (thawed from the host first, so an engine stuck on a frozen one gets going again)
+    and networks; return how many of each."""
     client = docker.from_env()
     selector = f"{RUN}={run_id}" if run_id else OWNER
     containers = client.containers.list(all=True, filters={"label": selector})
     for c in containers:
         try:
-            if c.status == "paused":
-                c.unpause()
+            freezer.thaw(c.id)  # a forced removal kills a paused container too
             c.remove(force=True, v=True)
         except docker.errors.APIError as exc:
             if exc.status_code not in (404, 409):  # gone already, or a teardown still under way removes it

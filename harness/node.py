@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
@@ -11,14 +12,15 @@ import time
 from pathlib import Path
 from typing import Self
 
+import docker
 import docker.errors
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
+from tenacity import Retrying, retry_if_exception, retry_if_exception_type, stop_after_attempt, wait_fixed
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.exceptions import ContainerStartException
 from testcontainers.core.network import Network
 
 from contracts.errors import ClusterError
-from harness import lazydisk, netdelay
+from harness import freezer, lazydisk, netdelay
 
 START_SCRIPT = (Path(__file__).parent / "docker" / "start.sh").read_text()
 STARTED = {
@@ -31,8 +33,21 @@ FREEZE_ATTEMPTS = 5
 
 
 def _freeze_failed(exc: BaseException) -> bool:
-    """The engine's answer when the cgroup freezer timed out."""
-    return isinstance(exc, docker.errors.APIError) and "unable to freeze" in str(exc)
+    """The engine's answer when the cgroup freezer timed out, or no answer in time (the cgroup is thawed by then)."""
+    return isinstance(exc, freezer.EngineStuck) or (
+        isinstance(exc, docker.errors.APIError) and "unable to freeze" in str(exc))
+
+
+def _unsynced(exc: BaseException) -> bool:
+    """The engine still counts a node paused whose cgroup was thawed from this host (or it did not answer)."""
+    return isinstance(exc, freezer.EngineStuck) or (
+        isinstance(exc, docker.errors.APIError) and "not paused" in str(exc))
+
+
+@functools.cache
+def _engine() -> docker.APIClient:
+    """An engine client whose calls give up after freezer.ENGINE_CALL_S."""
+    return docker.from_env(timeout=freezer.ENGINE_CALL_S).api
 
 
 class KafkaNode(DockerContainer):
@@ -161,8 +176,7 @@ class KafkaNode(DockerContainer):
         self._stop_with(lambda: self.container.stop(timeout=timeout_s))
 
     def _stop_with(self, action) -> None:
-        if self.state() == "paused":
-            self.container.unpause()
+        self.resume()
         if self.state() != "running":
             return
         action()
@@ -224,19 +238,32 @@ class KafkaNode(DockerContainer):
         raise ClusterError(f"{self.alias}'s broker did not stop within {timeout_s:.0f}s of SIGSTOP")
 
     def pause(self) -> None:
-        """Freeze every process of the node (the cgroup freezer). runc gives up, and thaws the node again, when a
-        process does not freeze in time (seen once in CI on a busy 2-core machine); then it is tried again."""
+        """Freeze every process of the node (the cgroup freezer). When runc gives up (a process did not freeze in
+        time) or the engine does not answer (the node is then thawed from this host), it is tried again."""
         if self.state() != "running":
             return
         for attempt in Retrying(stop=stop_after_attempt(FREEZE_ATTEMPTS), wait=wait_fixed(0.5), reraise=True,
-                                retry=retry_if_exception(_freeze_failed)):
+                                retry=retry_if_exception(_freeze_failed), before_sleep=lambda _: self.resume()):
             with attempt:
-                self.container.pause()
+                self._engine_call("pause")
 
     def resume(self) -> None:
         """Thaw a paused node."""
+        for attempt in Retrying(stop=stop_after_attempt(2), reraise=True, retry=retry_if_exception(_unsynced),
+                                before_sleep=lambda _: self._refreeze_if_paused()):
+            with attempt:
+                if self.state() == "paused":
+                    self._engine_call("unpause")
+
+    def _refreeze_if_paused(self) -> None:
+        """Freeze from this host a node the engine counts paused, so its unpause can succeed."""
         if self.state() == "paused":
-            self.container.unpause()
+            freezer.freeze(self.container.id)
+
+    def _engine_call(self, verb: str, **kwargs) -> None:
+        """A pause, unpause or removal that cannot hang: see `freezer.bounded`."""
+        cid = self.container.id
+        freezer.bounded(lambda: getattr(_engine(), verb)(cid, **kwargs), cid, f"docker {verb} {self.alias}")
 
     def start(self, timeout_s: float = 90.0) -> Self:  # type: ignore[override]
         """Restart a stopped node with its data intact and wait until it has started again."""
@@ -265,12 +292,15 @@ class KafkaNode(DockerContainer):
     def remove(self) -> None:
         """Remove the container and its anonymous volumes, whatever its state (gone, or being removed, is done)."""
         try:
-            container = self.get_wrapped_container()
+            self.get_wrapped_container()
         except ContainerStartException:  # never started
             return
         try:
-            self.resume()
-            container.remove(force=True, v=True)
+            freezer.thaw(self.container.id)  # a forced removal kills a paused node too
+            for attempt in Retrying(stop=stop_after_attempt(2), reraise=True,
+                                    retry=retry_if_exception_type(freezer.EngineStuck)):
+                with attempt:
+                    self._engine_call("remove_container", force=True, v=True)
         except docker.errors.NotFound:
             pass
         except docker.errors.APIError as exc:

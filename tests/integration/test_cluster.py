@@ -6,6 +6,7 @@ import uuid
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from harness import freezer
 from harness.metadata import wait_for
 
 TIMEOUT = 60
@@ -67,6 +68,21 @@ def test_paused_follower_leaves_isr_and_rejoins(healed):
     wait_for(f"paused broker {follower} leaving the ISR", lambda: follower not in c.metadata.isr(topic, 0), TIMEOUT)
     c.node(follower).resume()
     wait_for(f"broker {follower} rejoining the ISR", lambda: follower in c.metadata.isr(topic, 0), TIMEOUT)
+
+
+def test_a_paused_broker_thawed_from_the_host_serves_again_and_resumes(healed):
+    """The way out of an engine stuck on a frozen container: the host finds the cgroup docker froze and thaws it."""
+    c = healed
+    topic = new_topic(c)
+    follower = next(r for r in c.metadata.replicas(topic, 0) if r != c.metadata.leader(topic, 0))
+    node = c.node(follower)
+    node.pause()
+    wait_for(f"paused broker {follower} leaving the ISR", lambda: follower not in c.metadata.isr(topic, 0), TIMEOUT)
+    assert freezer.thaw(node.container.id) is True
+    wait_for(f"thawed broker {follower} rejoining the ISR", lambda: follower in c.metadata.isr(topic, 0), TIMEOUT)
+    assert node.state() == "paused"  # the engine was not told
+    node.resume()
+    assert node.state() == "running"
 
 
 def test_broker_partitioned_from_peers_leaves_isr_and_heal_restores(healed):
