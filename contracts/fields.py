@@ -26,12 +26,16 @@ def seconds(value: Any) -> float:
     return float(m[1]) * UNITS[m[2]]
 
 
+FAULT_PARAMS = ("probability", "kbit", "torn", "latency_ms", "jitter_ms", "link")  # read by some fault kinds only
+
+
 class FaultTraits(Protocol):
-    """What validation needs of a fault kind: its default target and what it aims at."""
+    """What validation needs of a fault kind: its default target, what it aims at and which fields it reads."""
 
     default_target: str
     # itself: it picks its victims from live metadata
     aims: Literal["brokers", "consumers", "producers", "copiers", "itself"]
+    params: frozenset[str]  # the kind-specific FaultSpec fields it reads (FAULT_PARAMS)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ The fault kinds and anomaly names a scenario may use are not listed here: they b
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import (
@@ -17,7 +18,16 @@ from pydantic import (
     model_validator,
 )
 
-from contracts.fields import Anomaly, ScenarioName, Seconds, TopicName, one_of, vocabulary
+from contracts.fields import (
+    FAULT_PARAMS,
+    Anomaly,
+    FaultTraits,
+    ScenarioName,
+    Seconds,
+    TopicName,
+    one_of,
+    vocabulary,
+)
 from contracts.versions import DEFAULT_VERSION, OLDEST, default_metadata, metadata_problem, release
 
 QUOTED = r"'([^']*)'"  # the values a message lists
@@ -252,6 +262,7 @@ class Scenario(Strict):
             elif kinds[f.fault].aims == "brokers":
                 self._broker_target(i, f)
             self._timing(i, f)
+            self._params(i, f, kinds)
         if self.producer.idempotence and (self.producer.acks != "all" or self.producer.max_in_flight > 5):
             raise ValueError("producer.idempotence=true needs producer.acks='all' and producer.max_in_flight<=5 "
                              "(librdkafka refuses otherwise)")
@@ -274,6 +285,15 @@ class Scenario(Strict):
         if any(not 1 <= n <= self.kafka.brokers for n in ids) or (isinstance(f.target, list) and not ids):
             raise ValueError(f"faults.{i}.target={f.target!r} must name brokers among 1..{self.kafka.brokers} "
                              f"(kafka.brokers={self.kafka.brokers})")
+
+    def _params(self, i: int, f: FaultSpec, kinds: Mapping[str, FaultTraits]) -> None:
+        """A field set that only other fault kinds read (kbit on a pause, link on a kill) would be ignored without a
+        word."""
+        changed = {n for n in FAULT_PARAMS if getattr(f, n) != FaultSpec.model_fields[n].default}
+        for name in sorted(changed - kinds[f.fault].params):
+            readers = [k for k, kind in kinds.items() if name in kind.params]
+            raise ValueError(f"faults.{i}.{name}={getattr(f, name)!r} is not read by a {f.fault!r} fault (only "
+                             f"{one_of(readers)} {'reads' if len(readers) == 1 else 'read'} it); remove it")
 
     def _timing(self, i: int, f: FaultSpec) -> None:
         """A fault line must plan at least one op within the run, and its jitter must not reverse its period."""

@@ -22,6 +22,7 @@ class FaultKind:
     restarts: Literal["none", "once", "each"] = "none"  # broker restarts an op waits for: none, one, each broker
     lazy_disk: bool = False  # needs the brokers' data directories on lazyfs
     net_delay: bool = False  # needs netdelay in the brokers' containers
+    params: frozenset[str] = frozenset()  # the kind-specific FaultSpec fields its op reads
 
     def busy_s(self, hold: float, brokers: int, restart_s: float) -> float:
         """About how long one op keeps its line busy: its hold and the broker restarts it waits for."""
@@ -43,25 +44,28 @@ KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("terminate", ops.process("terminate"), restarts="once"),
     FaultKind("pause", ops.process("pause")),
     FaultKind("restart", ops.restart, restarts="once"),
-    FaultKind("power-loss", ops.power_loss, restarts="once", lazy_disk=True),
+    FaultKind("power-loss", ops.power_loss, restarts="once", lazy_disk=True, params=frozenset({"torn"})),
     FaultKind("disk-full", ops.disk_fault(lambda s: "full"), restarts="once", lazy_disk=True),
-    FaultKind("disk-slow", ops.disk_fault(lambda s: f"slow {s.latency_ms}"), lazy_disk=True),
+    FaultKind("disk-slow", ops.disk_fault(lambda s: f"slow {s.latency_ms}"), lazy_disk=True,
+              params=frozenset({"latency_ms"})),
     FaultKind("isolate", _isolate),
     FaultKind("zombie", _isolate, default_target="leader"),
     FaultKind("isolate-controller", _isolate, default_target="controller"),
     FaultKind("split", ops.grudge_fault(ops.split)),
     FaultKind("bridge", ops.grudge_fault(ops.bridge)),
     FaultKind("one-way", ops.grudge_fault(ops.one_way)),
-    FaultKind("packet-loss", ops.link_fault(lambda ctx, s, t: netrules.lose(s.probability))),
-    FaultKind("latency", ops.latency, net_delay=True),
-    FaultKind("bandwidth", ops.link_fault(lambda ctx, s, t: netrules.cap_bandwidth(s.kbit))),
+    FaultKind("packet-loss", ops.link_fault(lambda ctx, s, t: netrules.lose(s.probability)),
+              params=frozenset({"probability"})),
+    FaultKind("latency", ops.latency, net_delay=True, params=frozenset({"latency_ms", "jitter_ms", "link"})),
+    FaultKind("bandwidth", ops.link_fault(lambda ctx, s, t: netrules.cap_bandwidth(s.kbit)),
+              params=frozenset({"kbit"})),
     FaultKind("tcp-reset", ops.link_fault(lambda ctx, s, t: netrules.block_port(_port(ctx, t), reset=True))),
     FaultKind("block-clients", ops.link_fault(lambda ctx, s, t: netrules.block_port(_port(ctx, t)))),
     FaultKind("rolling-restart", ops.rolling("terminate"), aims="itself", restarts="each"),
     FaultKind("hard-rolling-restart", ops.rolling("kill"), aims="itself", restarts="each"),
     FaultKind("last-replica-standing", ops.last_replica_standing, aims="itself", restarts="once"),
     FaultKind("last-replica-power-loss", ops.last_replica_power_loss, aims="itself", restarts="once",
-              lazy_disk=True),
+              lazy_disk=True, params=frozenset({"torn"})),
     FaultKind("unclean-sequence", ops.unclean_sequence, aims="itself", restarts="once"),
     FaultKind("hw-truncation", ops.hw_truncation, aims="itself", restarts="each"),
     FaultKind("consumer-kill", ops.client_fault("consumers", "kill"), aims="consumers"),

@@ -53,6 +53,10 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
     ("faults: [{fault: kill, target: leader, every: 7s, for: 2s}, {fault: pause, target: followers, every: 11s, "
      "for: 4s}]", "faults.0: kill keeps its line busy about"),
     ("faults: [{fault: kill, after: 70s}]", "the line would never fire"),
+    ("faults: [{fault: pause, kbit: 256}]", "faults.0.kbit=256 is not read by a 'pause' fault (only 'bandwidth' "
+                                            "reads it); remove it"),
+    ("faults: [{fault: kill, latency_ms: 300}]", "faults.0.latency_ms=300 is not read by a 'kill' fault (only "
+                                                 "'disk-slow', 'latency' read it); remove it"),
     ("producer: {rate: -1}", "Expected producer.rate >= 0.0 but got producer.rate=-1"),
     ("producer: {transactional: true, idempotence: false}", "producer.transactional=true needs "
                                                             "producer.idempotence=true"),
