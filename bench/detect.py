@@ -22,8 +22,9 @@ from kchaos.pipeline import run_and_check
 MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-restart", "controller-failover",
              "zombie-leader-acks-all", "isr-shrink-paused-follower", "consumer-group-rebalance",
              "consumer-group-cooperative", "consumer-group-kip848", "txn-leader-kill", "txn-coordinator-kill",
-             "txn-client-pause", "eos-copy-member-kill", "eos-copy-coordinator-kill", "power-loss-one",
-             "power-loss-all-flushed", "latency-slow-follower", "latency-slow-clients", "latency-slow-controller"]
+             "txn-two-topics", "txn-client-pause", "eos-copy-member-kill", "eos-copy-coordinator-kill",
+             "power-loss-one", "power-loss-all-flushed", "latency-slow-follower", "latency-slow-clients",
+             "latency-slow-controller"]
 # Known Kafka bugs: run on the version that has each (a violation is a hit) and the one that fixed it (must pass)
 REGRESSIONS = ["kip101-hw-truncation"]
 UNSAFE = ["acks1-leader-kill", "zombie-leader-acks1", "non-idempotent-retries", "unclean-election-true",

@@ -65,7 +65,7 @@ def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_00
         spec = ProducerSpec(rate=0, payload_bytes=payload, linger_ms=5)
 
         def run_ours(n: int, i: int) -> float:
-            ps = [ClientProcess("producer", k, spec, "bench", 3, c.bootstrap_servers(), Path(tmp) / f"{n}-{i}")
+            ps = [ClientProcess("producer", k, spec, ("bench",), 3, c.bootstrap_servers(), Path(tmp) / f"{n}-{i}")
                   .start() for k in range(n)]
             if not all(p.wait_ready(60) for p in ps):
                 raise RuntimeError("a producer process did not start")

@@ -56,6 +56,11 @@ def copy_topic(topic: str) -> str:
     return f"{topic}-copy"
 
 
+def second_topic(topic: str) -> str:
+    """The other topic transactions span with `producer.txn_topics: 2`."""
+    return f"{topic}-2"
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -120,6 +125,7 @@ class ProducerSpec(Strict):
     txn_sends: int = Field(5, ge=1, le=10_000)  # sends per transaction: 1 to this many, drawn per transaction
     abort_ratio: float = Field(0.2, ge=0, le=1)  # the share of transactions a transactional producer aborts
     transaction_timeout_ms: int = Field(60000, ge=1000, le=900_000)
+    txn_topics: int = Field(1, ge=1, le=2)  # 2: each transaction's sends are spread over topic.name and a second topic
 
     @field_validator("acks", mode="before")
     @classmethod
@@ -274,6 +280,10 @@ class Scenario(Strict):
             raise ValueError(f"producer.message_timeout_ms={p.message_timeout_ms} exceeds producer."
                              f"transaction_timeout_ms={p.transaction_timeout_ms} (librdkafka refuses a transactional "
                              "producer whose messages outlive its transactions); lower message_timeout_ms")
+        if p.txn_topics > 1 and (not p.transactional or self.workload != "produce-consume"):
+            raise ValueError(f"producer.txn_topics={p.txn_topics} needs producer.transactional=true and "
+                             f"workload='produce-consume' (not transactional={p.transactional}, workload="
+                             f"{self.workload!r}); set txn_topics: 1")
         if self.producer.transactional and not self.producer.idempotence:
             raise ValueError("producer.transactional=true needs producer.idempotence=true (a transactional producer "
                              "is idempotent); remove producer.idempotence=false")
@@ -335,6 +345,11 @@ class Scenario(Strict):
     def runs_on(self, version: str) -> bool:
         """Whether the scenario can run on another Kafka version."""
         return self.version_problem(version) is None
+
+    def topics(self) -> tuple[str, ...]:
+        """The topics the producers write and the consumers read (an eos-copy output topic is not one of them)."""
+        t = self.topic.name
+        return (t, second_topic(t)) if self.producer.txn_topics > 1 else (t,)
 
     def topic_config(self) -> dict[str, str]:
         """The topic-level configs the scenario asks for."""

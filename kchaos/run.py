@@ -139,19 +139,19 @@ def _dump_replicas(cluster: Cluster, topic: str, history: HistoryWriter) -> None
 
 
 def _create_topics(scenario: Scenario, cluster: Cluster) -> None:
-    """The workload's topic, and for eos-copy its output topic, alike."""
+    """The workload's topics, and for eos-copy its output topic, alike."""
     t = scenario.topic
-    for name in (t.name, *([copy_topic(t.name)] if scenario.workload == "eos-copy" else [])):
+    for name in (*scenario.topics(), *([copy_topic(t.name)] if scenario.workload == "eos-copy" else [])):
         cluster.metadata.create_topic(name, t.partitions, t.replication_factor, scenario.topic_config(),
                                       replicas=t.replicas)
 
 
 def _clients(scenario: Scenario, boot: str, history: HistoryWriter) -> Clients:
     """Start the workload's client processes: consumers, copiers (eos-copy), producers."""
-    topic, parts, copying = scenario.topic.name, scenario.topic.partitions, scenario.workload == "eos-copy"
+    topics, parts, copying = scenario.topics(), scenario.topic.partitions, scenario.workload == "eos-copy"
 
     def start(kind, spec, n: int) -> list[ClientProcess]:
-        return [ClientProcess(kind, i, spec, topic, parts, boot, history.dir).start() for i in range(n)]
+        return [ClientProcess(kind, i, spec, topics, parts, boot, history.dir).start() for i in range(n)]
     consumers = start("consumer", scenario.consumer, scenario.consumer.count)
     copiers = start("copier", scenario.copier, scenario.copier.count if copying else 0)
     return Clients(consumers, start("producer", scenario.producer, scenario.producer.count), copiers,
@@ -247,6 +247,9 @@ def _settle(scenario: Scenario, cluster: Cluster, history: HistoryWriter, info: 
         phase("drain")
         reached = final_drain(boot, topic, parts, history, scenario.drain_timeout)
         info.drain_reached = {str(p): r for p, r in reached.items()}
+        for other in scenario.topics()[1:]:
+            reached = final_drain(boot, other, parts, history, scenario.drain_timeout)
+            info.drain_reached |= {f"{other}/{p}": r for p, r in reached.items()}
         if clients.copiers:
             out = copy_topic(topic)
             reached = final_drain(boot, out, parts, history, scenario.drain_timeout, "read_committed")
@@ -254,10 +257,12 @@ def _settle(scenario: Scenario, cluster: Cluster, history: HistoryWriter, info: 
         sampler.stop()
         sampler.join(15)
         phase("replicas")
-        _dump_replicas(cluster, topic, history)
+        for t in scenario.topics():
+            _dump_replicas(cluster, t, history)
         cluster.collect_logs(run_dir / "logs")
     finally:
         phase("consumers")
         stopping.join()
     if clients.consumers and scenario.consumer.mode == "subscribe":
-        record_committed(boot, scenario.consumer.group, topic, parts, history)
+        for t in scenario.topics():
+            record_committed(boot, scenario.consumer.group, t, parts, history)

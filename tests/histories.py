@@ -45,25 +45,34 @@ TXNS = [(0, "committed", [(0, 0, 0), (1, 1, 0)]), (1, "aborted", [(2, 0, 2)]),
         (2, "committed", [(3, 0, 4), (4, 1, 2)]), (3, "committed", [(5, 1, 4)])]
 
 
-def transactional(committed_reads: bool = True) -> History:
+def transactional(committed_reads: bool = True, two_topics: bool = False) -> History:
     """Producer 0 sends in transactions (one aborted) over two partitions; `consumer-0` (read_committed) reads the
     committed values, `consumer-1` (read_uncommitted) and the drain read every record, the markers' offsets hold
-    none. With `committed_reads=False` consumer-0 reads nothing (a test adds its own reads)."""
+    none. With `committed_reads=False` consumer-0 reads nothing (a test adds its own reads); with `two_topics`,
+    what TXNS puts in partition 1 is in partition 0 of a second topic (transactions that span topics)."""
     h = History()
+
+    def at(p: int) -> int:
+        h.topic = f"{TOPIC}-2" if two_topics and p == 1 else TOPIC
+        return 0 if two_topics else p
     h.event("consumer-0", "assign").event("consumer-1", "assign")
     for txn, fate, values in TXNS:
         for seq, p, off in values:
-            h.send(0, seq, p, off, txn=txn)
+            h.send(0, seq, at(p), off, txn=txn)
         h.transaction(0, txn, fate, asked_commit=fate == "committed")
     records = sorted((p, off, seq, fate) for _, fate, values in TXNS for seq, p, off in values)
     for reader in ("consumer-0", "consumer-1", "drain"):
         for p, off, seq, fate in records:
             if reader != "consumer-0" or (committed_reads and fate == "committed"):
-                h.read(reader, p, off, 0, seq)
+                h.read(reader, at(p), off, 0, seq)
     for p, off, seq, _ in records:
         for b in (1, 2, 3):
-            h.replica(b, p, off, 0, seq)
-    return h.drain_end(0, 6).drain_end(1, 6).replicas_dumped()
+            h.replica(b, at(p), off, 0, seq)
+    for p in (0, 1):
+        partition = at(p)
+        h.drain_end(partition, 6, topic=h.topic)
+    h.topic = TOPIC
+    return h.replicas_dumped()
 
 
 def eos(behind: int = 0) -> History:

@@ -36,16 +36,16 @@ HUNG_EXIT = 75  # the exit status of a child whose client hung in a call (worklo
 GC_THRESHOLD = (50_000, 20, 100)
 
 
-def _client(kind: Kind, cid: int, spec_json: str, topic: str, partitions: int, bootstrap: str,
+def _client(kind: Kind, cid: int, spec_json: str, topics: tuple[str, ...], partitions: int, bootstrap: str,
             history: HistoryWriter) -> ProducerClient | TxnProducerClient | ConsumerClient | CopierClient:
     if kind == "copier":
-        return CopierClient(cid, CopierSpec.model_validate_json(spec_json), topic, bootstrap, history)
+        return CopierClient(cid, CopierSpec.model_validate_json(spec_json), topics[0], bootstrap, history)
     if kind == "producer":
         spec = ProducerSpec.model_validate_json(spec_json)
         if spec.transactional:
-            return TxnProducerClient(cid, spec, topic, partitions, bootstrap, history)
-        return ProducerClient(cid, spec, topic, bootstrap, history)
-    return ConsumerClient(cid, ConsumerSpec.model_validate_json(spec_json), topic, partitions, bootstrap, history)
+            return TxnProducerClient(cid, spec, topics, partitions, bootstrap, history)
+        return ProducerClient(cid, spec, topics[0], bootstrap, history)
+    return ConsumerClient(cid, ConsumerSpec.model_validate_json(spec_json), topics, partitions, bootstrap, history)
 
 
 def _join_s(spec: ProducerSpec | ConsumerSpec | CopierSpec) -> float:
@@ -66,14 +66,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topic: str, partitions: int, bootstrap: str,
-           history_dir: str, join_s: float, runner: int, flags, counts) -> None:
+def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topics: tuple[str, ...], partitions: int,
+           bootstrap: str, history_dir: str, join_s: float, runner: int, flags, counts) -> None:
     """The child: one client writing its own history part until the runner says stop (or dies). Its parent is the
     fork server, which lives on after a killed runner (every child holds the write end of its liveness pipe)."""
     gc.freeze()  # what the fork server preloaded (confluent-kafka, pyarrow, pydantic) is never garbage
     gc.set_threshold(*GC_THRESHOLD)
     history = HistoryWriter(Path(history_dir), flush_s=FLUSH_S[kind], part=f"{kind}-{cid}-{incarnation}")
-    client = _client(kind, cid, spec_json, topic, partitions, bootstrap, history).start()
+    client = _client(kind, cid, spec_json, topics, partitions, bootstrap, history).start()
     flags[READY] = 1
     while not flags[STOP] and _alive(runner):
         counts[:] = [getattr(client, "acked", 0), getattr(client, "errors", 0)]
@@ -94,11 +94,12 @@ def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topic: str, p
 class ClientProcess:
     """Start, stop, kill and restart one workload client; each incarnation is a new process, same client name."""
 
-    def __init__(self, kind: Kind, cid: int, spec: ProducerSpec | ConsumerSpec | CopierSpec, topic: str,
-                 partitions: int, bootstrap: str, history_dir: Path) -> None:
+    def __init__(self, kind: Kind, cid: int, spec: ProducerSpec | ConsumerSpec | CopierSpec,
+                 topics: tuple[str, ...], partitions: int, bootstrap: str, history_dir: Path) -> None:
+        """`topics`: what it writes or reads (a copier reads the first, copying to its output topic)."""
         self.kind, self.cid = kind, cid
         self.join_s = _join_s(spec)
-        self._args = (spec.model_dump_json(), topic, partitions, bootstrap, str(history_dir), self.join_s)
+        self._args = (spec.model_dump_json(), topics, partitions, bootstrap, str(history_dir), self.join_s)
         self.incarnation = -1
         self._proc: mp.Process | None = None
         self._flags = CTX.Array("b", 2, lock=False)

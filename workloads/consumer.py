@@ -64,11 +64,11 @@ def reader_name(cid: int) -> str:
 class ConsumerClient(Worker):
     """One live consumer thread."""
 
-    def __init__(self, cid: int, spec: ConsumerSpec, topic: str, partitions: int, bootstrap: str,
+    def __init__(self, cid: int, spec: ConsumerSpec, topics: tuple[str, ...], partitions: int, bootstrap: str,
                  history: HistoryWriter) -> None:
         self.name = reader_name(cid)
         super().__init__(self.name)
-        self.cid, self.spec, self.topic, self.partitions = cid, spec, topic, partitions
+        self.cid, self.spec, self.topics, self.partitions = cid, spec, topics, partitions
         self.bootstrap, self.history = bootstrap, history
 
     def _event(self, kind: Event, parts: list[TopicPartition]) -> None:
@@ -81,11 +81,11 @@ class ConsumerClient(Worker):
         conf = {k: v for k, v in conf.items() if v is not None}
         consumer = Consumer(conf)
         if self.spec.mode == "assign":
-            parts = [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)]
+            parts = [TopicPartition(t, p, OFFSET_BEGINNING) for t in self.topics for p in range(self.partitions)]
             consumer.assign(parts)
             self._event(Event.ASSIGN, parts)
         else:
-            consumer.subscribe([self.topic], on_assign=lambda c, ps: self._event(Event.ASSIGN, ps),
+            consumer.subscribe(list(self.topics), on_assign=lambda c, ps: self._event(Event.ASSIGN, ps),
                                on_revoke=lambda c, ps: self._event(Event.REVOKE, ps),
                                on_lost=lambda c, ps: self._event(Event.LOST, ps))
         poll = 0
@@ -108,11 +108,11 @@ class ConsumerClient(Worker):
 
     def _save_positions(self, consumer: Consumer, msgs: list) -> None:
         """Store (auto: committed in the background) or commit (after: async; before: sync) the next offsets."""
-        nxt: dict[int, int] = {}
+        nxt: dict[tuple[str, int], int] = {}
         for m in msgs:
             if not m.error():
-                nxt[m.partition()] = max(nxt.get(m.partition(), -1), m.offset() + 1)
-        offsets = [TopicPartition(self.topic, p, o) for p, o in nxt.items()]
+                nxt[m.topic(), m.partition()] = max(nxt.get((m.topic(), m.partition()), -1), m.offset() + 1)
+        offsets = [TopicPartition(t, p, o) for (t, p), o in nxt.items()]
         # a partition revoked meanwhile, or a coordinator on the move: the next owner re-reads (at-least-once)
         with contextlib.suppress(KafkaException):
             if self.spec.commit == "auto":

@@ -105,17 +105,17 @@ def transaction(producer: Producer, body: Callable[[], None], abort: bool, row: 
 class TxnProducerClient(Worker):
     """One transactional producer thread; a fatal error or an unknown fate replaces its producer instance."""
 
-    def __init__(self, pid: int, spec: ProducerSpec, topic: str, partitions: int, bootstrap: str,
+    def __init__(self, pid: int, spec: ProducerSpec, topics: tuple[str, ...], partitions: int, bootstrap: str,
                  history: HistoryWriter) -> None:
         super().__init__(f"producer-{pid}")
-        self.pid, self.spec, self.topic, self.partitions = pid, spec, topic, partitions
+        self.pid, self.spec, self.topics, self.partitions = pid, spec, topics, partitions
         self.bootstrap, self.history = bootstrap, history
         self.seq = self.txn = self.acked = self.errors = 0
         self._rng = random.Random(pid)
-        self._pending: dict[int, tuple[int, int]] = {}  # seq -> (t_invoke, txn) awaiting a delivery report
+        self._pending: dict[int, tuple[int, int, str]] = {}  # seq -> (t_invoke, txn, topic) awaiting a report
 
     def _event(self, kind: Event, detail: str) -> None:
-        self.history.event(f"producer-{self.pid}", kind, topic=self.topic, detail=detail)
+        self.history.event(f"producer-{self.pid}", kind, topic=self.topics[0], detail=detail)
 
     def _run(self) -> None:
         next_at = time.monotonic()
@@ -164,13 +164,15 @@ class TxnProducerClient(Worker):
         return n
 
     def _send(self, producer: Producer, txn: int) -> None:
-        """One send of the open transaction, to a partition drawn at random (a transaction spans partitions)."""
+        """One send of the open transaction, to a topic and partition drawn at random (a transaction spans
+        partitions, and topics too with `txn_topics: 2`)."""
         seq, self.seq = self.seq, self.seq + 1
         t0 = now_ns()
-        self._pending[seq] = (t0, txn)
+        topic = self._rng.choice(self.topics)
+        self._pending[seq] = (t0, txn, topic)
         while True:
             try:
-                producer.produce(self.topic, encode(self.pid, seq, self.spec.payload_bytes),
+                producer.produce(topic, encode(self.pid, seq, self.spec.payload_bytes),
                                  partition=self._rng.randrange(self.partitions), on_delivery=self._delivered(seq))
                 return
             except BufferError:
@@ -178,19 +180,19 @@ class TxnProducerClient(Worker):
 
     def _delivered(self, seq: int) -> Callable[[KafkaError | None, Message], None]:
         def report(err: KafkaError | None, msg: Message) -> None:
-            t0, txn = self._pending.pop(seq)
+            t0, txn, topic = self._pending.pop(seq)
             ok = err is None
             self.acked += ok
             self.errors += not ok
             offset, partition = msg.offset(), msg.partition()
-            self.history.write("sends", self._row(seq, txn, NO_PARTITION if partition is None else partition, t0,
-                                                  "ok" if ok else "info", None if ok else err.name(),
+            self.history.write("sends", self._row(seq, txn, topic, NO_PARTITION if partition is None else partition,
+                                                  t0, "ok" if ok else "info", None if ok else err.name(),
                                                   NO_OFFSET if offset is None else offset))
         return report
 
-    def _row(self, seq: int, txn: int, partition: int, t0: int, outcome: str, error: str | None,
+    def _row(self, seq: int, txn: int, topic: str, partition: int, t0: int, outcome: str, error: str | None,
              offset: int = NO_OFFSET) -> dict:
-        return {"producer": self.pid, "seq": seq, "key": None, "topic": self.topic, "partition": partition,
+        return {"producer": self.pid, "seq": seq, "key": None, "topic": topic, "partition": partition,
                 "t_invoke": t0, "t_complete": now_ns(), "outcome": outcome, "error": error, "offset": offset,
                 "txn": txn}
 
@@ -206,6 +208,6 @@ class TxnProducerClient(Worker):
 
     def _settle_pending(self) -> None:
         """Sends without a delivery report: `info` (they may have been written; their transaction decides)."""
-        for seq, (t0, txn) in sorted(self._pending.items()):
-            self.history.write("sends", self._row(seq, txn, NO_PARTITION, t0, "info", "NO_DELIVERY_REPORT"))
+        for seq, (t0, txn, topic) in sorted(self._pending.items()):
+            self.history.write("sends", self._row(seq, txn, topic, NO_PARTITION, t0, "info", "NO_DELIVERY_REPORT"))
         self._pending.clear()

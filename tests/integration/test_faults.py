@@ -164,7 +164,7 @@ def test_consumer_kill_crashes_a_member_and_the_group_takes_over_its_partitions(
         producer.produce(topic, encode(0, seq, 32), partition=seq % 4)
     assert producer.flush(30) == 0
     spec = ConsumerSpec(count=2, group=topic)
-    consumers = [ClientProcess("consumer", i, spec, topic, 4, c.bootstrap_servers(), tmp_path).start()
+    consumers = [ClientProcess("consumer", i, spec, (topic,), 4, c.bootstrap_servers(), tmp_path).start()
                  for i in range(2)]
     try:
         wait_for("both members assigned and all 200 records read",

@@ -1,5 +1,5 @@
-"""Transactions on real brokers: transactional producers commit and abort across partitions while a leader dies;
-read_committed readers see no aborted value, and the same readers judged wrongly are caught."""
+"""Transactions on real brokers: transactional producers commit and abort across partitions and two topics while a
+leader dies; read_committed readers see no aborted value, and the same readers judged wrongly are caught."""
 
 from __future__ import annotations
 
@@ -11,16 +11,33 @@ from kchaos.pipeline import check, run_and_check
 SCENARIO = {
     "name": "txn-short", "duration": "25s", "seed": 5,
     "topic": {"partitions": 3, "replication_factor": 3, "min_insync_replicas": 2},
-    "producer": {"count": 2, "transactional": True, "txn_sends": 5, "abort_ratio": 0.3, "rate": 200},
+    "producer": {"count": 2, "transactional": True, "txn_sends": 5, "txn_topics": 2, "abort_ratio": 0.3, "rate": 200},
     "consumer": {"count": 2, "mode": "assign", "isolation": "both"},
     "faults": [{"fault": "kill", "target": "leader", "after": "5s", "every": "30s", "for": "4s"}],
 }
 
 
+def rows(run_dir, table: str) -> list[dict]:
+    """A history table of a finished run."""
+    return pq.read_table(run_dir / "history" / f"{table}.parquet").to_pylist()
+
+
 def fates_of(run_dir, table: str) -> dict[str, int]:
     """How many transactions of a history table (txns or copy_txns) committed and aborted."""
-    txns = pq.read_table(run_dir / "history" / f"{table}.parquet").to_pylist()
+    txns = rows(run_dir, table)
     return {f: sum(t["fate"] == f for t in txns) for f in ("committed", "aborted")}
+
+
+def spans(run_dir) -> set[tuple[int, int]]:
+    """The (producer, txn) whose acknowledged sends reached both topics, each of them read by the drain and found in
+    the replica dump."""
+    topics: dict[tuple[int, int], set[str]] = {}
+    for s in rows(run_dir, "sends"):
+        if s["outcome"] == "ok":
+            topics.setdefault((s["producer"], s["txn"]), set()).add(s["topic"])
+    drained = {r["topic"] for r in rows(run_dir, "reads") if r["reader"] == "drain"}
+    assert drained == {r["topic"] for r in rows(run_dir, "replicas")} == {"chaos", "chaos-2"}
+    return {k for k, t in topics.items() if t == {"chaos", "chaos-2"}}
 
 
 def test_transactions_through_a_leader_kill_pass_and_a_misjudged_reader_is_caught(tmp_path):
@@ -32,6 +49,8 @@ def test_transactions_through_a_leader_kill_pass_and_a_misjudged_reader_is_caugh
     assert r.facts.transactional and r.facts.ops == {"fired": 1}
     assert r.verdict == "true", (r.forbidden, r.unknown_because)
     assert r.counts["aborted-read"] == r.counts["poll-skip"] == r.counts["torn-transaction"] == 0
+    spanning = spans(out.run_dir)
+    assert len(spanning) > 50, len(spanning)  # transactions that wrote to both topics
 
     # The same history, its read_uncommitted reader held to read_committed: the aborted values it read are caught.
     judged = scenario.model_copy(update={"consumer": scenario.consumer.model_copy(
@@ -58,8 +77,7 @@ def test_an_exactly_once_stage_copies_every_record_once_through_a_crash(tmp_path
     assert r.facts.copy_commits == "known" and r.facts.copy_behind == [] and r.facts.ops == {"fired": 1}
     assert r.verdict == "true", (r.forbidden, r.unknown_because)
     assert r.counts["eos-loss"] == r.counts["eos-duplicate"] == 0
-    copied = sum(1 for c in pq.read_table(out.run_dir / "history" / "copies.parquet").to_pylist()
-                 if c["outcome"] == "ok")
+    copied = sum(1 for c in rows(out.run_dir, "copies") if c["outcome"] == "ok")
     assert copied >= r.metrics.acked, (copied, r.metrics.acked)  # every input record, aborted copies besides
 
 

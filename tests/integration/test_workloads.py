@@ -34,7 +34,7 @@ def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_of
     kraft.metadata.create_topic(TOPIC, 3, 3, {"min.insync.replicas": "2"})
     h = HistoryWriter(tmp_path / "history")
     boot = kraft.bootstrap_servers()
-    consumer = ConsumerClient(0, ConsumerSpec(), TOPIC, 3, boot, h).start()
+    consumer = ConsumerClient(0, ConsumerSpec(), (TOPIC,), 3, boot, h).start()
     producers = [ProducerClient(i, ProducerSpec(rate=200, compression=codec, keyed=i == 0), TOPIC, boot, h).start()
                  for i, codec in enumerate(("none", "gzip", "snappy", "lz4", "zstd"))]
     time.sleep(5)

@@ -16,7 +16,7 @@ NOWHERE = "127.0.0.1:1"  # loopback, nothing listens
 
 def test_stopping_a_client_killed_mid_run_returns_at_once(tmp_path):
     for _ in range(5):  # the old Event-based stop hung only sometimes: try a few moments of death
-        client = ClientProcess("producer", 0, ProducerSpec(rate=50), "t", 1, NOWHERE, tmp_path).start()
+        client = ClientProcess("producer", 0, ProducerSpec(rate=50), ("t",), 1, NOWHERE, tmp_path).start()
         assert client.wait_ready(60)
         os.kill(client._proc.pid, signal.SIGKILL)
         began = time.monotonic()
@@ -26,7 +26,7 @@ def test_stopping_a_client_killed_mid_run_returns_at_once(tmp_path):
 
 
 def test_a_stopped_client_ends_on_its_own_and_counts_what_it_sent(tmp_path):
-    client = ClientProcess("producer", 0, ProducerSpec(rate=100, message_timeout_ms=1000), "t", 1, NOWHERE,
+    client = ClientProcess("producer", 0, ProducerSpec(rate=100, message_timeout_ms=1000), ("t",), 1, NOWHERE,
                            tmp_path).start()
     assert client.wait_ready(60)
     time.sleep(1)
@@ -36,7 +36,7 @@ def test_a_stopped_client_ends_on_its_own_and_counts_what_it_sent(tmp_path):
 
 
 def test_a_pause_returns_once_the_process_is_stopped(tmp_path):
-    client = ClientProcess("producer", 0, ProducerSpec(rate=50), "t", 1, NOWHERE, tmp_path).start()
+    client = ClientProcess("producer", 0, ProducerSpec(rate=50), ("t",), 1, NOWHERE, tmp_path).start()
     assert client.wait_ready(60)
     try:
         for _ in range(20):  # SIGSTOP is delivered asynchronously: pause() waits for the stopped state

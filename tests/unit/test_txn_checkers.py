@@ -46,6 +46,20 @@ def test_committed_transaction_visible_in_part(spark, tmp_path):
     assert (ex["reader"], ex["txn"], ex["passed_over"], ex["values"][0]["seq"]) == ("consumer-0", 2, 1, 4)
 
 
+def test_transactions_across_two_topics_clean_then_torn(spark, tmp_path):
+    # The same transactions with partition 1's values in a second topic: clean as written; consumer-0 reading as
+    # in the test above passes over txn 2's value in the other topic, a torn transaction across topics.
+    assert run(spark, tmp_path / "clean", transactional(two_topics=True)).counts() == only()
+    h = transactional(committed_reads=False, two_topics=True)
+    for topic, off, seq in (("chaos", 0, 0), ("chaos", 4, 3), ("chaos-2", 0, 1), ("chaos-2", 4, 5)):
+        h.topic = topic
+        h.read("consumer-0", 0, off, 0, seq, poll=2)
+    a = run(spark, tmp_path / "torn", h)
+    assert a.counts() == only(torn_transaction=1, poll_skip=1)
+    ex = a.anomalies["torn-transaction"].examples[0]
+    assert (ex["reader"], ex["txn"], ex["passed_over"], ex["values"][0]["seq"]) == ("consumer-0", 2, 1, 4)
+
+
 def test_lost_committed_write_but_a_lost_aborted_one_is_no_anomaly(spark, tmp_path):
     # txn 2's value in partition 1 is gone; consumer-0 read its other value and read partition 1 past it: the
     # committed transaction is also torn for that reader. Txn 1's lost value was aborted: no anomaly.

@@ -65,6 +65,9 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
     ("faults: [{fault: copier-kill}]", "faults.0.fault='copier-kill' needs workload='eos-copy'"),
     ("workload: eos-copy\ncopier: {offsets: inside}", "Expected one of 'in-transaction', 'outside' but got "
                                                       "copier.offsets='inside'"),
+    ("producer: {txn_topics: 2}", "producer.txn_topics=2 needs producer.transactional=true and workload="
+                                  "'produce-consume' (not transactional=False, workload='produce-consume'); set "
+                                  "txn_topics: 1"),
     ("producer: {abort_ratio: 1.5}", "Expected producer.abort_ratio <= 1.0 but got producer.abort_ratio=1.5"),
     ("consumer: {isolation: read_comitted}", "(did you mean 'read_committed'?)"),
     ("kafka: {version: '3.9.2'}\nconsumer: {group_protocol: consumer}", "consumer.group_protocol='consumer' "
