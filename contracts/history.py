@@ -83,6 +83,7 @@ class Event(StrEnum):
     STOPPED = "stopped"  # a client gave up after too many errors, or its thread ended before it was told to stop
     UNFLUSHED = "unflushed"  # a producer closed with sends that never got a delivery report
     HUNG = "hung"  # a client call outlived its own timeout; the client's process exits and is restarted
+    REQUESTS = "requests"  # a producer handle's librdkafka request counters so far (detail: JSON), when they moved
 
 
 class Outcome(StrEnum):

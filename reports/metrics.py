@@ -9,6 +9,8 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from contracts.history import Event
+
 GAP_NS = 1_000_000_000  # no successful ack for longer than this is an unavailability window
 BUCKET_NS = 100_000_000  # the resolution of those windows
 LATENCY_DIGITS = 3  # significant digits a latency keeps in the histogram (as HdrHistogram's usual precision)
@@ -83,6 +85,18 @@ def send_metrics(sends: DataFrame) -> tuple[dict, DataFrame, int]:
               for name, o in (("acked", "ok"), ("failed", "fail"), ("indeterminate", "info"))}
     return ({**counts, "latency_ms": latency, "unavailability": windows,
              "unavailable_s": round(sum(w["length_s"] for w in windows), 2)}, per_second(hist), t0)
+
+
+def client_requests(events: DataFrame) -> dict[str, int] | None:
+    """Requests librdkafka timed out, retried and failed to transmit, over every producer handle of the run (each
+    handle's last `requests` event); None when no producer reported any."""
+    names = ("timed_out", "retried", "errors")
+    detail = [F.get_json_object("detail", f"$.{n}").cast("long").alias(n) for n in names]
+    last = (events.filter(F.col("kind") == Event.REQUESTS.value)
+            .select("source", F.get_json_object("detail", "$.handle").alias("handle"), *detail)
+            .groupBy("source", "handle").agg(*[F.max(n).alias(n) for n in names]))
+    total = last.agg(F.count("*").alias("handles"), *[F.sum(n).alias(n) for n in names]).first()
+    return {n: int(total[n]) for n in names} if total["handles"] else None
 
 
 def _ms(ns: int | None) -> float | None:

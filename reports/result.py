@@ -40,6 +40,14 @@ class Span(BaseModel):
     last_s: float
 
 
+class Requests(BaseModel):
+    """What the producers' librdkafka counted of their requests to brokers, summed over every client handle."""
+
+    timed_out: int = 0
+    retried: int = 0
+    errors: int = 0  # transmission errors
+
+
 class Metrics(BaseModel):
     """Counts, latency and availability of a run's sends, reads and leaders."""
 
@@ -53,6 +61,7 @@ class Metrics(BaseModel):
     leader_changes: dict[int, int] = {}
     reads: int = 0
     isr_recovery_s: float | None = None  # the longest time from a fault op's end to every partition's full ISR
+    requests: Requests | None = None  # None: no producer reported its counters
 
 
 class RunResult(BaseModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
@@ -19,6 +20,8 @@ MAX_CLIENT_ERRORS = 100
 RELEASE_S = 2.0  # how long a producer being dropped may take to report what it purged
 RECREATE_EVERY_S = 1.0  # at most one new producer a second, whatever a broker keeps answering
 BATCH = 64  # sends per produce_batch call when unthrottled; delivery reports are served after each call
+STATS_MS = 5000  # how often librdkafka reports its counters to RequestStats
+COUNTERS = {"timed_out": "req_timeouts", "retried": "txretries", "errors": "txerrs"}  # ours: librdkafka's per broker
 
 
 def producer_config(spec: ProducerSpec, bootstrap: str, client_id: str) -> dict:
@@ -42,6 +45,28 @@ def producer_config(spec: ProducerSpec, bootstrap: str, client_id: str) -> dict:
     }
 
 
+class RequestStats:
+    """librdkafka's statistics callback for one producer: each handle's requests timed out, retried and failed in
+    transmission, summed over its brokers, recorded as a `requests` event whenever they moved."""
+
+    def __init__(self, history: HistoryWriter, source: str, topic: str) -> None:
+        self.history, self.source, self.topic = history, source, topic
+        self._last: dict[str, dict] = {}
+
+    def config(self) -> dict:
+        """The librdkafka settings that deliver the statistics here."""
+        return {"statistics.interval.ms": STATS_MS, "stats_cb": self}
+
+    def __call__(self, stats_json: str) -> None:
+        stats = orjson.loads(stats_json)
+        brokers = stats.get("brokers", {}).values()
+        handle = f"{os.getpid()}/{stats.get('name', '')}"  # handle names repeat in a restarted process
+        now = {"handle": handle, **{k: sum(b.get(f, 0) for b in brokers) for k, f in COUNTERS.items()}}
+        if now != self._last.get(handle):
+            self._last[handle] = now
+            self.history.event(self.source, Event.REQUESTS, topic=self.topic, detail=orjson.dumps(now).decode())
+
+
 class ProducerClient(Worker):
     """One producer thread: rate-limited sends, outcomes from delivery reports, recreation after fatal errors."""
 
@@ -57,9 +82,10 @@ class ProducerClient(Worker):
                                                "txn": NO_TXN})
         self._keys_json = [orjson.dumps(self._key(seq)) for seq in range(16)]  # by seq % 16
         self._write_ok = history.line_writer("sends")
+        self._stats = RequestStats(history, f"producer-{pid}", topic)
 
     def _new_producer(self) -> Producer:
-        return Producer(producer_config(self.spec, self.bootstrap, f"chaos-producer-{self.pid}"))
+        return Producer(producer_config(self.spec, self.bootstrap, f"chaos-producer-{self.pid}") | self._stats.config())
 
     def _event(self, kind: Event, detail: str) -> None:
         self.history.event(f"producer-{self.pid}", kind, topic=self.topic, detail=detail)

@@ -13,7 +13,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from contracts.history import NO_COMMIT, NO_OFFSET, NO_PARTITION, Event, Fate, HistoryWriter, now_ns
 from contracts.payload import encode
 from contracts.scenario import ProducerSpec, transactional_id
-from workloads.producer import RECREATE_EVERY_S, RELEASE_S, producer_config
+from workloads.producer import RECREATE_EVERY_S, RELEASE_S, RequestStats, producer_config
 from workloads.worker import CallWatch, Worker
 
 T = TypeVar("T")
@@ -113,6 +113,7 @@ class TxnProducerClient(Worker):
         self.seq = self.txn = self.acked = self.errors = 0
         self._rng = random.Random(pid)
         self._pending: dict[int, tuple[int, int, str]] = {}  # seq -> (t_invoke, txn, topic) awaiting a report
+        self._stats = RequestStats(history, f"producer-{pid}", topics[0])
 
     def _event(self, kind: Event, detail: str) -> None:
         self.history.event(f"producer-{self.pid}", kind, topic=self.topics[0], detail=detail)
@@ -133,7 +134,7 @@ class TxnProducerClient(Worker):
 
     def _start(self) -> Producer | None:
         """A new instance with its transactions initialised (None, recorded, if that failed)."""
-        producer = Producer(transactional_config(self.spec, self.bootstrap, self.pid))
+        producer = Producer(transactional_config(self.spec, self.bootstrap, self.pid) | self._stats.config())
         try:
             self._call(producer.init_transactions)
         except (Unfinished, KafkaException) as exc:

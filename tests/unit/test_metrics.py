@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+
+from contracts.history import Event
 from reports.analysis import analyze
 from tests.histories import History
+from workloads.producer import RequestStats
 
 MS = 1_000_000
 
@@ -54,3 +59,34 @@ def test_isr_recovery_is_the_longest_wait_from_an_op_end_to_every_partition_full
                            "t_end": [2 * s, 3 * s, 11 * s]})
     assert isr_recovery_s(meta, faults) == 3.5
     assert isr_recovery_s(meta.iloc[:0], faults) is None and isr_recovery_s(meta, faults.iloc[:0]) is None
+
+
+def test_request_counters_are_each_handles_last_report_summed(spark, tmp_path):
+    # producer-0's handle reported twice (its last: 3 timed out, 5 retried), a later handle of it once, producer-1's
+    # once; librdkafka's counters only grow, so each handle's last report is its total.
+    h = History().send(0, 0, 0, 0)
+    for source, handle, counts in (("producer-0", "7/rdkafka#producer-1", (1, 2, 0)),
+                                   ("producer-0", "7/rdkafka#producer-1", (3, 5, 1)),
+                                   ("producer-0", "7/rdkafka#producer-2", (2, 2, 0)),
+                                   ("producer-1", "8/rdkafka#producer-1", (0, 4, 0))):
+        detail = json.dumps({"handle": handle, **dict(zip(("timed_out", "retried", "errors"), counts, strict=True))})
+        h.event(source, Event.REQUESTS, detail=detail)
+    m = analyze(spark, h.write(tmp_path / "history")).metrics
+    assert m["requests"] == {"timed_out": 5, "retried": 11, "errors": 1}
+    assert analyze(spark, History().send(0, 0, 0, 0).write(tmp_path / "none")).metrics["requests"] is None
+
+
+def test_the_statistics_callback_sums_brokers_and_records_only_moves():
+    events = []
+
+    class Recorder:
+        def event(self, source, kind, **row):
+            events.append((source, kind, json.loads(row["detail"])))
+
+    stats = RequestStats(Recorder(), "producer-0", "chaos")
+    report = {"name": "rdkafka#producer-1", "brokers": {
+        "b1": {"req_timeouts": 2, "txretries": 3, "txerrs": 0}, "b2": {"req_timeouts": 1, "txretries": 1, "txerrs": 1}}}
+    stats(json.dumps(report))
+    stats(json.dumps(report))
+    assert events == [("producer-0", Event.REQUESTS, {"handle": f"{os.getpid()}/rdkafka#producer-1", "timed_out": 3,
+                                                       "retried": 4, "errors": 1})]
