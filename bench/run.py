@@ -1,7 +1,7 @@
 """`make bench`: each figure beside the baseline it names, measured in the same run; writes BENCHMARKS.md.
 
-Sections can be chosen with BENCH=bringup,throughput,analysis,overhead,smoke,disk and sizes with
-BENCH_SIZES=1e6,1e7,5e7.
+Sections can be chosen with BENCH=bringup,throughput,analysis,overhead,smoke,disk,latency,profile and sizes with
+BENCH_SIZES=1e6,1e7,5e7 (profile takes the first).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import measure, synthetic
+from bench import measure, profile, synthetic
 from contracts.scenario import ProducerSpec
 from contracts.versions import DEFAULT_VERSION
 from harness import netdelay
@@ -329,7 +329,8 @@ def main() -> None:
     chosen = os.environ.get("BENCH", "bringup,throughput,analysis,overhead,smoke,disk,latency").split(",")
     sizes = [int(float(s)) for s in os.environ.get("BENCH_SIZES", "1e6,1e7,5e7").split(",")]
     sections = {"bringup": bringup, "throughput": throughput, "analysis": lambda: analysis(sizes),
-                "overhead": overhead, "smoke": smoke, "disk": disk, "latency": latency}
+                "overhead": overhead, "smoke": smoke, "disk": disk, "latency": latency,
+                "profile": lambda: profile.profile(sizes[0])}
     fresh = {}
     for name in chosen:
         fresh[name] = sections[name]()

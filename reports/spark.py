@@ -87,6 +87,8 @@ def session(master: str | None = None, driver_memory: str | None = None, large: 
                      ("spark.driver.host", "127.0.0.1"),
                      ("spark.sql.session.timeZone", "UTC"),
                      ("spark.driver.extraJavaOptions", java_options)]))
+    if event_log := os.environ.get("KCHAOS_SPARK_EVENT_LOG"):  # a directory: Spark's event log, for bench.profile
+        conf.setAll([("spark.eventLog.enabled", "true"), ("spark.eventLog.dir", event_log)])
     try:
         spark = _start(conf)
     except PySparkRuntimeError as exc:

@@ -1,0 +1,90 @@
+"""`BENCH=profile`: where one PySpark analysis of a synthetic history spends its time, read from Spark's event log
+(jobs, stages and tasks, and the time between them that the driver spends starting, planning and in Python)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import measure, synthetic
+
+TOP = 8  # call sites listed by time
+
+
+@dataclass
+class Job:
+    """One Spark job: its call site in our code, how long it ran, and its stages."""
+
+    site: str
+    seconds: float
+    stages: int
+
+
+def jobs_of(events: list[dict]) -> tuple[list[Job], float, int]:
+    """The jobs of an event log, the seconds from the application's start to its end, and the tasks run."""
+    started, jobs, tasks = {}, [], Counter()
+    span = [0.0, 0.0]
+    for e in events:
+        kind = e["Event"]
+        if kind == "SparkListenerApplicationStart":
+            span[0] = e["Timestamp"] / 1000
+        elif kind == "SparkListenerApplicationEnd":
+            span[1] = e["Timestamp"] / 1000
+        elif kind == "SparkListenerJobStart":
+            site = _site(e.get("Properties", {}).get("callSite.short", "?"))
+            started[e["Job ID"]] = (site, e["Submission Time"], len(e["Stage Infos"]))
+        elif kind == "SparkListenerStageCompleted":
+            tasks[e["Stage Info"]["Stage ID"]] = e["Stage Info"]["Number of Tasks"]
+        elif kind == "SparkListenerJobEnd" and e["Job ID"] in started:
+            site, t0, stages = started.pop(e["Job ID"])
+            jobs.append(Job(site, (e["Completion Time"] - t0) / 1000, stages))
+    return jobs, span[1] - span[0] if span[1] else 0.0, sum(tasks.values())
+
+
+def _site(call_site: str) -> str:
+    """`collect at /x/reports/analysis.py:52` -> `collect at reports/analysis.py:52`."""
+    return re.sub(r" at .*?/((?:reports|bench|kchaos)/[\w/]+\.py:\d+)", r" at \1", call_site)
+
+
+def profile(sends: int) -> list[str]:
+    """Analyze one synthetic history with the event log on; the wall time beside the time inside jobs."""
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
+        synthetic.generate(sends, Path(tmp) / "history")
+        logs = Path(tmp) / "events"
+        logs.mkdir()
+        os.environ["KCHAOS_SPARK_EVENT_LOG"] = str(logs)
+        try:
+            wall, _, _ = measure.run(["bench.engines", "spark", str(Path(tmp) / "history")])
+        finally:
+            del os.environ["KCHAOS_SPARK_EVENT_LOG"]
+        events = [json.loads(line) for f in logs.iterdir() for line in f.read_text().splitlines() if line]
+    jobs, app_s, tasks = jobs_of(events)
+    return _lines(sends, wall, app_s, jobs, tasks)
+
+
+def _lines(sends: int, wall: float, app_s: float, jobs: list[Job], tasks: int) -> list[str]:
+    in_jobs = sum(j.seconds for j in jobs)
+    by_site: dict[str, list[Job]] = {}
+    for j in jobs:
+        by_site.setdefault(j.site, []).append(j)
+    top = sorted(by_site.items(), key=lambda kv: -sum(j.seconds for j in kv[1]))[:TOP]
+    return ["## Where the analysis time goes", "", f"Measured {time.strftime('%Y-%m-%d')}.", "",
+            f"Command: `BENCH=profile BENCH_SIZES={sends:.0e} make bench`: one PySpark analysis (the product's "
+            f"settings) of the synthetic history of {sends:,} sends the analysis section uses, with Spark's event "
+            "log on; the baseline is the process's own wall time.", "",
+            "| part | seconds | share of wall time |", "|---|---|---|",
+            f"| whole process (baseline) | {wall:.1f} | 100% |",
+            f"| before the Spark application started (Python, JVM, session) | {wall - app_s:.1f} | "
+            f"{(wall - app_s) / wall:.0%} |",
+            f"| inside {len(jobs)} Spark jobs ({sum(j.stages for j in jobs)} stages, {tasks} tasks) | {in_jobs:.1f} | "
+            f"{in_jobs / wall:.0%} |",
+            f"| between jobs (planning, Python, pandas) | {app_s - in_jobs:.1f} | {(app_s - in_jobs) / wall:.0%} |",
+            "", f"The {len(top)} call sites that took longest:", "",
+            "| call site | jobs | seconds |", "|---|---|---|",
+            *[f"| `{site}` | {len(js)} | {sum(j.seconds for j in js):.1f} |" for site, js in top], ""]

@@ -1,0 +1,25 @@
+"""bench.profile reads Spark's event log: jobs by call site, stages, tasks and the application's span."""
+
+from __future__ import annotations
+
+from bench.profile import Job, jobs_of
+
+
+def test_jobs_stages_tasks_and_span_from_an_event_log():
+    site = "collect at /tmp/x/reports/analysis.py:52"
+    events = [
+        {"Event": "SparkListenerApplicationStart", "Timestamp": 1_000},
+        {"Event": "SparkListenerJobStart", "Job ID": 0, "Submission Time": 2_000, "Stage Infos": [{}, {}],
+         "Properties": {"callSite.short": site}},
+        {"Event": "SparkListenerStageCompleted", "Stage Info": {"Stage ID": 0, "Number of Tasks": 8}},
+        {"Event": "SparkListenerStageCompleted", "Stage Info": {"Stage ID": 1, "Number of Tasks": 1}},
+        {"Event": "SparkListenerJobEnd", "Job ID": 0, "Completion Time": 3_500},
+        {"Event": "SparkListenerJobStart", "Job ID": 1, "Submission Time": 4_000, "Stage Infos": [{}],
+         "Properties": {}},
+        {"Event": "SparkListenerStageCompleted", "Stage Info": {"Stage ID": 2, "Number of Tasks": 2}},
+        {"Event": "SparkListenerJobEnd", "Job ID": 1, "Completion Time": 4_250},
+        {"Event": "SparkListenerApplicationEnd", "Timestamp": 6_000},
+    ]
+    jobs, span_s, tasks = jobs_of(events)
+    assert jobs == [Job("collect at reports/analysis.py:52", 1.5, 2), Job("?", 0.25, 1)]
+    assert (span_s, tasks) == (5.0, 11)
