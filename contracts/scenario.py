@@ -117,7 +117,8 @@ class ProducerSpec(Strict):
     batch_size: int = Field(16384, ge=1, le=16 * 1024 * 1024)
     compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
     message_timeout_ms: int = Field(30000, ge=1000, le=3_600_000)
-    request_timeout_ms: int = Field(10000, ge=500, le=600_000)
+    request_timeout_ms: int = Field(10000, ge=500, le=600_000)  # librdkafka: how long the broker may wait for acks
+    socket_timeout_ms: int = Field(60000, ge=10, le=300_000)  # librdkafka: when the client gives a request up
     keyed: bool = False
     payload_bytes: int = Field(64, ge=24, le=1_000_000)
     rate: float = Field(1000, ge=0, le=1_000_000)  # messages per second per producer; 0 = as fast as possible

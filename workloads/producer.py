@@ -38,6 +38,7 @@ def producer_config(spec: ProducerSpec, bootstrap: str, client_id: str) -> dict:
         "compression.type": spec.compression,
         "message.timeout.ms": spec.message_timeout_ms,
         "request.timeout.ms": spec.request_timeout_ms,
+        "socket.timeout.ms": spec.socket_timeout_ms,
         "socket.connection.setup.timeout.ms": 5000,
         "reconnect.backoff.max.ms": 1000,
         "log_level": 0,  # client logs would drown the progress line; outcomes are in the history
