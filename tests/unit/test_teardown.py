@@ -8,6 +8,7 @@ import docker
 import pytest
 import requests
 
+from harness import node as node_module
 from harness.cluster import Cluster, ClusterSpec
 from harness.node import KafkaNode
 
@@ -18,34 +19,41 @@ def _api_error(status: int, message: str) -> docker.errors.APIError:
     return docker.errors.APIError(f"{status} Client Error", response=response, explanation=message)
 
 
-class _Removing:
-    """A container the engine answers for with `error` when asked to remove it."""
+class _Container:
+    """A running container as the node sees it."""
 
+    id = "c0ffee"
     status = "running"
-
-    def __init__(self, error: Exception) -> None:
-        self.error = error
 
     def reload(self) -> None:
         pass
 
-    def remove(self, **_) -> None:
+
+class _Engine:
+    """An engine that answers `error` when asked to remove a container."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def remove_container(self, container_id: str, **_) -> None:
         raise self.error
 
 
-def _node(error: Exception) -> KafkaNode:
+def _node(error: Exception, monkeypatch) -> KafkaNode:
+    monkeypatch.setattr(node_module, "_engine", lambda: _Engine(error))
     node = KafkaNode.__new__(KafkaNode)  # no engine needed: only remove() is exercised
-    node._container = _Removing(error)
+    node._container = _Container()
+    node.alias = "kafka-1"
     return node
 
 
-def test_a_container_already_being_removed_is_removed():
-    _node(_api_error(409, "removal of container kchaos-x-kafka-1 is already in progress")).remove()
+def test_a_container_already_being_removed_is_removed(monkeypatch):
+    _node(_api_error(409, "removal of container kchaos-x-kafka-1 is already in progress"), monkeypatch).remove()
 
 
-def test_other_engine_errors_on_remove_are_raised():
+def test_other_engine_errors_on_remove_are_raised(monkeypatch):
     with pytest.raises(docker.errors.APIError):
-        _node(_api_error(500, "driver failed")).remove()
+        _node(_api_error(500, "driver failed"), monkeypatch).remove()
 
 
 def test_a_failed_teardown_is_noted_on_the_failure_it_would_have_hidden(monkeypatch):
