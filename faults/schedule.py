@@ -55,8 +55,8 @@ def load(path: Path) -> list[PlannedOp]:
 
 class Nemesis:
     """Runs a schedule against a cluster: each fault line on a thread of its own, so one line's slow op never
-    delays another's. Every planned op ends as one `faults` row: fired, skipped, failed, no-effect, or (when the
-    run ended first) not-reached."""
+    delays another's; an op whose brokers another line's op holds is skipped. Every planned op ends as one `faults`
+    row: fired, skipped, failed, no-effect, or (when the run ended first) not-reached."""
 
     def __init__(self, cluster: ClusterControl, topic: str, faults: list[FaultSpec], ops: list[PlannedOp],
                  seed: int, history: HistoryWriter, clients: Clients | None = None) -> None:
@@ -68,6 +68,8 @@ class Nemesis:
                     for i in self.lines}
         self.started: set[PlannedOp] = set()
         self.running: dict[int, str] = {}
+        self.held: dict[int, int] = {}  # broker -> the line whose running op holds it
+        self._held_lock = threading.Lock()
         self.errors: list[str] = []
         self.threads = [threading.Thread(target=self._line, args=(i,), name=f"nemesis-{i}", daemon=True)
                         for i in self.lines]
@@ -118,6 +120,9 @@ class Nemesis:
                 if not targets:
                     detail["skipped"] = f"no node matched target {spec.target!r} at this moment"
                     outcome = Outcome.SKIPPED
+                elif busy := self.claim(op.index, targets):
+                    detail["skipped"] = f"brokers {busy} were held by another fault line's op"
+                    outcome, targets = Outcome.SKIPPED, []
             if outcome is Outcome.FIRED:
                 self.running[op.index] = f"{spec.fault}({','.join(map(str, targets))})"
                 detail["hold_s"] = spec.for_
@@ -131,7 +136,22 @@ class Nemesis:
             self.errors.append(f"{spec.fault} at {op.at} s failed: {detail['error']}")
         finally:
             self.running.pop(op.index, None)
+            self.release(op.index)
             self._record(op, t_start, targets, detail, outcome)
+
+    def claim(self, line: int, brokers: list[int]) -> list[int]:
+        """Hold brokers for a line's op, so another line's op cannot kill or pause one mid-restart; returns those
+        another line holds (and claims none then)."""
+        with self._held_lock:
+            busy = sorted(b for b in brokers if self.held.get(b, line) != line)
+            if not busy:
+                self.held.update(dict.fromkeys(brokers, line))
+            return busy
+
+    def release(self, line: int) -> None:
+        """Let go of what a line's op held."""
+        with self._held_lock:
+            self.held = {b: held_by for b, held_by in self.held.items() if held_by != line}
 
     def _planned(self, op: PlannedOp) -> int:
         return self.t0_ns + int(op.at * 1e9)

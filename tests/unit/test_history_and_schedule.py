@@ -164,6 +164,15 @@ def test_schedule_roundtrip(tmp_path):
     assert schedule.load(tmp_path / "s.json") == ops_
 
 
+def test_a_line_cannot_claim_a_broker_another_line_holds_until_it_is_released(tmp_path):
+    nemesis = schedule.Nemesis(None, "chaos", [], [], 1, HistoryWriter(tmp_path))
+    assert nemesis.claim(0, [2]) == []
+    assert nemesis.claim(1, [1, 2]) == [2] and nemesis.held == {2: 0}  # all or nothing
+    assert nemesis.claim(0, [2, 3]) == []  # a line's own next op
+    nemesis.release(0)
+    assert nemesis.held == {} and nemesis.claim(1, [1, 2]) == []
+
+
 def test_every_fault_kind_is_writable_in_a_scenario_and_has_an_op():
     for name, kind in KINDS.items():
         spec = fault_spec(fault=name)
