@@ -124,7 +124,8 @@ def write(rows: dict[str, str], errors: list[str], command: str, minutes: float,
         "Each row: its scenario run with seeds 0..runs-1 by `make detect` on the date it names. Must-pass scenarios "
         "(violations are false alarms) run DETECT_RUNS_PASS times, known-unsafe ones DETECT_RUNS_UNSAFE times; a "
         "detect limited by DETECT_ONLY replaces only its own rows; with DETECT_RESUME=1 it adds the seeds after a "
-        "row's last one to its counts (a row measured over several days names the first and the last).", "",
+        "row's last one to its counts (a row measured over several days names the first and the last). A must-pass "
+        "violation is a false alarm unless a draft report in docs/findings/ traces it to Kafka or its client.", "",
         f"Last command: `{command}`; {'took' if done else 'still running after'} {minutes:.0f} min.", "",
         HEADER, "|---|---|---|---|---|---|---|---|", *rows.values(), "",
         *([ERRORS, "", "Runs that ended without a verdict (each a harness error in its row, never a pass):", "",
