@@ -245,15 +245,12 @@ def _settle(scenario: Scenario, cluster: Cluster, history: HistoryWriter, info: 
     stopping.start()  # the drain and the replica dump need only the producers stopped
     try:
         phase("drain")
-        reached = final_drain(boot, topic, parts, history, scenario.drain_timeout)
-        info.drain_reached = {str(p): r for p, r in reached.items()}
-        for other in scenario.topics()[1:]:
-            reached = final_drain(boot, other, parts, history, scenario.drain_timeout)
-            info.drain_reached |= {f"{other}/{p}": r for p, r in reached.items()}
-        if clients.copiers:
-            out = copy_topic(topic)
-            reached = final_drain(boot, out, parts, history, scenario.drain_timeout, "read_committed")
-            info.drain_reached |= {f"{out}/{p}": r for p, r in reached.items()}
+        # the workload's topics as written; an eos-copy output as its users read it
+        drains = [*((t, "read_uncommitted") for t in scenario.topics()),
+                  *([(copy_topic(topic), "read_committed")] if clients.copiers else [])]
+        for t, isolation in drains:
+            reached = final_drain(boot, t, parts, history, scenario.drain_timeout, isolation)
+            info.drain_reached |= {str(p) if t == topic else f"{t}/{p}": r for p, r in reached.items()}
         sampler.stop()
         sampler.join(15)
         phase("replicas")
