@@ -84,9 +84,8 @@ def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
     vanished = _without(live, final).merge(ends[ends.reached][["topic", "partition"]])
     found["vanished-read"] = vanished[VALUE].drop_duplicates()
     committed = events[events.kind == "committed"].rename(columns={"offset": "committed"})
-    if not committed.empty:  # a group committed offsets
-        unread = _without(final, live).merge(committed[["topic", "partition", "committed"]])
-        found["committed-unread"] = unread[unread.offset < unread.committed]
+    unread = _without(final, live).merge(committed[["topic", "partition", "committed"]])  # none without a group
+    found["committed-unread"] = unread[unread.offset < unread.committed]
     found["recovered"] = _with(sends[sends.outcome == "info"], placed)  # a metric: info sends in the log
     return found
 

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from contracts.history import arrow_schema
+from contracts.history import NO_TXN, arrow_schema
 
 PRODUCERS, PARTITIONS = 8, 12
 LOST, DUPLICATED = 1000, 500  # injected, so both engines must report exactly these
@@ -38,7 +38,8 @@ def generate(n: int, directory: Path, chunk: int = 5_000_000) -> dict[str, int]:
         writers["sends"].write_table(pa.table({
             "producer": producer, "seq": seq, "key": pa.nulls(m, pa.string()), "topic": pa.array(["chaos"] * m),
             "partition": part, "t_invoke": t, "t_complete": t + 3_000_000, "outcome": pa.array(["ok"] * m),
-            "error": pa.nulls(m, pa.string()), "offset": offset}, schema=arrow_schema("sends")))
+            "error": pa.nulls(m, pa.string()), "offset": offset, "txn": np.full(m, NO_TXN)},
+            schema=arrow_schema("sends")))
         keep = ~np.isin(idx, np.fromiter(lost, int))
         r_idx = np.concatenate([idx[keep], idx[np.isin(idx, dup)]])
         r_off = np.concatenate([offset[keep], offset[np.isin(idx, dup)] + 10**12])  # far, distinct offsets

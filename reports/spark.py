@@ -88,7 +88,8 @@ def session(master: str | None = None, driver_memory: str | None = None, large: 
                      ("spark.sql.session.timeZone", "UTC"),
                      ("spark.driver.extraJavaOptions", java_options)]))
     if event_log := os.environ.get("KCHAOS_SPARK_EVENT_LOG"):  # a directory: Spark's event log, for bench.profile
-        conf.setAll([("spark.eventLog.enabled", "true"), ("spark.eventLog.dir", event_log)])
+        conf.setAll([("spark.eventLog.enabled", "true"), ("spark.eventLog.dir", event_log),
+                     ("spark.eventLog.compress", "false"), ("spark.eventLog.rolling.enabled", "false")])
     try:
         spark = _start(conf)
     except PySparkRuntimeError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bench import synthetic
 from bench.pandas_checks import check
 from reports.analysis import analyze
 from tests.unit.test_prefilter import every_mutation
@@ -14,3 +15,11 @@ def test_pandas_baseline_counts_what_the_analysis_counts(spark, tmp_path):
     assert sum(n > 0 for n in a.counts().values()) >= 9
     assert (baseline["metrics"]["recovered"], baseline["metrics"]["reads"]) == (a.metrics["recovered"],
                                                                               a.metrics["reads"])
+
+
+def test_the_synthetic_benchmark_history_holds_exactly_its_injected_anomalies(spark, tmp_path):
+    expected = synthetic.generate(3_000, tmp_path / "history", chunk=1_000)
+    counts = analyze(spark, tmp_path / "history").counts()
+    assert {k: counts[k] for k in expected} == expected
+    assert sum(counts.values()) == sum(expected.values())
+    assert check(tmp_path / "history")["counts"] == counts
