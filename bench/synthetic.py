@@ -14,6 +14,13 @@ PRODUCERS, PARTITIONS = 8, 12
 LOST, DUPLICATED = 1000, 500  # injected, so both engines must report exactly these
 
 
+def _table(name: str, columns: dict) -> pa.Table:
+    """A table of the history's schema; the columns a synthetic history has no use for are null."""
+    schema = arrow_schema(name)
+    m = len(next(iter(columns.values())))
+    return pa.table({f.name: columns.get(f.name, pa.nulls(m, f.type)) for f in schema}, schema=schema)
+
+
 def generate(n: int, directory: Path, chunk: int = 5_000_000) -> dict[str, int]:
     """sends, final reads and one replica per record; LOST acked records absent everywhere, DUPLICATED records
     written twice. Returns the expected counts."""
@@ -35,31 +42,28 @@ def generate(n: int, directory: Path, chunk: int = 5_000_000) -> dict[str, int]:
             next_offset[p] += k
         t = 1_000_000_000 + idx * 20_000
         m = len(idx)
-        writers["sends"].write_table(pa.table({
-            "producer": producer, "seq": seq, "key": pa.nulls(m, pa.string()), "topic": pa.array(["chaos"] * m),
+        writers["sends"].write_table(_table("sends", {
+            "producer": producer, "seq": seq, "topic": pa.array(["chaos"] * m),
             "partition": part, "t_invoke": t, "t_complete": t + 3_000_000, "outcome": pa.array(["ok"] * m),
-            "error": pa.nulls(m, pa.string()), "offset": offset, "txn": np.full(m, NO_TXN)},
-            schema=arrow_schema("sends")))
+            "offset": offset, "txn": np.full(m, NO_TXN)}))
         keep = ~np.isin(idx, np.fromiter(lost, int))
         r_idx = np.concatenate([idx[keep], idx[np.isin(idx, dup)]])
         r_off = np.concatenate([offset[keep], offset[np.isin(idx, dup)] + 10**12])  # far, distinct offsets
         r = len(r_idx)
         cols = {"topic": pa.array(["chaos"] * r), "partition": r_idx % PARTITIONS, "offset": r_off,
                 "producer": r_idx % PRODUCERS, "seq": r_idx // PRODUCERS, "checksum_ok": np.ones(r, dtype=bool)}
-        writers["reads"].write_table(pa.table({
+        writers["reads"].write_table(_table("reads", {
             "reader": pa.array(["drain"] * r), "phase": pa.array(["final"] * r), "poll": r_idx // 500,
-            "t": 2_000_000_000_000 + r_idx, **cols}, schema=arrow_schema("reads")))
-        writers["replicas"].write_table(pa.table({
-            "broker": np.ones(r, dtype=np.int64), "leader_epoch": np.zeros(r, dtype=np.int64), **cols},
-            schema=arrow_schema("replicas")))
-    ends = pa.table({"t": np.full(PARTITIONS, 3_000_000_000_000), "source": ["drain"] * PARTITIONS,
-                     "kind": ["final-end"] * PARTITIONS, "topic": ["chaos"] * PARTITIONS,
-                     "partition": np.arange(PARTITIONS), "offset": np.full(PARTITIONS, 10**13),
-                     "detail": ["reached"] * PARTITIONS}, schema=arrow_schema("events"))
-    writers["events"].write_table(ends)
-    writers["events"].write_table(pa.table({"t": [3_000_000_000_001], "source": ["runner"],
-                                            "kind": ["replicas-dumped"], "topic": ["chaos"], "partition": [-1],
-                                            "offset": [-1], "detail": [""]}, schema=arrow_schema("events")))
+            "t": 2_000_000_000_000 + r_idx, **cols}))
+        writers["replicas"].write_table(_table("replicas", {
+            "broker": np.ones(r, dtype=np.int64), "leader_epoch": np.zeros(r, dtype=np.int64), **cols}))
+    writers["events"].write_table(_table("events", {
+        "t": np.full(PARTITIONS, 3_000_000_000_000), "source": ["drain"] * PARTITIONS,
+        "kind": ["final-end"] * PARTITIONS, "topic": ["chaos"] * PARTITIONS, "partition": np.arange(PARTITIONS),
+        "offset": np.full(PARTITIONS, 10**13), "detail": ["reached"] * PARTITIONS}))
+    writers["events"].write_table(_table("events", {"t": [3_000_000_000_001], "source": ["runner"],
+                                                    "kind": ["replicas-dumped"], "topic": ["chaos"],
+                                                    "partition": [-1], "offset": [-1], "detail": [""]}))
     for w in writers.values():
         w.close()
     return {"lost-write": LOST, "duplicate": DUPLICATED}

@@ -42,7 +42,9 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     "metadata": [("t", "int"), ("topic", "str"), ("partition", "int"), ("leader", "int"), ("isr", "str"),
                  ("controller", "int")],
     "replicas": [("broker", "int"), ("topic", "str"), ("partition", "int"), ("offset", "int"),
-                 ("leader_epoch", "int"), ("producer", "int"), ("seq", "int"), ("checksum_ok", "bool")],
+                 ("leader_epoch", "int"), ("producer", "int"), ("seq", "int"), ("checksum_ok", "bool"),
+                 # the batch's Kafka producer id and epoch, the record's producer sequence (-1: not idempotent)
+                 ("producer_id", "int"), ("producer_epoch", "int"), ("sequence", "int"), ("transactional", "bool")],
     # What happened to clients and to the run itself: one row per Event below.
     "events": [("t", "int"), ("source", "str"), ("kind", "str"), ("topic", "str"), ("partition", "int"),
                ("offset", "int"), ("detail", "str")],

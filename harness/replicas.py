@@ -19,14 +19,17 @@ COPY = "/tmp/kchaos-segments.tar"  # the tar is made inside the broker, then cop
 SEGMENT = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)/\d+\.log$")  # skips -delete and -future directories
 
 
-# (partition, a batch's bytes) -> its records as (offset, leader epoch, producer, seq, checksum ok). Followers
-# store the leader's batches byte for byte, so the brokers of one dump share one parse of each batch.
-Parsed = dict[tuple[int, bytes], list[tuple[int, int, int, int, bool]]]
+# (partition, a batch's bytes) -> its records' columns after (broker, topic, partition). Followers store the
+# leader's batches byte for byte, so the brokers of one dump share one parse of each batch.
+COLUMNS = ("offset", "leader_epoch", "producer", "seq", "checksum_ok", "producer_id", "producer_epoch", "sequence",
+           "transactional")
+Parsed = dict[tuple[int, bytes], list[tuple]]
 BATCH_HEAD = struct.Struct(">qi")  # base offset, then the length of the rest of the batch
 
 
 def parse_segment(data: bytes, broker: int, topic: str, partition: int, parsed: Parsed | None = None) -> list[dict]:
-    """Rows (broker, topic, partition, offset, leader_epoch, producer, seq, checksum_ok) of one segment file.
+    """Rows (broker, topic, partition, *COLUMNS) of one segment file: each record's place, payload, and its batch's
+    Kafka producer id, epoch and the record's sequence (-1 without an idempotent producer).
     Control batches (transaction markers) carry no payload and are skipped; a torn last batch is ignored. A batch
     already in `parsed` (the same bytes at the same partition, from another replica) is not decoded again."""
     parsed = {} if parsed is None else parsed
@@ -41,21 +44,25 @@ def parse_segment(data: bytes, broker: int, topic: str, partition: int, parsed: 
         records = parsed.get((partition, raw))
         if records is None:
             records = parsed[(partition, raw)] = _records(raw)
-        rows += [{"broker": broker, "topic": topic, "partition": partition, "offset": offset, "leader_epoch": epoch,
-                  "producer": producer, "seq": seq, "checksum_ok": ok} for offset, epoch, producer, seq, ok in records]
+        rows += [{"broker": broker, "topic": topic, "partition": partition, **dict(zip(COLUMNS, r, strict=True))}
+                 for r in records]
     return rows
 
 
-def _records(raw: bytes) -> list[tuple[int, int, int, int, bool]]:
+def _records(raw: bytes) -> list[tuple]:
     batch = MemoryRecords(raw).next_batch()
-    # message format v0/v1 (before 0.11) has no control batches and no leader epoch
+    # message format v0/v1 (before 0.11) has no control batches, leader epoch or producer fields
     if batch is None or getattr(batch, "is_control_batch", False):
         return []
-    epoch = getattr(batch, "leader_epoch", -1)
+    epoch, pid = getattr(batch, "leader_epoch", -1), getattr(batch, "producer_id", -1)
+    pid_epoch, base_seq = getattr(batch, "producer_epoch", -1), getattr(batch, "base_sequence", -1)
+    transactional = bool(getattr(batch, "is_transactional", False))
     out = []
     for record in batch:
         d = decode(record.value)
-        out.append((record.offset, epoch, d.producer if d else -1, d.seq if d else -1, bool(d and d.checksum_ok)))
+        sequence = base_seq + record.offset - batch.base_offset if base_seq >= 0 else -1
+        out.append((record.offset, epoch, d.producer if d else -1, d.seq if d else -1, bool(d and d.checksum_ok),
+                    pid, pid_epoch, sequence, transactional))
     return out
 
 

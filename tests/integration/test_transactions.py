@@ -36,7 +36,9 @@ def spans(run_dir) -> set[tuple[int, int]]:
         if s["outcome"] == "ok":
             topics.setdefault((s["producer"], s["txn"]), set()).add(s["topic"])
     drained = {r["topic"] for r in rows(run_dir, "reads") if r["reader"] == "drain"}
-    assert drained == {r["topic"] for r in rows(run_dir, "replicas")} == {"chaos", "chaos-2"}
+    replicas = rows(run_dir, "replicas")
+    assert drained == {r["topic"] for r in replicas} == {"chaos", "chaos-2"}
+    assert all(r["transactional"] and r["producer_id"] >= 0 and r["sequence"] >= 0 for r in replicas)
     return {k for k, t in topics.items() if t == {"chaos", "chaos-2"}}
 
 

@@ -71,6 +71,12 @@ def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_of
         r = replicas[replicas.broker == broker]
         assert set(zip(r.partition, r.offset, r.producer, r.seq, strict=True)) == acked and len(r) == len(ok)
     assert replicas.checksum_ok.all() and set(replicas.leader_epoch) == {0}
+    # Kafka's producer fields: one producer id per (idempotent) client, its sequences 0, 1, ... per partition
+    assert (replicas.groupby("producer").producer_id.nunique() == 1).all()
+    assert replicas.producer_id.nunique() == 5 and (replicas.producer_epoch == 0).all()
+    assert not replicas.transactional.any()
+    for _, seqs in replicas[replicas.broker == 1].groupby(["producer_id", "partition"]).sequence:
+        assert sorted(seqs) == list(range(len(seqs)))
 
 
 def test_sends_with_the_cluster_stopped_end_info_or_fail_never_ok(kraft, tmp_path):

@@ -101,6 +101,9 @@ def test_segment_files_give_offset_epoch_and_payload_of_each_record():
     rows = parse_segment(seg + seg[:30], broker=2, topic="chaos", partition=2)  # a torn batch at the end
     assert [(r["broker"], r["partition"], r["offset"], r["leader_epoch"], r["producer"], r["seq"], r["checksum_ok"])
             for r in rows] == [(2, 2, 0, 4, 0, 5, True), (2, 2, 1, 4, -1, -1, False), (2, 2, 2, 5, 1, 9, True)]
+    # Kafka's producer fields: the batch's id and epoch, base sequence (here its base offset) plus the record's place
+    assert [(r["producer_id"], r["producer_epoch"], r["sequence"], r["transactional"]) for r in rows] == [
+        (7, 0, 0, False), (7, 0, 1, False), (7, 0, 2, False)]
 
 
 def test_control_batches_and_other_directories_are_skipped():
