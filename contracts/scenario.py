@@ -118,7 +118,9 @@ class ProducerSpec(Strict):
     compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
     message_timeout_ms: int = Field(30000, ge=1000, le=3_600_000)
     request_timeout_ms: int = Field(10000, ge=500, le=600_000)  # librdkafka: how long the broker may wait for acks
-    socket_timeout_ms: int = Field(60000, ge=10, le=300_000)  # librdkafka: when the client gives a request up
+    # librdkafka: when the client gives a request up; None leaves librdkafka's default (60 s, or just under the
+    # transaction timeout for a transactional producer)
+    socket_timeout_ms: int | None = Field(None, ge=10, le=300_000)
     keyed: bool = False
     payload_bytes: int = Field(64, ge=24, le=1_000_000)
     rate: float = Field(1000, ge=0, le=1_000_000)  # messages per second per producer; 0 = as fast as possible
@@ -276,11 +278,8 @@ class Scenario(Strict):
         problem = self.version_problem(self.kafka.version)
         if problem:
             raise ValueError(problem)
+        self._transaction_limits()
         p = self.producer
-        if p.transactional and p.message_timeout_ms > p.transaction_timeout_ms:
-            raise ValueError(f"producer.message_timeout_ms={p.message_timeout_ms} exceeds producer."
-                             f"transaction_timeout_ms={p.transaction_timeout_ms} (librdkafka refuses a transactional "
-                             "producer whose messages outlive its transactions); lower message_timeout_ms")
         if p.txn_topics > 1 and (not p.transactional or self.workload != "produce-consume"):
             raise ValueError(f"producer.txn_topics={p.txn_topics} needs producer.transactional=true and "
                              f"workload='produce-consume' (not transactional={p.transactional}, workload="
@@ -289,6 +288,20 @@ class Scenario(Strict):
             raise ValueError("producer.transactional=true needs producer.idempotence=true (a transactional producer "
                              "is idempotent); remove producer.idempotence=false")
         return self
+
+    def _transaction_limits(self) -> None:
+        """Client timeouts librdkafka refuses for a transactional producer."""
+        p = self.producer
+        if not p.transactional:
+            return
+        if p.message_timeout_ms > p.transaction_timeout_ms:
+            raise ValueError(f"producer.message_timeout_ms={p.message_timeout_ms} exceeds producer."
+                             f"transaction_timeout_ms={p.transaction_timeout_ms} (librdkafka refuses a transactional "
+                             "producer whose messages outlive its transactions); lower message_timeout_ms")
+        if p.socket_timeout_ms is not None and p.socket_timeout_ms > p.transaction_timeout_ms + 100:
+            raise ValueError(f"producer.socket_timeout_ms={p.socket_timeout_ms} exceeds producer."
+                             f"transaction_timeout_ms={p.transaction_timeout_ms} + 100 (librdkafka refuses such a "
+                             "transactional producer); lower socket_timeout_ms or leave it unset")
 
     def _broker_target(self, i: int, f: FaultSpec) -> None:
         """Node ids a fault names must be brokers of this cluster."""

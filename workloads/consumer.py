@@ -42,6 +42,12 @@ def group_settings(spec: ConsumerSpec) -> dict:
     return {"partition.assignment.strategy": spec.assignor}
 
 
+def member_config(spec: ConsumerSpec, cid: int, bootstrap: str) -> dict:
+    """A live group member's librdkafka settings (a setting its protocol leaves to the broker is dropped)."""
+    conf = consumer_config(bootstrap, spec.group, spec.isolation_of(cid), spec.commit == "auto") | group_settings(spec)
+    return {k: v for k, v in conf.items() if v is not None}
+
+
 def read_rows(reader: str, phase: str, poll: int, msgs: list) -> list[dict]:
     """History rows for one poll's records (errors and foreign values included, so `unexpected` can see them)."""
     t = now_ns()
@@ -76,10 +82,7 @@ class ConsumerClient(Worker):
             self.history.event(self.name, kind, topic=tp.topic, partition=tp.partition, offset=tp.offset)
 
     def _run(self) -> None:
-        conf = consumer_config(self.bootstrap, self.spec.group, self.spec.isolation_of(self.cid),
-                               self.spec.commit == "auto") | group_settings(self.spec)
-        conf = {k: v for k, v in conf.items() if v is not None}
-        consumer = Consumer(conf)
+        consumer = Consumer(member_config(self.spec, self.cid, self.bootstrap))
         if self.spec.mode == "assign":
             parts = [TopicPartition(t, p, OFFSET_BEGINNING) for t in self.topics for p in range(self.partitions)]
             consumer.assign(parts)

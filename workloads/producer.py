@@ -26,7 +26,8 @@ COUNTERS = {"timed_out": "req_timeouts", "retried": "txretries", "errors": "txer
 
 def producer_config(spec: ProducerSpec, bootstrap: str, client_id: str) -> dict:
     """librdkafka settings for a scenario's producer; retries stay inside the client, never above it."""
-    return {
+    timeout = {"socket.timeout.ms": spec.socket_timeout_ms} if spec.socket_timeout_ms is not None else {}
+    return timeout | {
         "bootstrap.servers": bootstrap,
         "client.id": client_id,
         "acks": spec.acks,
@@ -38,7 +39,6 @@ def producer_config(spec: ProducerSpec, bootstrap: str, client_id: str) -> dict:
         "compression.type": spec.compression,
         "message.timeout.ms": spec.message_timeout_ms,
         "request.timeout.ms": spec.request_timeout_ms,
-        "socket.timeout.ms": spec.socket_timeout_ms,
         "socket.connection.setup.timeout.ms": 5000,
         "reconnect.backoff.max.ms": 1000,
         "log_level": 0,  # client logs would drown the progress line; outcomes are in the history
