@@ -86,6 +86,7 @@ class Event(StrEnum):
     UNFLUSHED = "unflushed"  # a producer closed with sends that never got a delivery report
     HUNG = "hung"  # a client call outlived its own timeout; the client's process exits and is restarted
     REQUESTS = "requests"  # a producer handle's librdkafka request counters so far (detail: JSON), when they moved
+    MEMORY = "memory"  # resident bytes of the harness process and of its client processes (detail: JSON), each minute
 
 
 class Outcome(StrEnum):

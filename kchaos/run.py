@@ -24,7 +24,8 @@ from workloads.client_process import ClientProcess
 from workloads.consumer import record_committed
 from workloads.copier import record_copied, wait_copied
 from workloads.drain import final_drain
-from workloads.sampler import MetadataSampler
+from workloads.sampler import MemorySampler, MetadataSampler
+from workloads.worker import Worker
 
 
 @dataclass
@@ -168,6 +169,7 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
                               history).start()
     clients = _clients(scenario, cluster.bootstrap_servers(), history)
     producers, everyone = clients.producers, (*clients.producers, *clients.copiers, *clients.consumers)
+    memory = MemorySampler(lambda: [c.pid for c in everyone if c.alive and c.pid], history).start()
     try:
         # the schedule's `after` counts from the first sends, not from a spawning interpreter
         late = [p.cid for p in producers if not p.wait_ready(CLIENT_START_S)]
@@ -181,7 +183,7 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
                 p.stop()
             nemesis.stop(INTERRUPTED_WAIT_S if sys.exc_info()[0] else schedule.STOP_WAIT_S)
             info.nemesis_errors = nemesis.errors
-        _settle(scenario, cluster, history, info, clients, sampler, phase, run_dir)
+        _settle(scenario, cluster, history, info, clients, (sampler, memory), phase, run_dir)
     except BaseException:  # an interrupt or a failure: no heal, drain or dump; the cluster is removed next
         for client in everyone:
             client.stop()
@@ -230,7 +232,7 @@ def _copy_settle(scenario: Scenario, boot: str, history: HistoryWriter, clients:
 
 
 def _settle(scenario: Scenario, cluster: Cluster, history: HistoryWriter, info: RunInfo, clients: Clients,
-            sampler: MetadataSampler, phase: Callable[[str], None], run_dir: Path) -> None:
+            samplers: tuple[Worker, ...], phase: Callable[[str], None], run_dir: Path) -> None:
     """The final generator, the producers told to stop: heal, let them settle, let an eos-copy stage catch up,
     drain every partition to its end, dump every replica, and stop the consumers (they catch up and leave their
     group meanwhile)."""
@@ -251,8 +253,10 @@ def _settle(scenario: Scenario, cluster: Cluster, history: HistoryWriter, info: 
         for t, isolation in drains:
             reached = final_drain(boot, t, parts, history, scenario.drain_timeout, isolation)
             info.drain_reached |= {str(p) if t == topic else f"{t}/{p}": r for p, r in reached.items()}
-        sampler.stop()
-        sampler.join(15)
+        for sampler in samplers:
+            sampler.stop()
+        for sampler in samplers:
+            sampler.join(15)
         phase("replicas")
         for t in scenario.topics():
             _dump_replicas(cluster, t, history)

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from reports import frames
 from reports.checkers import CHECKERS, Finding
 from reports.frames import Facts, Frames, is_large
-from reports.metrics import client_requests, isr_recovery_s, send_metrics
+from reports.metrics import client_requests, isr_recovery_s, memory, send_metrics
 from reports.provoked import from_metadata
 
 __all__ = ["Analysis", "Anomaly", "Facts", "analyze", "is_large"]
@@ -81,6 +81,7 @@ def _metrics(f: Frames) -> tuple[dict, dict]:
     f.facts.observed = sorted({*f.facts.observed, *from_metadata(meta)})
     metrics.update(recovered=f.values.filter("info AND (live OR final OR in_replica)").count(),
                    leader_changes=leader_changes, reads=f.reads.count(), requests=client_requests(f.events),
+                   memory=memory(f.events),
                    isr_recovery_s=isr_recovery_s(meta, faults) if "isr_size" in meta else None)
     sends = metrics["acked"] + metrics["failed"] + metrics["indeterminate"]
     sample = (f.sends.filter(F.col("t_complete").isNotNull())

@@ -8,6 +8,7 @@ import math
 import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from scipy import stats
 
 from contracts.history import Event
 
@@ -97,6 +98,22 @@ def client_requests(events: DataFrame) -> dict[str, int] | None:
             .groupBy("source", "handle").agg(*[F.max(n).alias(n) for n in names]))
     total = last.agg(F.count("*").alias("handles"), *[F.sum(n).alias(n) for n in names]).first()
     return {n: int(total[n]) for n in names} if total["handles"] else None
+
+
+def memory(events: DataFrame) -> dict | None:
+    """The harness's and its clients' resident memory over the run: samples, first and peak (MiB), and the least
+    squares slope of their sum in MiB per hour (None under three samples); None when the run took no sample."""
+    rows = (events.filter(F.col("kind") == Event.MEMORY.value)
+            .select("t", *[F.get_json_object("detail", f"$.{n}").cast("long").alias(n) for n in ("harness", "clients")])
+            .orderBy("t").collect())
+    if not rows:
+        return None
+    total = [(r["harness"] + r["clients"]) / 2**20 for r in rows]
+    hours = [(r["t"] - rows[0]["t"]) / 3.6e12 for r in rows]
+    slope = stats.linregress(hours, total).slope if len(rows) >= 3 and hours[-1] > 0 else None
+    return {"samples": len(rows), "first_mib": round(total[0], 1), "peak_mib": round(max(total), 1),
+            "harness_peak_mib": round(max(r["harness"] for r in rows) / 2**20, 1),
+            "slope_mib_per_h": None if slope is None else round(float(slope), 1)}
 
 
 def _ms(ns: int | None) -> float | None:

@@ -48,6 +48,16 @@ class Requests(BaseModel):
     errors: int = 0  # transmission errors
 
 
+class Memory(BaseModel):
+    """The harness's and its client processes' resident memory over a run, sampled each minute."""
+
+    samples: int
+    first_mib: float
+    peak_mib: float
+    harness_peak_mib: float
+    slope_mib_per_h: float | None = None  # None under three samples
+
+
 class Metrics(BaseModel):
     """Counts, latency and availability of a run's sends, reads and leaders."""
 
@@ -62,6 +72,7 @@ class Metrics(BaseModel):
     reads: int = 0
     isr_recovery_s: float | None = None  # the longest time from a fault op's end to every partition's full ISR
     requests: Requests | None = None  # None: no producer reported its counters
+    memory: Memory | None = None  # None: a history without memory samples
 
 
 class RunResult(BaseModel):

@@ -111,6 +111,11 @@ class ClientProcess:
         return self._proc is not None and self._proc.is_alive()
 
     @property
+    def pid(self) -> int | None:
+        """The running incarnation's process id (None before it started)."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
     def acked(self) -> int:
         return self._done[0] + self._counts[0]
 

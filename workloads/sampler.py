@@ -1,8 +1,13 @@
-"""The metadata sampler: leader, ISR and the active controller of every partition, every 500 ms."""
+"""The samplers: leader, ISR and the active controller of every partition every 500 ms; the harness's own memory
+and its client processes' every minute."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+
+import orjson
+import psutil
 
 from contracts.history import Event, HistoryWriter, now_ns
 from workloads.worker import Worker
@@ -35,3 +40,34 @@ class MetadataSampler(Worker):
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
             self.sample()
+
+
+def rss(pids: list[int]) -> int:
+    """Resident bytes of these processes together (a process that has ended counts nothing)."""
+    total = 0
+    for pid in pids:
+        try:
+            total += psutil.Process(pid).memory_info().rss
+        except psutil.Error:
+            continue
+    return total
+
+
+class MemorySampler(Worker):
+    """Records the resident memory of the harness process and of its client processes, at start and each `every_s`
+    (a long run's memory must stay flat: nothing but the history on disk may grow with its length)."""
+
+    def __init__(self, clients: Callable[[], list[int]], history: HistoryWriter, every_s: float = 60.0) -> None:
+        super().__init__("memory-sampler")
+        self.clients, self.history, self.every_s = clients, history, every_s
+
+    def sample(self) -> None:
+        """One `memory` event."""
+        detail = {"harness": rss([os.getpid()]), "clients": rss(self.clients())}
+        self.history.event("harness", Event.MEMORY, detail=orjson.dumps(detail).decode())
+
+    def _run(self) -> None:
+        self.sample()
+        while not self._stop.wait(self.every_s):
+            self.sample()
+        self.sample()  # the last, when the run stops sampling

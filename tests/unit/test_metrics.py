@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 from contracts.history import Event
 from reports.analysis import analyze
 from tests.histories import History
 from workloads.producer import RequestStats
+from workloads.sampler import MemorySampler
 
 MS = 1_000_000
 
@@ -90,3 +93,35 @@ def test_the_statistics_callback_sums_brokers_and_records_only_moves():
     stats(json.dumps(report))
     assert events == [("producer-0", Event.REQUESTS, {"handle": f"{os.getpid()}/rdkafka#producer-1", "timed_out": 3,
                                                        "retried": 4, "errors": 1})]
+
+
+def test_memory_peak_and_slope_over_the_runs_samples(spark, tmp_path):
+    # harness + clients: 100, 130, 120 MiB at 0, 30 and 60 min: least squares 20 MiB per hour, peak 130
+    h = History().send(0, 0, 0, 0)
+    for minute, harness, clients in ((0, 60, 40), (30, 70, 60), (60, 65, 55)):
+        h.t = minute * 60 * 1000 * MS
+        h.event("harness", Event.MEMORY, detail=json.dumps({"harness": harness * 2**20, "clients": clients * 2**20}))
+    m = analyze(spark, h.write(tmp_path / "history")).metrics
+    assert m["memory"] == {"samples": 3, "first_mib": 100.0, "peak_mib": 130.0, "harness_peak_mib": 70.0,
+                           "slope_mib_per_h": 20.0}
+    assert analyze(spark, History().send(0, 0, 0, 0).write(tmp_path / "none")).metrics["memory"] is None
+
+
+def test_the_memory_sampler_counts_the_harness_and_live_clients_only():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    try:
+        events = []
+
+        class Recorder:
+            def event(self, source, kind, **kw):
+                events.append((source, kind, json.loads(kw["detail"])))
+
+        MemorySampler(lambda: [child.pid], Recorder()).sample()
+        MemorySampler(lambda: [gone.pid], Recorder()).sample()
+    finally:
+        child.kill()
+    (_, kind, with_child), (_, _, without) = events
+    assert kind == Event.MEMORY and with_child["harness"] > 20 * 2**20 and with_child["clients"] > 2**20
+    assert without["clients"] == 0

@@ -3,12 +3,14 @@ finds the headline, the badge and the timeline, with no broken image."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import sync_playwright
 
+from contracts.history import Event
 from harness.apt import apt_install
 from kchaos import pipeline
 from kchaos.catalog import validate
@@ -35,11 +37,14 @@ def browser():
         b.close()
 
 
-def report(tmp_path: Path, settings: dict, lose: bool) -> Path:
+def report(tmp_path: Path, settings: dict, lose: bool, memory_mib: tuple[int, ...] = ()) -> Path:
     """A run directory checked by the real pipeline: a clean history (with one kill that fired), minus one acked
-    write when `lose`."""
+    write when `lose`, with the harness's memory sampled a minute apart at `memory_mib`."""
     h = clean()
     h.fault("kill", [2], planned_at=0.05, hold_s=0.02)
+    for i, mib in enumerate(memory_mib):
+        h.t += 60 * 10**9 if i else 0
+        h.event("harness", Event.MEMORY, detail=json.dumps({"harness": mib * 2**19, "clients": mib * 2**19}))
     if lose:
         h.drop("reads", producer=0, seq=0).drop("replicas", producer=0, seq=0)
     run = tmp_path / "run"
@@ -67,4 +72,12 @@ def test_the_report_shows_what_happened_at_the_top(spark, browser, tmp_path, set
     assert page.locator("#headline").bounding_box()["y"] < page.locator("#timeline").bounding_box()["y"] < 900
     rows = page.locator("#faults tr").all_inner_texts()
     assert any(r.startswith("kill\tfired") for r in rows), rows
+    page.close()
+
+
+def test_the_report_says_the_harness_memory_over_the_run(spark, browser, tmp_path):
+    page = browser.new_page()
+    page.goto(report(tmp_path, SAFE, False, memory_mib=(100, 130, 120)).as_uri())
+    text = page.inner_text("#memory")
+    assert "3 samples" in text and "100.0 MiB at the start, peak 130.0 MiB" in text and "MiB per hour" in text, text
     page.close()
