@@ -30,3 +30,11 @@ def test_jobs_stages_tasks_and_span_from_an_event_log():
 def test_busy_counts_overlapping_jobs_once():
     jobs = [Job("a", 0.0, 4.0, 1), Job("b", 1.0, 2.0, 1), Job("c", 3.0, 6.0, 1), Job("d", 8.0, 9.0, 1)]
     assert busy(jobs) == 7.0
+
+
+def test_a_stage_adaptive_execution_runs_ahead_is_named_for_what_it_is():
+    events = [{"Event": "SparkListenerJobStart", "Job ID": 3, "Submission Time": 0, "Properties": {},
+               "Stage Infos": [{"Stage Name": "$anonfun$withThreadLocalCaptured$1 at CompletableFuture.java:1768"}]},
+              {"Event": "SparkListenerJobEnd", "Job ID": 3, "Completion Time": 500}]
+    (job,), _, _ = jobs_of(events)
+    assert job.site == "query stages run ahead of their action (adaptive shuffles and broadcasts)"
