@@ -92,6 +92,8 @@ def test_run_end_to_end_writes_verdict_report_and_junit_and_the_charts_render(tm
     result = json.loads((run_dir / "results.json").read_text())
     assert result["verdict"] == "true" and result["metrics"]["acked"] > 1000
     assert result["facts"]["drain_complete"] and result["facts"]["replicas_dumped"]
+    memory = result["metrics"]["memory"]  # sampled at the workload's start and when sampling stopped
+    assert memory["samples"] >= 2 and 30 < memory["harness_peak_mib"] < memory["peak_mib"] < 4096, memory
     assert any(f["fault"] == "kill" for f in json.loads((run_dir / "schedule.json").read_text()))
     assert "testcase" in (tmp_path / "runs" / "junit-e2e.xml").read_text()
     html = (run_dir / "report.html").read_text()
