@@ -169,7 +169,8 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
                               history).start()
     clients = _clients(scenario, cluster.bootstrap_servers(), history)
     producers, everyone = clients.producers, (*clients.producers, *clients.copiers, *clients.consumers)
-    memory = MemorySampler(lambda: [c.pid for c in everyone if c.alive and c.pid], history).start()
+    # pids only: polling a child from this thread could race the main thread for its exit code (a hung client's 75)
+    memory = MemorySampler(lambda: [c.pid for c in everyone if c.pid], history).start()
     try:
         # the schedule's `after` counts from the first sends, not from a spawning interpreter
         late = [p.cid for p in producers if not p.wait_ready(CLIENT_START_S)]
