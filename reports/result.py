@@ -55,7 +55,7 @@ class Memory(BaseModel):
     first_mib: float
     peak_mib: float
     harness_peak_mib: float
-    slope_mib_per_h: float | None = None  # None under three samples
+    slope_mib_per_h: float | None = None  # None under three samples or ten minutes
 
 
 class Metrics(BaseModel):

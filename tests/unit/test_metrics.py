@@ -105,6 +105,11 @@ def test_memory_peak_and_slope_over_the_runs_samples(spark, tmp_path):
     assert m["memory"] == {"samples": 3, "first_mib": 100.0, "peak_mib": 130.0, "harness_peak_mib": 70.0,
                            "slope_mib_per_h": 20.0}
     assert analyze(spark, History().send(0, 0, 0, 0).write(tmp_path / "none")).metrics["memory"] is None
+    short = History().send(0, 0, 0, 0)  # three samples over two minutes: no hourly slope
+    for minute in (0, 1, 2):
+        short.t = minute * 60 * 1000 * MS
+        short.event("harness", Event.MEMORY, detail=json.dumps({"harness": 2**26, "clients": minute * 2**20}))
+    assert analyze(spark, short.write(tmp_path / "short")).metrics["memory"]["slope_mib_per_h"] is None
 
 
 def test_the_memory_sampler_counts_the_harness_and_live_clients_only():

@@ -39,11 +39,11 @@ def browser():
 
 def report(tmp_path: Path, settings: dict, lose: bool, memory_mib: tuple[int, ...] = ()) -> Path:
     """A run directory checked by the real pipeline: a clean history (with one kill that fired), minus one acked
-    write when `lose`, with the harness's memory sampled a minute apart at `memory_mib`."""
+    write when `lose`, with the harness's memory sampled ten minutes apart at `memory_mib`."""
     h = clean()
     h.fault("kill", [2], planned_at=0.05, hold_s=0.02)
     for i, mib in enumerate(memory_mib):
-        h.t += 60 * 10**9 if i else 0
+        h.t += 600 * 10**9 if i else 0
         h.event("harness", Event.MEMORY, detail=json.dumps({"harness": mib * 2**19, "clients": mib * 2**19}))
     if lose:
         h.drop("reads", producer=0, seq=0).drop("replicas", producer=0, seq=0)
