@@ -139,10 +139,15 @@ def _dump_replicas(cluster: Cluster, topic: str, history: HistoryWriter) -> None
         history.event("runner", Event.REPLICAS_FAILED, topic=topic, detail=str(exc))
 
 
+def _all_topics(scenario: Scenario) -> tuple[str, ...]:
+    """The workload's topics, and for eos-copy its output topic."""
+    return (*scenario.topics(), *([copy_topic(scenario.topic.name)] if scenario.workload == "eos-copy" else []))
+
+
 def _create_topics(scenario: Scenario, cluster: Cluster) -> None:
-    """The workload's topics, and for eos-copy its output topic, alike."""
+    """Every topic of the run, alike."""
     t = scenario.topic
-    for name in (*scenario.topics(), *([copy_topic(t.name)] if scenario.workload == "eos-copy" else [])):
+    for name in _all_topics(scenario):
         cluster.metadata.create_topic(name, t.partitions, t.replication_factor, scenario.topic_config(),
                                       replicas=t.replicas)
 
@@ -165,7 +170,7 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
     topic = scenario.topic.name
     phase("topic")
     _create_topics(scenario, cluster)
-    sampler = MetadataSampler(topic, lambda: cluster.metadata.partitions(topic), cluster.metadata.controller,
+    sampler = MetadataSampler(_all_topics(scenario), cluster.metadata.partitions, cluster.metadata.controller,
                               history).start()
     clients = _clients(scenario, cluster.bootstrap_servers(), history)
     producers, everyone = clients.producers, (*clients.producers, *clients.copiers, *clients.consumers)

@@ -72,11 +72,12 @@ def _metrics(f: Frames) -> tuple[dict, dict]:
     metrics, per_s, t0 = send_metrics(f.sends)
     meta = f.metadata.orderBy("t").toPandas()
     faults = f.faults.orderBy("t_start").toPandas()
-    leader_changes: dict[int, int] = {}
+    leader_changes: dict[str, int] = {}
     if not meta.empty:
-        for p, g in meta.groupby("partition"):
+        meta["topic"] = meta["topic"].fillna("")  # lanes are per topic and partition
+        for (topic, p), g in meta.groupby(["topic", "partition"]):
             lead = g["leader"].tolist()
-            leader_changes[int(p)] = sum(1 for a, b in zip(lead, lead[1:], strict=False) if a != b)
+            leader_changes[f"{topic}-{p}"] = sum(1 for a, b in zip(lead, lead[1:], strict=False) if a != b)
         meta["isr_size"] = meta["isr"].fillna("").map(lambda s: len([x for x in s.split(",") if x]))
     f.facts.observed = sorted({*f.facts.observed, *from_metadata(meta)})
     metrics.update(recovered=f.values.filter("info AND (live OR final OR in_replica)").count(),

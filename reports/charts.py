@@ -46,7 +46,7 @@ def elections(meta: pd.DataFrame, t0: int) -> pd.Series:
     if meta.empty:
         return pd.Series(dtype=float)
     g = meta.sort_values("t")
-    prev = g.groupby("partition")["leader"].shift()
+    prev = g.groupby(["topic", "partition"])["leader"].shift()
     return _s(g.loc[g["leader"].ne(prev) & prev.notna(), "t"], t0)
 
 
@@ -112,19 +112,18 @@ def latency(ax, sample: pd.DataFrame, t0: int) -> None:
 
 
 def leaders(ax, meta: pd.DataFrame, t0: int, end: float) -> None:
-    """Per partition: its leader over time (a colour per broker, grey when leaderless), the ISR size as a step line
-    within the lane, and a line across the lane at each election (a change of leader)."""
+    """Per partition of each topic: its leader over time (a colour per broker, grey when leaderless), the ISR size as
+    a step line within the lane, and a line across the lane at each election (a change of leader)."""
     cmap = plt.get_cmap("tab10")
-    partitions = sorted(meta["partition"].unique()) if not meta.empty else []
-    for y, p in enumerate(partitions):
-        g = meta[meta["partition"] == p].sort_values("t")
+    lanes = [(tp, g.sort_values("t")) for tp, g in meta.groupby(["topic", "partition"])] if not meta.empty else []
+    for y, (_, g) in enumerate(lanes):
         times = [*_s(g["t"], t0).tolist(), end]
         for (t, leader), t_next in zip(zip(times, g["leader"].tolist(), strict=False), times[1:], strict=False):
             ax.broken_barh([(t, t_next - t)], (y - 0.4, 0.35), color="lightgrey" if leader < 0 else cmap(leader % 10))
         ax.vlines(elections(g, t0), y - 0.45, y + 0.45, color=ELECTION, lw=1.5)
         top = max(int(g["isr_size"].max()), 1)
         ax.step(_s(g["t"], t0), y + g["isr_size"] / top * 0.4, where="post", color="black", lw=0.8)
-    ax.set_yticks(range(len(partitions)), [f"p{p}" for p in partitions], fontsize=7)
+    ax.set_yticks(range(len(lanes)), [f"{t}-{p}" for (t, p), _ in lanes], fontsize=7)
     brokers = sorted({int(b) for b in meta["leader"].unique() if b >= 0}) if not meta.empty else []
     ax.legend(handles=[Patch(color=cmap(b % 10), label=f"leader {b}") for b in brokers]
               + [Patch(color="lightgrey", label="no leader"), Line2D([], [], color=ELECTION, label="election")],
@@ -139,7 +138,7 @@ def timeline(series: dict, windows: list) -> str:
             _s(faults["t_end"].max(), t0) if not faults.empty else 0, _s(meta["t"].max(), t0) if not meta.empty else 0]
     end = float(max(ends))
     lanes = len({_lane(f) for _, f in faults.iterrows()}) or 1
-    parts = meta["partition"].nunique() if not meta.empty else 1
+    parts = len(meta.groupby(["topic", "partition"])) if not meta.empty else 1
     fig, axes = plt.subplots(4, 1, figsize=(11, 2.2 + 0.3 * lanes + 4.4 + 0.35 * parts), sharex=True,
                              gridspec_kw={"height_ratios": [0.4 + 0.3 * lanes, 2.2, 2.2, 0.5 + 0.35 * parts]})
     fault_lanes(axes[0], faults, t0, elections(meta, t0))

@@ -39,7 +39,7 @@ class Facts:
 
     drain_ran: bool
     drain_complete: bool
-    partitions_not_drained: list[int]
+    partitions_not_drained: list[str]  # as topic-partition
     replicas_dumped: bool
     recovered: bool
     assign_readers: list[str]
@@ -107,7 +107,7 @@ def facts_of(events: DataFrame, faults: DataFrame, readers: Readers) -> tuple[Fa
     kinds = {r["kind"] for r in by_kind}
     trouble = sorted((e["t"], f'{e["source"]} {r["kind"]}: {e["detail"]}')
                      for r in by_kind if r["kind"] in CLIENT_TROUBLE for e in r["first"])
-    not_drained = sorted(r["partition"] for r in end_rows if not r["reached"])
+    not_drained = sorted(f'{r["topic"]}-{r["partition"]}' for r in end_rows if not r["reached"])
     facts = Facts(drain_ran=bool(end_rows), drain_complete=bool(end_rows) and not not_drained,
                   partitions_not_drained=not_drained, replicas_dumped=Event.REPLICAS_DUMPED in kinds,
                   recovered=Event.LIVENESS not in kinds, assign_readers=list(readers.contiguous),

@@ -123,13 +123,13 @@ def _ms(ns: int | None) -> float | None:
 
 
 def isr_recovery_s(meta: pd.DataFrame, faults: pd.DataFrame) -> float | None:
-    """The longest time from a fault op's end until every partition's ISR was full again (its largest size in the
-    run), from the sampler's leader and ISR samples; None without ops or samples, or if the ISR never refilled."""
+    """The longest time from a fault op's end until the ISR of every partition of every topic was full again (its
+    largest size in the run), from the sampler's samples; None without ops or samples, or if it never refilled."""
     ops = faults[(faults["fault"] != "heal") & faults["t_end"].notna()] if not faults.empty else faults
     if meta.empty or ops.empty:
         return None
-    full = meta["isr_size"] >= meta.groupby("partition")["isr_size"].transform("max")
-    wide = meta.assign(full=full.astype(int)).pivot_table(index="t", columns="partition", values="full",
+    full = meta["isr_size"] >= meta.groupby(["topic", "partition"])["isr_size"].transform("max")
+    wide = meta.assign(full=full.astype(int)).pivot_table(index="t", columns=["topic", "partition"], values="full",
                                                           aggfunc="last")
     all_full = wide.ffill().fillna(0).astype(bool).all(axis=1)
     times = all_full.index[all_full.to_numpy()]

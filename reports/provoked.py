@@ -6,15 +6,15 @@ import pandas as pd
 
 
 def from_metadata(meta: pd.DataFrame) -> list[str]:
-    """isr-shrink (an ISR smaller than the largest seen), leader-election (a partition's leader changed),
+    """isr-shrink (an ISR smaller than the largest seen in its topic), leader-election (a partition's leader changed),
     unclean-election (a leader elected from outside the ISR sampled just before), controller-change."""
     seen: set[str] = set()
     if meta.empty:
         return []
     sizes = meta["isr"].fillna("").map(lambda s: len([x for x in s.split(",") if x]))
-    if (sizes < sizes.max()).any():
+    if (sizes < sizes.groupby(meta["topic"]).transform("max")).any():
         seen.add("isr-shrink")
-    for _, g in meta.sort_values("t").groupby("partition"):
+    for _, g in meta.sort_values("t").groupby(["topic", "partition"]):
         before_leader, before_isr = None, set()
         for leader, isr in zip(g["leader"], g["isr"].fillna(""), strict=True):
             if before_leader is not None and leader != before_leader and leader >= 0:

@@ -68,7 +68,7 @@ class Metrics(BaseModel):
     unavailability: list[Window] = []
     unavailable_s: float = 0.0
     recovered: int = 0  # indeterminate sends found later in a read or a replica
-    leader_changes: dict[int, int] = {}
+    leader_changes: dict[str, int] = {}  # by topic-partition
     reads: int = 0
     isr_recovery_s: float | None = None  # the longest time from a fault op's end to every partition's full ISR
     requests: Requests | None = None  # None: no producer reported its counters

@@ -1,5 +1,5 @@
-"""The samplers: leader, ISR and the active controller of every partition every 500 ms; the harness's own memory
-and its client processes' every minute."""
+"""The samplers: leader, ISR and the active controller of every partition of every topic every 500 ms; the
+harness's own memory and its client processes' every minute."""
 
 from __future__ import annotations
 
@@ -14,28 +14,33 @@ from workloads.worker import Worker
 
 
 class MetadataSampler(Worker):
-    """Samples partition metadata on a thread; sampling errors are recorded, never fatal."""
+    """Samples every topic's partition metadata on a thread; sampling errors are recorded, never fatal."""
 
-    def __init__(self, topic: str, partitions: Callable[[], dict], controller: Callable[[], int],
+    def __init__(self, topics: tuple[str, ...], partitions: Callable[[str], dict], controller: Callable[[], int],
                  history: HistoryWriter, every_s: float = 0.5) -> None:
         super().__init__("metadata-sampler")
-        self.topic, self.partitions, self.controller, self.history, self.every_s = (
-            topic, partitions, controller, history, every_s)
+        self.topics, self.partitions, self.controller, self.history, self.every_s = (
+            topics, partitions, controller, history, every_s)
 
     def sample(self) -> None:
-        """One sample of every partition (or a sample-error event)."""
+        """One sample of every partition of every topic (or a sample-error event for a topic that failed)."""
         t = now_ns()
         try:
-            parts = self.partitions()
             controller = self.controller()
         except Exception as exc:  # noqa: BLE001 - any failure to sample is a finding, not a crash
-            self.history.event("sampler", Event.SAMPLE_ERROR, topic=self.topic, detail=f"{type(exc).__name__}: {exc}",
-                               t=t)
+            self.history.event("sampler", Event.SAMPLE_ERROR, detail=f"controller: {type(exc).__name__}: {exc}", t=t)
             return
-        self.history.write_many("metadata", [
-            {"t": t, "topic": self.topic, "partition": p.id, "leader": p.leader,
-             "isr": ",".join(str(i) for i in sorted(p.isrs)), "controller": controller}
-            for p in parts.values()])
+        for topic in self.topics:
+            try:
+                parts = self.partitions(topic)
+            except Exception as exc:  # noqa: BLE001 - as above
+                self.history.event("sampler", Event.SAMPLE_ERROR, topic=topic,
+                                   detail=f"{type(exc).__name__}: {exc}", t=t)
+                continue
+            self.history.write_many("metadata", [
+                {"t": t, "topic": topic, "partition": p.id, "leader": p.leader,
+                 "isr": ",".join(str(i) for i in sorted(p.isrs)), "controller": controller}
+                for p in parts.values()])
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):

@@ -29,8 +29,8 @@ def fates_of(run_dir, table: str) -> dict[str, int]:
 
 
 def spans(run_dir) -> set[tuple[int, int]]:
-    """The (producer, txn) whose acknowledged sends reached both topics, each of them read by the drain and found in
-    the replica dump."""
+    """The (producer, txn) whose acknowledged sends reached both topics, each of them read by the drain, found in the
+    replica dump and sampled for leaders and ISRs."""
     topics: dict[tuple[int, int], set[str]] = {}
     for s in rows(run_dir, "sends"):
         if s["outcome"] == "ok":
@@ -38,6 +38,8 @@ def spans(run_dir) -> set[tuple[int, int]]:
     drained = {r["topic"] for r in rows(run_dir, "reads") if r["reader"] == "drain"}
     replicas = rows(run_dir, "replicas")
     assert drained == {r["topic"] for r in replicas} == {"chaos", "chaos-2"}
+    assert {(r["topic"], r["partition"]) for r in rows(run_dir, "metadata")} == {
+        (t, p) for t in ("chaos", "chaos-2") for p in range(3)}  # the sampler watched both topics
     assert all(r["transactional"] and r["producer_id"] >= 0 and r["sequence"] >= 0 for r in replicas)
     return {k for k, t in topics.items() if t == {"chaos", "chaos-2"}}
 

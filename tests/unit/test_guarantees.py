@@ -25,7 +25,8 @@ def scenario(**over) -> Scenario:
 
 def analysis(drain_complete=True, replicas=True, **counts) -> Analysis:
     anomalies = {a: Anomaly(counts.get(a.replace("-", "_"), 0), []) for a in ANOMALIES}
-    facts = Facts(drain_ran=True, drain_complete=drain_complete, partitions_not_drained=[] if drain_complete else [0],
+    facts = Facts(drain_ran=True, drain_complete=drain_complete,
+                  partitions_not_drained=[] if drain_complete else ["chaos-0"],
                   replicas_dumped=replicas, recovered=True, assign_readers=[])
     return Analysis(anomalies, {"acked": 100}, facts)
 

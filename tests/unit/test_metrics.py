@@ -55,13 +55,17 @@ def test_isr_recovery_is_the_longest_wait_from_an_op_end_to_every_partition_full
     from reports.metrics import isr_recovery_s
     s = 1_000_000_000
     # partition 0 full again 2 s after the first op ends, partition 1 at 3.5 s; the second op's ISR refills in 1 s
-    meta = pd.DataFrame([(t * s // 2, p, n) for t, p, n in [
+    meta = pd.DataFrame([(t * s // 2, "chaos", p, n) for t, p, n in [
         (0, 0, 3), (0, 1, 3), (4, 0, 2), (4, 1, 2), (8, 0, 3), (11, 1, 3), (20, 0, 2), (24, 0, 3)]],
-        columns=["t", "partition", "isr_size"])
+        columns=["t", "topic", "partition", "isr_size"])
     faults = pd.DataFrame({"fault": ["kill", "heal", "kill"], "t_start": [1 * s, 2 * s, 9 * s],
                            "t_end": [2 * s, 3 * s, 11 * s]})
     assert isr_recovery_s(meta, faults) == 3.5
     assert isr_recovery_s(meta.iloc[:0], faults) is None and isr_recovery_s(meta, faults.iloc[:0]) is None
+    # a second topic's partition 0 (replication factor 2) full again only at 7 s: the wait is to then
+    other = pd.DataFrame([(t * s // 2, "chaos-2", 0, n) for t, n in [(0, 2), (4, 1), (14, 2)]],
+                         columns=["t", "topic", "partition", "isr_size"])
+    assert isr_recovery_s(pd.concat([meta, other]), faults) == 5.0
 
 
 def test_request_counters_are_each_handles_last_report_summed(spark, tmp_path):
