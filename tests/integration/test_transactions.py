@@ -48,13 +48,15 @@ def test_transactions_through_a_leader_kill_pass_and_a_misjudged_reader_is_caugh
     (scenario,) = expand(SCENARIO, "test")
     out = run_and_check(scenario, tmp_path / "runs")
     fates = fates_of(out.run_dir, "txns")
-    assert fates["committed"] > 100 and fates["aborted"] > 30, fates
+    # the killed leader may be the active KRaft controller too, which stalls every transaction until another takes
+    # over: the bounds hold for that run as well
+    assert fates["committed"] > 30 and fates["aborted"] > 10, fates
     r = out.result
     assert r.facts.transactional and r.facts.ops == {"fired": 1}
     assert r.verdict == "true", (r.forbidden, r.unknown_because)
     assert r.counts["aborted-read"] == r.counts["poll-skip"] == r.counts["torn-transaction"] == 0
     spanning = spans(out.run_dir)
-    assert len(spanning) > 50, len(spanning)  # transactions that wrote to both topics
+    assert len(spanning) > 20, len(spanning)  # transactions that wrote to both topics
 
     # The same history, its read_uncommitted reader held to read_committed: the aborted values it read are caught.
     judged = scenario.model_copy(update={"consumer": scenario.consumer.model_copy(
