@@ -49,6 +49,7 @@ class Metadata:
     def __init__(self, spec: ClusterSpec, nodes: Callable[[], list[KafkaNode]], firewall: Firewall) -> None:
         self.spec, self._nodes, self._firewall = spec, nodes, firewall
         self._assigned: dict[str, list[list[int]]] = {}  # replica assignments we chose, in their order
+        self._answered = -1  # the broker whose metadata answer was the last one taken
 
     def bootstrap_servers(self, node_ids: Iterable[int] | None = None) -> str:
         """Host-side bootstrap list (127.0.0.1 ports), of all brokers or the ones named."""
@@ -69,21 +70,32 @@ class Metadata:
     def partitions(self, topic: str, timeout_s: float = 10.0) -> dict[int, PartitionMetadata]:
         """Partition metadata of a topic as seen by a healthy broker (leader -1 when leaderless). Brokers learn
         of a new topic or a restarted peer a little apart, so an unknown-topic answer is retried for a while."""
+        return self.partitions_of((topic,), timeout_s, complete=True)[topic]
+
+    def partitions_of(self, topics: tuple[str, ...], timeout_s: float = 10.0,
+                      complete: bool = False) -> dict[str, dict[int, PartitionMetadata]]:
+        """Partition metadata of several topics from one broker's answer, the broker that answered last asked first
+        (one restarting broker costs a sampler one timeout, not one per topic). Without `complete`, a topic that
+        broker does not know is absent from the result; with it, or if it knows none, another is asked."""
         deadline = time.monotonic() + timeout_s
         last: Exception | None = None
         while True:
-            for node_id in self.healthy_nodes() or [n.node_id for n in self._nodes()]:
+            nodes = self.healthy_nodes() or [n.node_id for n in self._nodes()]
+            for node_id in sorted(nodes, key=lambda n: n != self._answered):
                 try:
-                    md = self.admin([node_id]).list_topics(topic, timeout=5)
+                    md = self.admin([node_id]).list_topics(topics[0] if len(topics) == 1 else None, timeout=5)
                 except KafkaException as exc:
                     last = exc
                     continue
-                t = md.topics.get(topic)
-                if t is not None and t.error is None:
-                    return t.partitions
-                last = ClusterError(f"topic {topic}: {t.error if t else 'absent'}")
+                found = {t: md.topics[t].partitions for t in topics
+                         if t in md.topics and md.topics[t].error is None}
+                if found and (len(found) == len(topics) or not complete):
+                    self._answered = node_id
+                    return found
+                last = ClusterError(", ".join(f"topic {t}: {md.topics[t].error if t in md.topics else 'absent'}"
+                                              for t in topics if t not in found))
             if time.monotonic() > deadline:
-                raise ClusterError(f"No broker answered metadata for {topic}: {last}")
+                raise ClusterError(f"No broker answered metadata for {', '.join(topics)}: {last}")
             time.sleep(0.5)
 
     def leader(self, topic: str, partition: int) -> int:

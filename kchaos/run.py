@@ -170,7 +170,7 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
     topic = scenario.topic.name
     phase("topic")
     _create_topics(scenario, cluster)
-    sampler = MetadataSampler(_all_topics(scenario), cluster.metadata.partitions, cluster.metadata.controller,
+    sampler = MetadataSampler(_all_topics(scenario), cluster.metadata.partitions_of, cluster.metadata.controller,
                               history).start()
     clients = _clients(scenario, cluster.bootstrap_servers(), history)
     producers, everyone = clients.producers, (*clients.producers, *clients.copiers, *clients.consumers)

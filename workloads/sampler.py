@@ -16,31 +16,30 @@ from workloads.worker import Worker
 class MetadataSampler(Worker):
     """Samples every topic's partition metadata on a thread; sampling errors are recorded, never fatal."""
 
-    def __init__(self, topics: tuple[str, ...], partitions: Callable[[str], dict], controller: Callable[[], int],
-                 history: HistoryWriter, every_s: float = 0.5) -> None:
+    def __init__(self, topics: tuple[str, ...], partitions: Callable[[tuple[str, ...]], dict[str, dict]],
+                 controller: Callable[[], int], history: HistoryWriter, every_s: float = 0.5) -> None:
         super().__init__("metadata-sampler")
         self.topics, self.partitions, self.controller, self.history, self.every_s = (
             topics, partitions, controller, history, every_s)
 
     def sample(self) -> None:
-        """One sample of every partition of every topic (or a sample-error event for a topic that failed)."""
+        """One sample of every partition of every topic from one answer (a sample-error event for a topic missing
+        from it, or for the whole sample if no broker answered)."""
         t = now_ns()
         try:
+            by_topic = self.partitions(self.topics)
             controller = self.controller()
         except Exception as exc:  # noqa: BLE001 - any failure to sample is a finding, not a crash
-            self.history.event("sampler", Event.SAMPLE_ERROR, detail=f"controller: {type(exc).__name__}: {exc}", t=t)
+            self.history.event("sampler", Event.SAMPLE_ERROR, detail=f"{type(exc).__name__}: {exc}", t=t)
             return
         for topic in self.topics:
-            try:
-                parts = self.partitions(topic)
-            except Exception as exc:  # noqa: BLE001 - as above
-                self.history.event("sampler", Event.SAMPLE_ERROR, topic=topic,
-                                   detail=f"{type(exc).__name__}: {exc}", t=t)
+            if topic not in by_topic:
+                self.history.event("sampler", Event.SAMPLE_ERROR, topic=topic, detail="absent from the answer", t=t)
                 continue
             self.history.write_many("metadata", [
                 {"t": t, "topic": topic, "partition": p.id, "leader": p.leader,
                  "isr": ",".join(str(i) for i in sorted(p.isrs)), "controller": controller}
-                for p in parts.values()])
+                for p in by_topic[topic].values()])
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):

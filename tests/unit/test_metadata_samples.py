@@ -30,16 +30,21 @@ def test_the_sampler_samples_every_topic_and_records_a_topic_it_could_not(tmp_pa
     from contracts.history import HistoryWriter
     from workloads.sampler import MetadataSampler
 
-    def partitions(topic: str) -> dict:
-        if topic == "gone":
-            raise RuntimeError("UNKNOWN_TOPIC_OR_PART")
-        return {p: SimpleNamespace(id=p, leader=p + 1, isrs=[3, 1, 2]) for p in range(2)}
+    def partitions(topics: tuple[str, ...]) -> dict:
+        return {t: {p: SimpleNamespace(id=p, leader=p + 1, isrs=[3, 1, 2]) for p in range(2)}
+                for t in topics if t != "gone"}
+
+    def unanswered(topics: tuple[str, ...]) -> dict:
+        raise RuntimeError("No broker answered metadata")
 
     history = HistoryWriter(tmp_path)
     MetadataSampler(("chaos", "gone", "chaos-2"), partitions, lambda: 3, history).sample()
+    MetadataSampler(("chaos", "chaos-2"), unanswered, lambda: 3, history).sample()
     history.close(compact=False)
     rows = [json.loads(line) for line in (tmp_path / "metadata.jsonl").read_text().splitlines()]
     assert [(r["topic"], r["partition"], r["leader"], r["isr"]) for r in rows] == [
         ("chaos", 0, 1, "1,2,3"), ("chaos", 1, 2, "1,2,3"), ("chaos-2", 0, 1, "1,2,3"), ("chaos-2", 1, 2, "1,2,3")]
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
-    assert [(e["kind"], e["topic"]) for e in events] == [("sample-error", "gone")]
+    assert [(e["kind"], e["topic"], e["detail"]) for e in events] == [
+        ("sample-error", "gone", "absent from the answer"),
+        ("sample-error", "", "RuntimeError: No broker answered metadata")]
