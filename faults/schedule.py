@@ -55,7 +55,8 @@ def load(path: Path) -> list[PlannedOp]:
 
 class Nemesis:
     """Runs a schedule against a cluster: each fault line on a thread of its own, so one line's slow op never
-    delays another's; an op whose brokers another line's op holds is skipped. Every planned op ends as one `faults`
+    delays another's; an op whose brokers another line's op holds is skipped (an op that picks its own brokers
+    as it goes, a rolling restart, holds them all). Every planned op ends as one `faults`
     row: fired, skipped, failed, no-effect, or (when the run ended first) not-reached."""
 
     def __init__(self, cluster: ClusterControl, topic: str, faults: list[FaultSpec], ops: list[PlannedOp],
@@ -123,6 +124,9 @@ class Nemesis:
                 elif busy := self.claim(op.index, targets):
                     detail["skipped"] = f"brokers {busy} were held by another fault line's op"
                     outcome, targets = Outcome.SKIPPED, []
+            elif kind.aims == "itself" and (busy := self.claim(op.index, self.cluster.node_ids())):
+                detail["skipped"] = f"brokers {busy} were held by another fault line's op (this op may touch any)"
+                outcome = Outcome.SKIPPED
             if outcome is Outcome.FIRED:
                 self.running[op.index] = f"{spec.fault}({','.join(map(str, targets))})"
                 detail["hold_s"] = spec.for_

@@ -176,6 +176,23 @@ def test_a_line_cannot_claim_a_broker_another_line_holds_until_it_is_released(tm
     assert nemesis.held == {} and nemesis.claim(1, [1, 2]) == []
 
 
+def test_an_op_that_picks_its_own_brokers_holds_them_all_and_waits_for_none(tmp_path):
+    from types import SimpleNamespace
+
+    cluster = SimpleNamespace(node_ids=lambda: [1, 2, 3])
+    faults = [fault_spec(fault="rolling-restart"), fault_spec(fault="kill")]
+    history = HistoryWriter(tmp_path)
+    nemesis = schedule.Nemesis(cluster, "chaos", faults, [schedule.PlannedOp(1.0, 0, "rolling-restart", 0.0)], 1,
+                               history)
+    nemesis.t0_ns = 0
+    nemesis.claim(1, [2])  # the kill line holds broker 2
+    nemesis.fire(schedule.PlannedOp(1.0, 0, "rolling-restart", 0.0))
+    history.close(compact=False)
+    (row,) = read_jsonl(tmp_path, "faults").to_pylist()
+    assert row["outcome"] == "skipped" and "brokers [2] were held" in row["detail"], row
+    assert nemesis.held == {2: 1}
+
+
 def test_every_fault_kind_is_writable_in_a_scenario_and_has_an_op():
     for name, kind in KINDS.items():
         spec = fault_spec(fault=name)
