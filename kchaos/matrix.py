@@ -34,7 +34,8 @@ def shard(cells: list[tuple[str, Scenario]], which: tuple[int, int] | None) -> l
 
 
 def merged(dirs: list[Path]) -> list[RunResult]:
-    """Every run's results.json under these directories (the run directories of the shards, copied together)."""
+    """Every run's results.json under these directories (the run directories of the shards, copied together), each
+    with its run directory where it was found, so a comparison links the copies, not where the runs were made."""
     found = []
     for d in dirs:
         if not d.is_dir():
@@ -43,4 +44,4 @@ def merged(dirs: list[Path]) -> list[RunResult]:
     if not found:
         raise UsageError(f"--merge {' '.join(map(str, dirs))}: no results.json under them; name the directories "
                          "`kchaos compare --shard` wrote its runs into")
-    return [RunResult.load(p) for p in found]
+    return [RunResult.load(p).model_copy(update={"run_dir": str(p.parent)}) for p in found]

@@ -128,6 +128,8 @@ def test_shards_deal_every_cell_to_exactly_one_machine_and_merge_tabulates_them(
         run = tmp_path / f"shard{i}" / "a" / str(r.seed)
         run.mkdir(parents=True)
         r.save(run)
-    assert sorted(r.kafka for r in merged([tmp_path / "shard0", tmp_path / "shard1"])) == ["3.9.2", "4.3.1"]
+    runs = merged([tmp_path / "shard0", tmp_path / "shard1"])
+    assert sorted(r.kafka for r in runs) == ["3.9.2", "4.3.1"]
+    assert sorted(r.run_dir for r in runs) == [str(tmp_path / f"shard{i}" / "a" / str(i + 1)) for i in (0, 1)]
     with pytest.raises(UsageError, match="--shard I/N"):
         parse_shard("4/3")
