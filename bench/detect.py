@@ -99,13 +99,23 @@ HEADER = ("| scenario | runs | violations (false alarms if it must pass) | unkno
 
 
 ERRORS = "## Harness errors"
+TRACED = "## Must-pass violations and unknowns, traced"  # kept as written by hand: which finding explains which run
 
 
-def kept() -> tuple[dict[str, str], list[str]]:
-    """The rows DETECTION.md already has, by scenario, and its harness-error lines: a detect of some scenarios
-    keeps the others' figures, and every sitting's errors stay listed."""
+def _bullets(lines: list[str], header: str) -> list[str]:
+    """The `- ` lines of one section, up to the next header."""
+    if header not in lines:
+        return []
+    section = lines[lines.index(header) + 1:]
+    end = next((i for i, ln in enumerate(section) if ln.startswith("## ")), len(section))
+    return [ln for ln in section[:end] if ln.startswith("- ")]
+
+
+def kept() -> tuple[dict[str, str], list[str], list[str]]:
+    """The rows DETECTION.md already has, by scenario, its harness-error lines and its traced lines: a detect of
+    some scenarios keeps the others' figures, and every sitting's errors and explanations stay listed."""
     if not OUT.exists():
-        return {}, []
+        return {}, [], []
     lines = OUT.read_text().splitlines()
     table = lines[lines.index(HEADER) + 2:] if HEADER in lines else []
     rows = {}
@@ -113,11 +123,11 @@ def kept() -> tuple[dict[str, str], list[str]]:
         if not ln.startswith("| "):
             break
         rows[ln.split("|")[1].strip()] = ln
-    errors = lines[lines.index(ERRORS) + 1:] if ERRORS in lines else []
-    return rows, [ln for ln in errors if ln.startswith("- ")]
+    return rows, _bullets(lines, ERRORS), _bullets(lines, TRACED)
 
 
-def write(rows: dict[str, str], errors: list[str], command: str, minutes: float, done: bool) -> None:
+def write(rows: dict[str, str], errors: list[str], command: str, minutes: float, done: bool,
+          traced: tuple[str, ...] | list[str] = ()) -> None:
     """DETECTION.md, rewritten after every seed so an interrupted detect keeps what it measured."""
     OUT.write_text("\n".join([
         "# Detection power", "",
@@ -128,6 +138,8 @@ def write(rows: dict[str, str], errors: list[str], command: str, minutes: float,
         "violation is a false alarm unless a draft report in docs/findings/ traces it to Kafka or its client.", "",
         f"Last command: `{command}`; {'took' if done else 'still running after'} {minutes:.0f} min.", "",
         HEADER, "|---|---|---|---|---|---|---|---|", *rows.values(), "",
+        *([TRACED, "", "Must-pass runs that violated or were unknown, and what explains each (written by hand):", "",
+           *traced, ""] if traced else []),
         *([ERRORS, "", "Runs that ended without a verdict (each a harness error in its row, never a pass):", "",
            *errors, ""] if errors else [])]))
 
@@ -144,10 +156,10 @@ def main() -> None:
     ensure_engine()
     command = " ".join([*(f"{k}={os.environ[k]}" for k in ENV if os.environ.get(k)), "make detect"])
     started = time.monotonic()
-    rows, errors = kept()
+    rows, errors, traced = kept()
 
     def save(done: bool = False) -> None:
-        write(rows, errors, command, (time.monotonic() - started) / 60, done)
+        write(rows, errors, command, (time.monotonic() - started) / 60, done, traced)
 
     for names, runs in ((MUST_PASS, n_pass), (UNSAFE, n_unsafe), (REGRESSIONS, n_unsafe)):
         for name in names:
