@@ -12,7 +12,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Annotated
 
+from pydantic import BeforeValidator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -33,13 +35,16 @@ SOURCES = ["ack", "read", "read", "replica"]  # what each `src` counts as in exa
 SUSPECT = "(ok AND NOT final) OR moved OR failed OR NOT sent OR (live AND NOT final) OR info"
 
 
+PartitionName = Annotated[str, BeforeValidator(str)]  # topic-partition; older results.json name a partition by number
+
+
 @dataclass
 class Facts:
     """What the run established; anything False makes some checks unknown."""
 
     drain_ran: bool
     drain_complete: bool
-    partitions_not_drained: list[str]  # as topic-partition
+    partitions_not_drained: list[PartitionName]
     replicas_dumped: bool
     recovered: bool
     assign_readers: list[str]

@@ -133,3 +133,14 @@ def test_shards_deal_every_cell_to_exactly_one_machine_and_merge_tabulates_them(
     assert sorted(r.run_dir for r in runs) == [str(tmp_path / f"shard{i}" / "a" / str(i + 1)) for i in (0, 1)]
     with pytest.raises(UsageError, match="--shard I/N"):
         parse_shard("4/3")
+
+
+def test_results_of_older_runs_that_named_undrained_partitions_by_number_still_load(tmp_path):
+    from reports.frames import Facts
+
+    r = result("a", "4.3.1", "unknown").model_copy(update={"facts": Facts(
+        drain_ran=True, drain_complete=False, partitions_not_drained=["chaos-0"], replicas_dumped=True,
+        recovered=True, assign_readers=[])})
+    path = r.save(tmp_path)
+    path.write_text(path.read_text().replace('"chaos-0"', "0"))
+    assert RunResult.load(path).facts.partitions_not_drained == ["0"]
