@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from reports import frames
 from reports.checkers import CHECKERS, Finding
-from reports.frames import Facts, Frames, is_large
+from reports.frames import Facts, Frames, is_large, partition_name
 from reports.metrics import client_requests, isr_recovery_s, memory, send_metrics
 from reports.provoked import from_metadata
 
@@ -77,7 +77,7 @@ def _metrics(f: Frames) -> tuple[dict, dict]:
         meta["topic"] = meta["topic"].fillna("")  # lanes are per topic and partition
         for (topic, p), g in meta.groupby(["topic", "partition"]):
             lead = g["leader"].tolist()
-            leader_changes[f"{topic}-{p}"] = sum(1 for a, b in zip(lead, lead[1:], strict=False) if a != b)
+            leader_changes[partition_name(topic, p)] = sum(1 for a, b in zip(lead, lead[1:], strict=False) if a != b)
         meta["isr_size"] = meta["isr"].fillna("").map(lambda s: len([x for x in s.split(",") if x]))
     f.facts.observed = sorted({*f.facts.observed, *from_metadata(meta)})
     metrics.update(recovered=f.values.filter("info AND (live OR final OR in_replica)").count(),

@@ -18,7 +18,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from reports.frames import fault_outcome  # noqa: E402
+from reports.frames import fault_outcome, partition_name  # noqa: E402
 
 OUTCOME_COLORS = {"ok": "tab:green", "info": "tab:orange", "fail": "tab:red"}
 ELECTION = "crimson"
@@ -123,7 +123,7 @@ def leaders(ax, meta: pd.DataFrame, t0: int, end: float) -> None:
         ax.vlines(elections(g, t0), y - 0.45, y + 0.45, color=ELECTION, lw=1.5)
         top = max(int(g["isr_size"].max()), 1)
         ax.step(_s(g["t"], t0), y + g["isr_size"] / top * 0.4, where="post", color="black", lw=0.8)
-    ax.set_yticks(range(len(lanes)), [f"{t}-{p}" for (t, p), _ in lanes], fontsize=7)
+    ax.set_yticks(range(len(lanes)), [partition_name(t, p) for (t, p), _ in lanes], fontsize=7)
     brokers = sorted({int(b) for b in meta["leader"].unique() if b >= 0}) if not meta.empty else []
     ax.legend(handles=[Patch(color=cmap(b % 10), label=f"leader {b}") for b in brokers]
               + [Patch(color="lightgrey", label="no leader"), Line2D([], [], color=ELECTION, label="election")],

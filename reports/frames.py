@@ -38,6 +38,11 @@ SUSPECT = "(ok AND NOT final) OR moved OR failed OR NOT sent OR (live AND NOT fi
 PartitionName = Annotated[str, BeforeValidator(str)]  # topic-partition; older results.json name a partition by number
 
 
+def partition_name(topic: str, partition: int) -> str:
+    """A partition as Kafka names it (`chaos-2` is partition 2 of `chaos`), in facts, metrics and charts."""
+    return f"{topic}-{partition}"
+
+
 @dataclass
 class Facts:
     """What the run established; anything False makes some checks unknown."""
@@ -112,7 +117,7 @@ def facts_of(events: DataFrame, faults: DataFrame, readers: Readers) -> tuple[Fa
     kinds = {r["kind"] for r in by_kind}
     trouble = sorted((e["t"], f'{e["source"]} {r["kind"]}: {e["detail"]}')
                      for r in by_kind if r["kind"] in CLIENT_TROUBLE for e in r["first"])
-    not_drained = sorted(f'{r["topic"]}-{r["partition"]}' for r in end_rows if not r["reached"])
+    not_drained = sorted(partition_name(r["topic"], r["partition"]) for r in end_rows if not r["reached"])
     facts = Facts(drain_ran=bool(end_rows), drain_complete=bool(end_rows) and not not_drained,
                   partitions_not_drained=not_drained, replicas_dumped=Event.REPLICAS_DUMPED in kinds,
                   recovered=Event.LIVENESS not in kinds, assign_readers=list(readers.contiguous),
