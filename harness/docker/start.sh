@@ -27,6 +27,9 @@ log4j.logger.kafka.request.logger=WARN
 LOG
 CP='/opt/kafka/libs/*'
 LOGOPTS="-Dlog4j2.configurationFile=/etc/kafka/log4j2.properties -Dlog4j.configuration=file:/etc/kafka/log4j.properties"
+# a restarted container may come back with another node's old address: resolve peers afresh on every connection
+# (the JVM otherwise caches a name for 30 s, and a controller sent one broker's requests to another)
+DNS="-Dsun.net.inetaddr.ttl=0 -Dsun.net.inetaddr.negative.ttl=0"
 JVM="${KCHAOS_JVM_OPTS:--Xms256m -Xmx768m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError}"
 if [ -f /opt/kafka/kafka.jsa ]; then  # our image's class-data archive of a broker start (see its Dockerfile)
   JVM="$JVM -XX:SharedArchiveFile=/opt/kafka/kafka.jsa"
@@ -62,4 +65,4 @@ fi
 if [ -n "$KCHAOS_LAZYFS" ]; then  # what was set up before the broker starts is durable, as after `sync`
   "$KCHAOS_LAZYFS" ctl /run/lazyfs.sock sync > /dev/null
 fi
-exec java $JVM $LOGOPTS -cp "$CP" kafka.Kafka /etc/kafka/node.properties
+exec java $JVM $DNS $LOGOPTS -cp "$CP" kafka.Kafka /etc/kafka/node.properties

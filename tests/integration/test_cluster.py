@@ -103,3 +103,17 @@ def test_brokers_map_the_images_class_data_archive(cluster):
     for node in cluster.nodes:
         code, out = node.sh("grep -c /opt/kafka/kafka.jsa /proc/1/maps")
         assert code == 0 and int(out) > 0, f"{node.alias} runs without the image's class-data archive"
+
+
+def test_brokers_restarted_on_each_others_addresses_rejoin_and_serve(healed):
+    """Two brokers killed and started together come back on each other's addresses (the engine hands out the
+    lowest free one first); their peers must reach each under its name, not its old address."""
+    c = healed
+    topic = new_topic(c)
+    before = {n: c.node(n).ip() for n in (2, 3)}
+    for n in (2, 3):
+        c.node(n).kill()
+    c.start_nodes([3, 2])
+    assert {n: c.node(n).ip() for n in (2, 3)} == {2: before[3], 3: before[2]}, "the addresses were not swapped"
+    c.metadata.wait_full_isr(topic, TIMEOUT)
+    roundtrip(c)
