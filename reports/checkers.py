@@ -110,12 +110,17 @@ def _at_timeout(f: Frames) -> DataFrame:
     out (_MSG_TIMED_OUT): librdkafka then bumps the producer's epoch and re-sends what was unacknowledged, which the
     broker cannot de-duplicate. Only the duplicated values are joined with the timeouts."""
     timeouts = f.sends.filter((F.col("outcome") == "info") & (F.col("error") == "_MSG_TIMED_OUT")).select(
-        "producer", F.col("t_complete").alias("t_out"))
+        "producer", F.col("t_complete").alias("t"), F.col("t_complete").alias("t_out"))
     awaited = f.sends.join(f.values.filter("moved").select(*VALUE), VALUE, "left_semi").select(
-        *VALUE, "t_invoke", "t_complete")
-    return (awaited.join(timeouts, "producer")
-            .filter((F.col("t_invoke") <= F.col("t_out"))
-                    & F.coalesce(F.col("t_complete") >= F.col("t_out"), F.lit(True)))
+        *VALUE, F.col("t_invoke").alias("t"), "t_complete")
+    # each awaited value against its producer's first timeout at or after its send: a running minimum from the
+    # latest time back (a join of every value with every timeout, or a frame to the end, is quadratic)
+    later = Window.partitionBy("producer").orderBy(F.desc("t"), F.col("t_out").isNull()).rowsBetween(
+        Window.unboundedPreceding, Window.currentRow)
+    return (awaited.unionByName(timeouts, allowMissingColumns=True)
+            .withColumn("next_out", F.min("t_out").over(later))
+            .filter(F.col("seq").isNotNull() & F.col("next_out").isNotNull()
+                    & F.coalesce(F.col("t_complete") >= F.col("next_out"), F.lit(True)))
             .select(*VALUE).distinct())
 
 
