@@ -16,11 +16,12 @@ from testcontainers.core.network import Network
 from contracts import measured
 from contracts.errors import ClusterError
 from harness import images, labels, lazydisk, netdelay, watchdog
-from harness.broker_config import ZOOKEEPER_PROPERTIES, ClusterSpec, broker_properties, cluster_id, free_port
+from harness.broker_config import ZK_PORT, ZOOKEEPER_PROPERTIES, ClusterSpec, broker_properties, cluster_id, free_port
 from harness.firewall import Firewall
 from harness.metadata import Metadata
 from harness.node import KafkaNode
 from harness.replicas import Parsed, node_segments, parse_segment
+from harness.zookeeper import ZooKeeper
 
 
 class Cluster:
@@ -193,6 +194,12 @@ class Cluster:
     def zookeeper_ids(self) -> list[int]:
         """The ZooKeeper node's id (0) in ZooKeeper mode, else none."""
         return [self.zookeeper.node_id] if self.zookeeper else []
+
+    def zookeeper_session(self) -> ZooKeeper:
+        """A session with the cluster's ZooKeeper (use it as a context manager); ZooKeeper mode only."""
+        if not self.zookeeper:
+            raise ClusterError("this cluster runs KRaft: it has no ZooKeeper")
+        return ZooKeeper(f"{self.zookeeper.ip()}:{ZK_PORT}")
 
     def bootstrap_servers(self, node_ids: Iterable[int] | None = None) -> str:
         """Host-side bootstrap list (127.0.0.1 ports), of all brokers or the ones named."""
