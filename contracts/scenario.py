@@ -71,6 +71,8 @@ class KafkaSpec(Strict):
     # unset: KRaft from 3.3, ZooKeeper before (so `--kafka V` picks the mode V runs in)
     metadata: Literal["kraft", "zookeeper"] | None = None
     config: dict[str, str | int | float | bool] = {}
+    # settings of single brokers, by broker id, over `config` (a follower that fetches less per request, say)
+    broker_overrides: dict[int, dict[str, str | int | float | bool]] = {}
 
     @field_validator("version", mode="before")
     @classmethod
@@ -80,6 +82,10 @@ class KafkaSpec(Strict):
     def broker_config(self) -> dict[str, str]:
         """The broker settings the scenario overrides, as server.properties values."""
         return {k: _cfg(v) for k, v in self.config.items()}
+
+    def per_broker_config(self) -> dict[int, dict[str, str]]:
+        """Each overridden broker's own settings, as server.properties values."""
+        return {b: {k: _cfg(v) for k, v in cfg.items()} for b, cfg in self.broker_overrides.items()}
 
     @property
     def mode(self) -> str:
@@ -91,6 +97,9 @@ class KafkaSpec(Strict):
         problem = metadata_problem(self.version, self.mode)
         if problem:
             raise ValueError(problem)
+        for broker in self.broker_overrides:
+            if not 1 <= broker <= self.brokers:
+                raise ValueError(f"kafka.broker_overrides names broker {broker}, but the brokers are 1..{self.brokers}")
         return self
 
 
@@ -354,7 +363,11 @@ class Scenario(Strict):
         if self.producer.idempotence and release(version) < (0, 11):
             return (f"producer.idempotence=true (KIP-98) needs Kafka 0.11 or later, not kafka.version={version!r}; "
                     "set producer.idempotence: false")
-        return metadata_problem(version, self.kafka.metadata or default_metadata(version))
+        metadata = self.kafka.metadata or default_metadata(version)
+        if metadata == "kraft" and any(f.fault == "stale-hw-isr-join" for f in self.faults):
+            return (f"fault stale-hw-isr-join reads and triggers elections through ZooKeeper; "
+                    f"kafka.version={version!r} runs KRaft: use a ZooKeeper-mode version (kafka.metadata: zookeeper)")
+        return metadata_problem(version, metadata)
 
     def runs_on(self, version: str) -> bool:
         """Whether the scenario can run on another Kafka version."""

@@ -25,6 +25,7 @@ class ClusterSpec:
     brokers: int = 3
     metadata: str = ""  # "kraft" or "zookeeper"; empty: the version's default (KRaft from 3.3)
     config: dict[str, str] = field(default_factory=dict)
+    node_config: dict[int, dict[str, str]] = field(default_factory=dict)  # one broker's settings, over `config`
     lazy_disk: bool = False  # brokers' data on lazyfs, for power-loss faults
     net_delay: bool = False  # netdelay mounted in the brokers, for latency faults
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
@@ -81,8 +82,8 @@ def broker_defaults(brokers: int) -> dict[str, str]:
 
 
 def broker_properties(spec: ClusterSpec, node_id: int, alias: str, external_port: int) -> dict[str, str]:
-    """One broker's server.properties: defaults, its listeners, its role (KRaft voter or ZooKeeper client), and the
-    scenario's overrides last."""
+    """One broker's server.properties: defaults, its listeners, its role (KRaft voter or ZooKeeper client), then the
+    scenario's overrides and this broker's own."""
     props = broker_defaults(spec.brokers)
     listeners = {"INTERNAL": INTERNAL_PORT, "EXTERNAL": external_port}
     if spec.metadata == "zookeeper":
@@ -103,4 +104,4 @@ def broker_properties(spec: ClusterSpec, node_id: int, alias: str, external_port
         "advertised.listeners": f"INTERNAL://{alias}:{INTERNAL_PORT},EXTERNAL://127.0.0.1:{external_port}",
         "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
     }
-    return props | {k: str(v) for k, v in spec.config.items()}
+    return props | {k: str(v) for k, v in spec.config.items()} | spec.node_config.get(node_id, {})

@@ -43,12 +43,13 @@ def validate(raw: dict, where: str) -> Scenario:
 def config_problems(s: Scenario) -> list[str]:
     """Broker and topic config keys the scenario's Kafka version does not define (checked against the version's
     own config names; nothing to fetch when the scenario sets none)."""
-    if not s.kafka.config and not s.topic.config:
+    if not s.kafka.config and not s.topic.config and not s.kafka.broker_overrides:
         return []
     names = images.config_names(s.kafka.version)
     out = []
-    for field, given, known in (("kafka.config", s.kafka.config, names.broker), ("topic.config", s.topic.config,
-                                                                                  names.topic)):
+    given_where = [("kafka.config", s.kafka.config, names.broker), ("topic.config", s.topic.config, names.topic),
+                   *((f"kafka.broker_overrides.{b}", cfg, names.broker) for b, cfg in s.kafka.broker_overrides.items())]
+    for field, given, known in given_where:
         for key in given:
             if key not in known and not key.startswith(PREFIXED):
                 close = closest(key, sorted(known), cutoff=0.7)

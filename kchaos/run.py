@@ -101,8 +101,8 @@ def execute(scenario: Scenario, run_dir: Path, on_tick: Callable[[Tick], None] =
         phase("cluster")
         kinds = [KINDS[f.fault] for f in scenario.faults]
         spec = ClusterSpec(scenario.kafka.version, scenario.kafka.brokers, scenario.kafka.mode,
-                           scenario.kafka.broker_config(), any(k.lazy_disk for k in kinds),
-                           any(k.net_delay for k in kinds))
+                           scenario.kafka.broker_config(), scenario.kafka.per_broker_config(),
+                           any(k.lazy_disk for k in kinds), any(k.net_delay for k in kinds))
         with Cluster(spec) as cluster:
             _workload(scenario, cluster, history, ops, info, phase, on_tick, run_dir)
         info.status = "complete"

@@ -47,6 +47,14 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
     ("kafka: {config: {log.retention.hour: 1}}", "Unknown config kafka.config.'log.retention.hour': Kafka 4.3.1 "
                                                  "defines no such broker config; did you mean 'log.retention.hours'?"),
     ("topic: {config: {flush.message: 1}}", "did you mean 'flush.messages'?"),
+    ("kafka: {broker_overrides: {2: {replica.fetch.max.byte: 1}}}", "Unknown config "
+     "kafka.broker_overrides.2.'replica.fetch.max.byte': Kafka 4.3.1 defines no such broker config; did you mean "
+     "'replica.fetch.max.bytes'?"),
+    ("kafka: {broker_overrides: {4: {num.io.threads: 2}}}", "kafka.broker_overrides names broker 4, but the brokers "
+                                                           "are 1..3"),
+    ("faults: [{fault: stale-hw-isr-join}]", "fault stale-hw-isr-join reads and triggers elections through "
+                                            "ZooKeeper; kafka.version='4.3.1' runs KRaft: use a ZooKeeper-mode "
+                                            "version"),
     ("producer: {acks: al}", "but got producer.acks='al' (did you mean 'all'?)"),
     ("producer: {ackz: 1}", "Unknown field 'producer.ackz' (did you mean 'acks'?)"),
     ("faults: [{fault: kil}]", "but got faults.0.fault='kil' (did you mean 'kill'?)"),
