@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from contracts.errors import UsageError
+from harness.broker_config import ClusterSpec, broker_properties
 from kchaos.catalog import catalog, load, override, with_seeds
 from kchaos.cli import parser
 
@@ -79,3 +80,12 @@ def test_suite_and_compare_take_a_first_seed_and_never_an_abbreviated_option(cap
     with pytest.raises(SystemExit) as exit_:
         parser().parse_args(["suite", "smoke", "--see", "3"])
     assert exit_.value.code == 2 and "unrecognized arguments: --see 3" in capsys.readouterr().err
+
+
+def test_one_brokers_overrides_reach_its_server_properties_only():
+    s, _fixed = load(catalog()["kafka7128-stale-hw-isr-join"])
+    spec = ClusterSpec(s.kafka.version, s.kafka.brokers, s.kafka.mode, s.kafka.broker_config(),
+                       s.kafka.per_broker_config())
+    lagging, other = (broker_properties(spec, n, f"kafka-{n}", 9094) for n in (4, 2))
+    assert lagging["replica.fetch.max.bytes"] == "65536" and lagging["replica.fetch.wait.max.ms"] == "500"
+    assert "replica.fetch.max.bytes" not in other and other["replica.fetch.wait.max.ms"] == "2000"

@@ -1,0 +1,85 @@
+"""KAFKA-7128's sequence (Kafka 2.0.0 and older): a new leader whose high watermark lags lets a lagging follower
+into the ISR, and when the leaders before it die that follower is elected without acknowledged writes.
+
+Roles on a partition off the controller, by its assignment order: `preferred` (first), `leader` (second) and
+`lagging` (third). A follower learns the high watermark one fetch late, so the preferred replica's trails the
+leader's by a fetch's worth of acknowledged writes (the scenario widens that with long fetch waits). A
+preferred-leader election moves leadership to it while the old leader, still in the ISR, cannot reach it: the new
+leader never learns the old one's log end, so its stale high watermark stays. Before the fix the lagging replica
+joins the ISR as soon as it reaches that high watermark; from 2.0.1 only once it reaches the new leader's log end
+at its election."""
+
+from __future__ import annotations
+
+import time
+
+from contracts.scenario import FaultSpec
+from faults.ops import Ctx, NoEffect, _break
+from harness.zookeeper import ZooKeeper
+
+JOIN_TIMEOUT_S = 90.0
+
+
+def _await(ctx: Ctx, what: str, check, timeout_s: float, every_s: float = 0.1) -> float:
+    """Poll `check` until true; return when it became true (monotonic), or raise NoEffect naming `what`."""
+    deadline = time.monotonic() + timeout_s
+    while not ctx.stop.is_set() and time.monotonic() < deadline:
+        if check():
+            return time.monotonic()
+        time.sleep(every_s)
+    if ctx.stop.is_set():
+        raise NoEffect(f"stale-hw-isr-join: the run ended before {what}")
+    raise NoEffect(f"stale-hw-isr-join: {what} did not happen within {timeout_s:.0f} s")
+
+
+def _roles(ctx: Ctx) -> tuple[int, list[int]]:
+    """A partition with its full ISR on brokers other than the controller, and its replicas in assignment order."""
+    meta = ctx.cluster.metadata
+    controller = meta.controller()
+    parts = meta.partitions(ctx.topic)
+    fit = [p for p, m in sorted(parts.items()) if controller not in m.replicas and len(m.isrs) == 3]
+    if not fit:
+        raise NoEffect(f"no partition of {ctx.topic} with 3 in-sync replicas off the controller ({controller})")
+    partition = ctx.rng.choice(fit)
+    return partition, meta.assignment(ctx.topic, partition)
+
+
+def _lead_from_second(ctx: Ctx, zk: ZooKeeper, partition: int, preferred: int, second: int) -> None:
+    """Move leadership to the second replica with the preferred one back in the ISR (kill and restart it)."""
+    if zk.partition(ctx.topic, partition).leader == preferred:
+        _break(ctx, "kill", preferred)
+        _await(ctx, f"broker {second} leading", lambda: zk.partition(ctx.topic, partition).leader == second, 30)
+        ctx.cluster.start_node(preferred)
+    _await(ctx, f"broker {preferred} back in the ISR",
+           lambda: preferred in zk.partition(ctx.topic, partition).isr, 60, every_s=0.5)
+
+
+def stale_hw_isr_join(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
+    """Restart the lagging replica cut off from the leader (out of the ISR, behind); after `for`, cut the leader off
+    from the preferred replica and elect the preferred one; when the lagging one joins the ISR, kill the old leader,
+    then the new one. Both restart after `for`. The row has the ISR at the kill and how long the join took."""
+    partition, (preferred, leader, lagging) = _roles(ctx)
+    with ctx.cluster.zookeeper_session() as zk:
+        state = lambda: zk.partition(ctx.topic, partition)  # noqa: E731
+        _lead_from_second(ctx, zk, partition, preferred, leader)
+        try:
+            ctx.cluster.firewall.partition({lagging: {leader}, leader: {lagging}}, ctx.owner)
+            _break(ctx, "kill", lagging)
+            ctx.cluster.start_node(lagging)
+            if lagging in state().isr:
+                raise NoEffect(f"broker {lagging} rejoined the ISR of partition {partition} after its restart")
+            ctx.hold(spec.for_)
+            ctx.cluster.firewall.partition({lagging: {leader}, leader: {lagging, preferred}, preferred: {leader}},
+                                           ctx.owner)
+            zk.elect_preferred(ctx.topic, partition)
+            elected = _await(ctx, f"broker {preferred} elected", lambda: state().leader == preferred, 30)
+            joined = _await(ctx, f"broker {lagging} joining the ISR", lambda: lagging in state().isr, JOIN_TIMEOUT_S)
+            isr = list(state().isr)
+            for node in (leader, preferred):
+                _break(ctx, "kill", node)
+        finally:
+            ctx.cluster.firewall.lift(ctx.owner)
+    ctx.hold(spec.for_)
+    ctx.cluster.start_nodes([leader, preferred])
+    return {"partition": partition, "preferred": preferred, "leader": leader, "lagging": lagging,
+            "isr_at_kill": isr, "joined_after_s": round(joined - elected, 2)}
