@@ -6,7 +6,7 @@ import os
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from reports.compare_stats import SIGNIFICANT, Difference, box_plots, differences, spreads
+from reports.compare_stats import SIGNIFICANT, Difference, box_plots, differences, spreads, testable
 from reports.render import ENV
 from reports.result import RunResult
 
@@ -53,8 +53,13 @@ def figures(runs: list[RunResult]) -> str:
     return "; ".join(f"{name} {sp.text}" for name, sp in spreads(runs).items() if sp.values)
 
 
-def summary(found: list[Difference], runs: int) -> list[str]:
-    """What differs between the versions, said first: each difference the rank test finds unlikely to be noise."""
+def summary(found: list[Difference], runs: int, can_test: bool) -> list[str]:
+    """What differs between the versions, said first: each difference the rank test finds unlikely to be noise, or
+    that no cell has seeds enough for the test to find any."""
+    if not can_test:
+        return [f"Too few seeds for a rank test to tell versions apart ({runs} runs; Mann-Whitney U reaches "
+                f"p < {SIGNIFICANT} only with 4 seeds a version): compare the figures below by eye, or run "
+                "`kchaos compare --seeds 4` or more."]
     if not found:
         return [f"No figure differs between versions beyond its seeds' spread (Mann-Whitney U, p < {SIGNIFICANT}; "
                 f"{runs} runs)."]
@@ -66,7 +71,7 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
     """comparison.html (linking each run's report, with box plots) and comparison.md."""
     directory.mkdir(parents=True, exist_ok=True)
     versions, grid = table(results)
-    found = differences(grid)
+    found, can_test = differences(grid), testable(grid)
     lines = ["| scenario | " + " | ".join(f"Kafka {v}" for v in versions) + " |",
              "|---|" + "---|" * len(versions)]
     for name, row in grid.items():
@@ -74,7 +79,7 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
             (cell(row[v]) + (f"; {f}" if (f := figures(row[v])) else "")) if v in row else "not run"
             for v in versions) + " |")
     md = directory / "comparison.md"
-    md.write_text("# kafka-chaos version comparison\n\n" + "\n".join(summary(found, len(results))) + "\n\n"
+    md.write_text("# kafka-chaos version comparison\n\n" + "\n".join(summary(found, len(results), can_test)) + "\n\n"
                   "`*` marks anomalies Kafka's guarantees allow under the scenario's settings; figures are the median "
                   "(and range) over a cell's seeds.\n\n" + "\n".join(lines) + "\n")
     html = directory / "comparison.html"
@@ -86,5 +91,5 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
 
     html.write_text(ENV.get_template("compare.html.j2").render(
         versions=versions, grid=grid, cell=cell, worst=worst, link=link, figures=figures, plots=plots,
-        summary=summary(found, len(results))))
+        summary=summary(found, len(results), can_test)))
     return html, md

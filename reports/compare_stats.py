@@ -4,6 +4,7 @@ test between every two versions of a scenario, so a difference one seed shows is
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -87,6 +88,13 @@ def differences(grid: dict[str, dict[str, list[RunResult]]]) -> list[Difference]
                 if p < SIGNIFICANT:
                     out.append(Difference(scenario, figure, a, b, statistics.median(xa), statistics.median(xb), p))
     return out
+
+
+def testable(grid: dict[str, dict[str, list[RunResult]]]) -> bool:
+    """Whether some scenario has two versions with seeds enough that the rank test could reach p < SIGNIFICANT at
+    all (its smallest two-sided p is 2 / C(m + n, m): 4 seeds a side, not 3)."""
+    return any(2 / math.comb(len(a) + len(b), len(a)) < SIGNIFICANT
+               for row in grid.values() for a, b in itertools.combinations(row.values(), 2))
 
 
 def box_plots(grid: dict[str, dict[str, list[RunResult]]], versions: list[str], directory: Path) -> dict[str, str]:

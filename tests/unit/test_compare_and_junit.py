@@ -37,6 +37,8 @@ def test_compare_table_shows_the_worst_seed_and_sums_counts(tmp_path):
     assert "| b | not run |" in text
     assert 'class="b-FAIL"' in html.read_text() and "seed 2" in html.read_text()
     assert 'href="../runs/2/report.html"' in html.read_text()  # relative: the directory can move as a whole
+    # one or two seeds a version: no rank test can call a difference, and the summary says so instead of "none"
+    assert "Too few seeds for a rank test to tell versions apart (4 runs;" in text and "No figure differs" not in text
 
 
 def test_junit_one_case_per_run_with_failures_and_skips(tmp_path):
@@ -107,6 +109,7 @@ def test_compare_marks_a_difference_its_seeds_cannot_explain_and_not_one_they_ca
         r.run_dir = str(tmp_path / "runs" / r.scenario / r.kafka / str(r.seed))
     html, md = write_compare(results, tmp_path / "compare")
     text = md.read_text()
+    assert "Too few seeds" not in text
     said = [ln for ln in text.splitlines() if ln.startswith("- ")]
     assert said == ["- a: acknowledged writes lost median 31,000 on Kafka 3.9.2 vs 640 on 4.3.1 "
                     "(Mann-Whitney U p=0.00794)"]
