@@ -298,18 +298,24 @@ def unclean_sequence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     return {"partition": partition, "lagging": lagging, "killed": in_sync}
 
 
+def off_controller(ctx: Ctx) -> tuple[int, int]:
+    """A partition (drawn by the op's rng) with 3 in-sync replicas, none of them the controller, so that killing
+    replicas never moves the controller and the controller reaches them all; and its leader."""
+    controller = ctx.cluster.metadata.controller()
+    parts = ctx.cluster.metadata.partitions(ctx.topic)
+    fit = [p for p, m in sorted(parts.items()) if controller not in m.replicas and len(m.isrs) == 3]
+    if not fit:
+        raise NoEffect(f"no partition of {ctx.topic} with 3 in-sync replicas off the controller ({controller})")
+    partition = ctx.rng.choice(fit)
+    return partition, parts[partition].leader
+
+
 def hw_truncation(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     """KIP-101's truncation to the high watermark, on a partition off the controller: the follower elected second is
     cut off while the leader acknowledges writes it never hears of; the leader dies, the cut-off follower follows the
     next leader without reaching it (truncating, before 0.11); that leader dies and the cut-off follower is elected."""
     meta = ctx.cluster.metadata
-    controller = meta.controller()
-    parts = meta.partitions(ctx.topic)
-    fit = [p for p, m in sorted(parts.items()) if controller not in m.replicas and len(m.isrs) == 3]
-    if not fit:
-        raise NoEffect(f"no partition of {ctx.topic} with 3 in-sync replicas off the controller ({controller})")
-    partition = ctx.rng.choice(fit)
-    first = parts[partition].leader
+    partition, first = off_controller(ctx)
     second, cut = [r for r in meta.assignment(ctx.topic, partition) if r != first]  # the controller's order
 
     def leading(node: int) -> None:

@@ -1,20 +1,12 @@
-"""KAFKA-7128's sequence (Kafka 2.0.0 and older): a new leader whose high watermark lags lets a lagging follower
-into the ISR, and when the leaders before it die that follower is elected without acknowledged writes.
-
-Roles on a partition off the controller, by its assignment order: `preferred` (first), `leader` (second) and
-`lagging` (third). A follower learns the high watermark one fetch late, so the preferred replica's trails the
-leader's by a fetch's worth of acknowledged writes (the scenario widens that with long fetch waits). A
-preferred-leader election moves leadership to it while the old leader, still in the ISR, cannot reach it: the new
-leader never learns the old one's log end, so its stale high watermark stays. Before the fix the lagging replica
-joins the ISR as soon as it reaches that high watermark; from 2.0.1 only once it reaches the new leader's log end
-at its election."""
+"""KAFKA-7128's sequence (fixed in 2.0.1): a lagging replica joins the ISR at a new leader's stale high watermark
+and is elected when the others die (docs/DESIGN.md, "Kafka versions and known bugs", says how the race is widened)."""
 
 from __future__ import annotations
 
 import time
 
 from contracts.scenario import FaultSpec
-from faults.ops import Ctx, NoEffect, _break
+from faults.ops import Ctx, NoEffect, _break, off_controller
 from harness.zookeeper import ZooKeeper
 
 JOIN_TIMEOUT_S = 90.0
@@ -32,21 +24,12 @@ def _await(ctx: Ctx, what: str, check, timeout_s: float, every_s: float = 0.1) -
     raise NoEffect(f"stale-hw-isr-join: {what} did not happen within {timeout_s:.0f} s")
 
 
-def _roles(ctx: Ctx) -> tuple[int, list[int]]:
-    """A partition with its full ISR on brokers other than the controller, and its replicas in assignment order."""
-    meta = ctx.cluster.metadata
-    controller = meta.controller()
-    parts = meta.partitions(ctx.topic)
-    fit = [p for p, m in sorted(parts.items()) if controller not in m.replicas and len(m.isrs) == 3]
-    if not fit:
-        raise NoEffect(f"no partition of {ctx.topic} with 3 in-sync replicas off the controller ({controller})")
-    partition = ctx.rng.choice(fit)
-    return partition, meta.assignment(ctx.topic, partition)
-
-
 def _lead_from_second(ctx: Ctx, zk: ZooKeeper, partition: int, preferred: int, second: int) -> None:
     """Move leadership to the second replica with the preferred one back in the ISR (kill and restart it)."""
-    if zk.partition(ctx.topic, partition).leader == preferred:
+    leader = zk.partition(ctx.topic, partition).leader
+    if leader not in (preferred, second):
+        raise NoEffect(f"stale-hw-isr-join: partition {partition} is led by broker {leader}, the replica meant to lag")
+    if leader == preferred:
         _break(ctx, "kill", preferred)
         _await(ctx, f"broker {second} leading", lambda: zk.partition(ctx.topic, partition).leader == second, 30)
         ctx.cluster.start_node(preferred)
@@ -58,7 +41,8 @@ def stale_hw_isr_join(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     """Restart the lagging replica cut off from the leader (out of the ISR, behind); after `for`, cut the leader off
     from the preferred replica and elect the preferred one; when the lagging one joins the ISR, kill the old leader,
     then the new one. Both restart after `for`. The row has the ISR at the kill and how long the join took."""
-    partition, (preferred, leader, lagging) = _roles(ctx)
+    partition, _ = off_controller(ctx)
+    preferred, leader, lagging = ctx.cluster.metadata.assignment(ctx.topic, partition)
     with ctx.cluster.zookeeper_session() as zk:
         state = lambda: zk.partition(ctx.topic, partition)  # noqa: E731
         _lead_from_second(ctx, zk, partition, preferred, leader)
