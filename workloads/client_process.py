@@ -3,6 +3,7 @@ application, and producers share no interpreter lock with each other, the nemesi
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing as mp
 import os
@@ -158,7 +159,7 @@ class ClientProcess:
         """SIGSTOP: every thread of the client stalls, its connections stay open and unanswered. Returns once the
         process is stopped (the signal is delivered asynchronously), or after SIGNAL_S."""
         if self.alive:
-            os.kill(self._proc.pid, signal.SIGSTOP)
+            self._signal(signal.SIGSTOP)
             deadline = time.monotonic() + SIGNAL_S
             while not self.paused and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -166,13 +167,18 @@ class ClientProcess:
     def resume(self) -> None:
         """SIGCONT after a pause."""
         if self.alive:
-            os.kill(self._proc.pid, signal.SIGCONT)
+            self._signal(signal.SIGCONT)
 
     def kill(self) -> None:
         """SIGKILL: no LeaveGroup, no commit, no flush; a group notices after session.timeout.ms."""
         if self.alive:
-            os.kill(self._proc.pid, signal.SIGKILL)
+            self._signal(signal.SIGKILL)
             self._proc.join(10)
+
+    def _signal(self, sig: int) -> None:
+        """Signal the child; one already gone (reaped by another thread's liveness check since) needs nothing."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self._proc.pid, sig)
 
     def stop(self) -> None:
         """Ask the child to stop: one write to shared memory, which no dead or stuck child can block (a

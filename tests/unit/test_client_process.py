@@ -25,6 +25,17 @@ def test_stopping_a_client_killed_mid_run_returns_at_once(tmp_path):
         assert time.monotonic() - began < 6 and not client.alive
 
 
+def test_signalling_a_client_that_died_a_moment_ago_does_not_raise(tmp_path, monkeypatch):
+    client = ClientProcess("producer", 0, ProducerSpec(rate=50), ("t",), 1, NOWHERE, tmp_path).start()
+    assert client.wait_ready(60)
+    os.kill(client._proc.pid, signal.SIGKILL)
+    client._proc.join(5)  # gone: its fork server has reaped it
+    # the moment between its exit and the exit status reaching the runner, when it still looks alive
+    monkeypatch.setattr(ClientProcess, "alive", property(lambda self: True))
+    client.resume()
+    client.kill()
+
+
 def test_a_stopped_client_ends_on_its_own_and_counts_what_it_sent(tmp_path):
     client = ClientProcess("producer", 0, ProducerSpec(rate=100, message_timeout_ms=1000), ("t",), 1, NOWHERE,
                            tmp_path).start()
