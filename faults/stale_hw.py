@@ -4,10 +4,11 @@ and is elected when the others die (docs/DESIGN.md, "Kafka versions and known bu
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from contracts.scenario import FaultSpec
 from faults.ops import Ctx, NoEffect, _break, off_controller
-from harness.zookeeper import ZooKeeper
+from harness.zookeeper import PartitionState
 
 JOIN_TIMEOUT_S = 90.0
 
@@ -24,17 +25,17 @@ def _await(ctx: Ctx, what: str, check, timeout_s: float, every_s: float = 0.1) -
     raise NoEffect(f"stale-hw-isr-join: {what} did not happen within {timeout_s:.0f} s")
 
 
-def _lead_from_second(ctx: Ctx, zk: ZooKeeper, partition: int, preferred: int, second: int) -> None:
+def _lead_from_second(ctx: Ctx, state: Callable[[], PartitionState], partition: int, preferred: int,
+                      second: int) -> None:
     """Move leadership to the second replica with the preferred one back in the ISR (kill and restart it)."""
-    leader = zk.partition(ctx.topic, partition).leader
+    leader = state().leader
     if leader not in (preferred, second):
         raise NoEffect(f"stale-hw-isr-join: partition {partition} is led by broker {leader}, the replica meant to lag")
     if leader == preferred:
         _break(ctx, "kill", preferred)
-        _await(ctx, f"broker {second} leading", lambda: zk.partition(ctx.topic, partition).leader == second, 30)
+        _await(ctx, f"broker {second} leading", lambda: state().leader == second, 30)
         ctx.cluster.start_node(preferred)
-    _await(ctx, f"broker {preferred} back in the ISR",
-           lambda: preferred in zk.partition(ctx.topic, partition).isr, 60, every_s=0.5)
+    _await(ctx, f"broker {preferred} back in the ISR", lambda: preferred in state().isr, 60, every_s=0.5)
 
 
 def stale_hw_isr_join(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
@@ -45,7 +46,7 @@ def stale_hw_isr_join(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     preferred, leader, lagging = ctx.cluster.metadata.assignment(ctx.topic, partition)
     with ctx.cluster.zookeeper_session() as zk:
         state = lambda: zk.partition(ctx.topic, partition)  # noqa: E731
-        _lead_from_second(ctx, zk, partition, preferred, leader)
+        _lead_from_second(ctx, state, partition, preferred, leader)
         try:
             ctx.cluster.firewall.partition({lagging: {leader}, leader: {lagging}}, ctx.owner)
             _break(ctx, "kill", lagging)

@@ -108,7 +108,7 @@ def unseen(f: Frames) -> Finding:
 def _at_timeout(f: Frames) -> DataFrame:
     """The values at more than one position that their producer was still awaiting when one of its messages timed
     out (_MSG_TIMED_OUT): librdkafka then bumps the producer's epoch and re-sends what was unacknowledged, which the
-    broker cannot de-duplicate. Only the duplicated values are joined with the timeouts."""
+    broker cannot de-duplicate. Only the duplicated values are matched with the timeouts."""
     timeouts = f.sends.filter((F.col("outcome") == "info") & (F.col("error") == "_MSG_TIMED_OUT")).select(
         "producer", F.col("t_complete").alias("t"), F.col("t_complete").alias("t_out"))
     awaited = f.sends.join(f.values.filter("moved").select(*VALUE), VALUE, "left_semi").select(

@@ -71,7 +71,7 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
     """comparison.html (linking each run's report, with box plots) and comparison.md."""
     directory.mkdir(parents=True, exist_ok=True)
     versions, grid = table(results)
-    found, can_test = differences(grid), testable(grid)
+    said = summary(differences(grid), len(results), testable(grid))
     lines = ["| scenario | " + " | ".join(f"Kafka {v}" for v in versions) + " |",
              "|---|" + "---|" * len(versions)]
     for name, row in grid.items():
@@ -79,7 +79,7 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
             (cell(row[v]) + (f"; {f}" if (f := figures(row[v])) else "")) if v in row else "not run"
             for v in versions) + " |")
     md = directory / "comparison.md"
-    md.write_text("# kafka-chaos version comparison\n\n" + "\n".join(summary(found, len(results), can_test)) + "\n\n"
+    md.write_text("# kafka-chaos version comparison\n\n" + "\n".join(said) + "\n\n"
                   "`*` marks anomalies Kafka's guarantees allow under the scenario's settings; figures are the median "
                   "(and range) over a cell's seeds.\n\n" + "\n".join(lines) + "\n")
     html = directory / "comparison.html"
@@ -91,5 +91,5 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
 
     html.write_text(ENV.get_template("compare.html.j2").render(
         versions=versions, grid=grid, cell=cell, worst=worst, link=link, figures=figures, plots=plots,
-        summary=summary(found, len(results), can_test)))
+        summary=said))
     return html, md

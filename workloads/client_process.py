@@ -176,7 +176,8 @@ class ClientProcess:
             self._proc.join(10)
 
     def _signal(self, sig: int) -> None:
-        """Signal the child; one already gone (reaped by another thread's liveness check since) needs nothing."""
+        """Signal the child; one already gone (its exit status not yet read through the fork server) needs
+        nothing."""
         with contextlib.suppress(ProcessLookupError):
             os.kill(self._proc.pid, sig)
 
