@@ -39,6 +39,7 @@ COUNTED = ("one", "all", "minority", "majority")  # targets that name members by
 COORDINATORS = ("txn-coordinator", "group-coordinator")
 Link = Literal["clients", "replication", "controller"]  # a broker's listeners a latency fault can slow
 TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS)
+ZOOKEEPER_FAULTS = ("stale-hw-isr-join", "fast-failover-divergence")  # ops that elect and watch through ZooKeeper
 
 
 def transactional_id(producer: int) -> str:
@@ -364,9 +365,9 @@ class Scenario(Strict):
             return (f"producer.idempotence=true (KIP-98) needs Kafka 0.11 or later, not kafka.version={version!r}; "
                     "set producer.idempotence: false")
         metadata = self.kafka.metadata or default_metadata(version)
-        if metadata == "kraft" and any(f.fault == "stale-hw-isr-join" for f in self.faults):
-            return (f"fault stale-hw-isr-join reads and triggers elections through ZooKeeper; "
-                    f"kafka.version={version!r} runs KRaft: use a ZooKeeper-mode version (kafka.metadata: zookeeper)")
+        if metadata == "kraft" and (zk := [f.fault for f in self.faults if f.fault in ZOOKEEPER_FAULTS]):
+            return (f"fault {zk[0]} reads and triggers elections through ZooKeeper; kafka.version={version!r} runs "
+                    "KRaft: use a ZooKeeper-mode version (kafka.metadata: zookeeper)")
         return metadata_problem(version, metadata)
 
     def runs_on(self, version: str) -> bool:

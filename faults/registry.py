@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from faults import ops, stale_hw
+from faults import failovers, ops
 from harness import netrules
 
 
@@ -68,7 +68,8 @@ KINDS: dict[str, FaultKind] = {k.name: k for k in (
               lazy_disk=True, params=frozenset({"torn"})),
     FaultKind("unclean-sequence", ops.unclean_sequence, aims="itself", restarts="once"),
     FaultKind("hw-truncation", ops.hw_truncation, aims="itself", restarts="each"),
-    FaultKind("stale-hw-isr-join", stale_hw.stale_hw_isr_join, aims="itself", restarts="each"),
+    FaultKind("stale-hw-isr-join", failovers.stale_hw_isr_join, aims="itself", restarts="each"),
+    FaultKind("fast-failover-divergence", failovers.fast_failover_divergence, aims="itself", restarts="each"),
     FaultKind("consumer-kill", ops.client_fault("consumers", "kill"), aims="consumers"),
     FaultKind("consumer-pause", ops.client_fault("consumers", "pause"), aims="consumers"),
     FaultKind("producer-pause", ops.client_fault("producers", "pause"), aims="producers"),

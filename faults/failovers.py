@@ -1,0 +1,126 @@
+"""Known bugs' failover sequences, driven and watched through ZooKeeper: KAFKA-7128's stale high watermark (fixed in
+2.0.1) and KIP-279's fast double failover (fixed in 2.0). docs/DESIGN.md, "Kafka versions and known bugs", says how
+each race is widened."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from contracts.scenario import FaultSpec
+from faults.ops import Ctx, NoEffect, _break, off_controller
+from harness.zookeeper import PartitionState, ZooKeeper
+
+JOIN_TIMEOUT_S = 90.0
+State = Callable[[], PartitionState]
+
+
+def _await(ctx: Ctx, fault: str, what: str, check: Callable[[], bool], timeout_s: float,
+           every_s: float = 0.1) -> float:
+    """Poll `check` until true; return when it became true (monotonic), or raise NoEffect naming `what`."""
+    deadline = time.monotonic() + timeout_s
+    while not ctx.stop.is_set() and time.monotonic() < deadline:
+        if check():
+            return time.monotonic()
+        time.sleep(every_s)
+    if ctx.stop.is_set():
+        raise NoEffect(f"{fault}: the run ended before {what}")
+    raise NoEffect(f"{fault}: {what} did not happen within {timeout_s:.0f} s")
+
+
+def _lead_from_second(ctx: Ctx, fault: str, state: State, partition: int, preferred: int, second: int) -> None:
+    """Move leadership to the second replica with the preferred one back in the ISR (kill and restart it)."""
+    leader = state().leader
+    if leader not in (preferred, second):
+        raise NoEffect(f"{fault}: partition {partition} is led by broker {leader}, not by one of its first two "
+                       "replicas")
+    if leader == preferred:
+        _break(ctx, "kill", preferred)
+        _await(ctx, fault, f"broker {second} leading", lambda: state().leader == second, 30)
+        ctx.cluster.start_node(preferred)
+    _await(ctx, fault, f"broker {preferred} back in the ISR", lambda: preferred in state().isr, 60, every_s=0.5)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A partition off the controller led by its second replica, with its preferred one in the ISR, and the
+    ZooKeeper session that watches it."""
+
+    zk: ZooKeeper
+    state: State
+    partition: int
+    preferred: int
+    second: int
+    third: int
+
+
+@contextlib.contextmanager
+def _staged(ctx: Ctx, fault: str) -> Iterator[Stage]:
+    """Set the stage both sequences start from; the network rules the op adds are lifted on the way out."""
+    partition, _ = off_controller(ctx)
+    preferred, second, third = ctx.cluster.metadata.assignment(ctx.topic, partition)
+    with ctx.cluster.zookeeper_session() as zk:
+        state = lambda: zk.partition(ctx.topic, partition)  # noqa: E731
+        _lead_from_second(ctx, fault, state, partition, preferred, second)
+        try:
+            yield Stage(zk, state, partition, preferred, second, third)
+        finally:
+            ctx.cluster.firewall.lift(ctx.owner)
+
+
+def stale_hw_isr_join(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
+    """Restart the lagging replica cut off from the leader (out of the ISR, behind); after `for`, cut the leader off
+    from the preferred replica and elect the preferred one; when the lagging one joins the ISR, kill the old leader,
+    then the new one. Both restart after `for`. The row has the ISR at the kill and how long the join took."""
+    fault = "stale-hw-isr-join"
+    with _staged(ctx, fault) as st:
+        preferred, leader, lagging, state = st.preferred, st.second, st.third, st.state
+        ctx.cluster.firewall.partition({lagging: {leader}, leader: {lagging}}, ctx.owner)
+        _break(ctx, "kill", lagging)
+        ctx.cluster.start_node(lagging)
+        if lagging in state().isr:
+            raise NoEffect(f"broker {lagging} rejoined the ISR of partition {st.partition} after its restart")
+        ctx.hold(spec.for_)
+        ctx.cluster.firewall.partition({lagging: {leader}, leader: {lagging, preferred}, preferred: {leader}},
+                                       ctx.owner)
+        st.zk.elect_preferred(ctx.topic, st.partition)
+        elected = _await(ctx, fault, f"broker {preferred} elected", lambda: state().leader == preferred, 30)
+        joined = _await(ctx, fault, f"broker {lagging} joining the ISR", lambda: lagging in state().isr,
+                        JOIN_TIMEOUT_S)
+        isr = list(state().isr)
+        for node in (leader, preferred):
+            _break(ctx, "kill", node)
+    ctx.hold(spec.for_)
+    ctx.cluster.start_nodes([leader, preferred])
+    return {"partition": st.partition, "preferred": preferred, "leader": leader, "lagging": lagging,
+            "isr_at_kill": isr, "joined_after_s": round(joined - elected, 2)}
+
+
+def fast_failover_divergence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
+    """Elect the preferred replica while it is cut off from the leader it trails, so that it appends `for` of
+    writes in an epoch the old leader never sees; kill it, so the old leader (still in the ISR) leads again, and
+    restart it after `for`. Once it is back in the ISR it is elected again, so reads see what it kept."""
+    fault = "fast-failover-divergence"
+    with _staged(ctx, fault) as st:
+        preferred, second, state = st.preferred, st.second, st.state
+        ctx.cluster.firewall.partition({preferred: {second}, second: {preferred}}, ctx.owner)
+        ctx.hold(1.0)  # the leader appends writes its cut-off preferred replica cannot fetch
+        st.zk.elect_preferred(ctx.topic, st.partition)
+        _await(ctx, fault, f"broker {preferred} elected", lambda: state().leader == preferred, 30)
+        ctx.hold(spec.for_)
+        brief = state()
+        if second not in brief.isr:
+            raise NoEffect(f"{fault}: broker {second} left the ISR of partition {st.partition} while cut off")
+        _break(ctx, "kill", preferred)
+        _await(ctx, fault, f"broker {second} elected again", lambda: state().leader == second, 30)
+        ctx.cluster.firewall.lift(ctx.owner)
+        ctx.hold(spec.for_)  # the old leader appends in its new epoch before the preferred replica returns
+        ctx.cluster.start_node(preferred)
+        _await(ctx, fault, f"broker {preferred} back in the ISR", lambda: preferred in state().isr,
+               JOIN_TIMEOUT_S, every_s=0.5)
+        st.zk.elect_preferred(ctx.topic, st.partition)
+        _await(ctx, fault, f"broker {preferred} leading again", lambda: state().leader == preferred, 30)
+    return {"partition": st.partition, "preferred": preferred, "leader": second, "brief_epoch": brief.leader_epoch,
+            "isr_at_kill": list(brief.isr)}
