@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from contracts.scenario import FaultSpec
 from faults.ops import Ctx, NoEffect, _break, off_controller
+from faults.ports import ClientControl
 from harness.zookeeper import PartitionState, ZooKeeper
 
 JOIN_TIMEOUT_S = 90.0
@@ -98,17 +99,40 @@ def stale_hw_isr_join(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
             "isr_at_kill": isr, "joined_after_s": round(joined - elected, 2)}
 
 
+@contextlib.contextmanager
+def _producers_resumed(ctx: Ctx, fault: str) -> Iterator[list[ClientControl]]:
+    """The workload's producers (at least two, all running), each resumed on the way out if the op paused it."""
+    producers = ctx.clients.producers
+    if len(producers) < 2 or not all(p.alive for p in producers):
+        raise NoEffect(f"{fault}: needs two or more running producers (producer.count >= 2)")
+    try:
+        yield producers
+    finally:
+        for p in producers:
+            if p.paused:
+                p.resume()
+
+
 def fast_failover_divergence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     """Elect the preferred replica while it is cut off from the leader it trails, so that it appends `for` of
     writes in an epoch the old leader never sees; kill it, so the old leader (still in the ISR) leads again, and
-    restart it after `for`. Once it is back in the ISR it is elected again, so reads see what it kept."""
+    restart it after `for`. Once it is back in the ISR it is elected again, so reads see what it kept. The last
+    producer is paused while the old leader takes the writes the preferred replica lacks, the others while the
+    preferred replica leads: a retried batch would otherwise land at the same offset on both and hide the
+    divergence."""
     fault = "fast-failover-divergence"
-    with _staged(ctx, fault) as st:
+    with _staged(ctx, fault) as st, _producers_resumed(ctx, fault) as producers:
         preferred, second, state = st.preferred, st.second, st.state
+        *gap_writers, brief_writer = producers
+        brief_writer.pause()
+        ctx.hold(1.0)  # the preferred replica fetches what the paused producer had sent
         ctx.cluster.firewall.partition({preferred: {second}, second: {preferred}}, ctx.owner)
         ctx.hold(1.0)  # the leader appends writes its cut-off preferred replica cannot fetch
+        for p in gap_writers:
+            p.pause()
         st.zk.elect_preferred(ctx.topic, st.partition)
         _await(ctx, fault, f"broker {preferred} elected", lambda: state().leader == preferred, 30)
+        brief_writer.resume()
         ctx.hold(spec.for_)
         brief = state()
         if second not in brief.isr:
@@ -116,6 +140,8 @@ def fast_failover_divergence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> d
         _break(ctx, "kill", preferred)
         _await(ctx, fault, f"broker {second} elected again", lambda: state().leader == second, 30)
         ctx.cluster.firewall.lift(ctx.owner)
+        for p in gap_writers:
+            p.resume()
         ctx.hold(spec.for_)  # the old leader appends in its new epoch before the preferred replica returns
         ctx.cluster.start_node(preferred)
         _await(ctx, fault, f"broker {preferred} back in the ISR", lambda: preferred in state().isr,
