@@ -55,6 +55,8 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
     ("faults: [{fault: stale-hw-isr-join}]", "fault stale-hw-isr-join reads and triggers elections through "
                                             "ZooKeeper; kafka.version='4.3.1' runs KRaft: use a ZooKeeper-mode "
                                             "version"),
+    ("faults: [{fault: fast-failover-divergence}]", "fault fast-failover-divergence reads and triggers elections "
+                                                   "through ZooKeeper; kafka.version='4.3.1' runs KRaft"),
     ("producer: {acks: al}", "but got producer.acks='al' (did you mean 'all'?)"),
     ("producer: {ackz: 1}", "Unknown field 'producer.ackz' (did you mean 'acks'?)"),
     ("faults: [{fault: kil}]", "but got faults.0.fault='kil' (did you mean 'kill'?)"),
