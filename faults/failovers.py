@@ -114,7 +114,7 @@ def _producers_resumed(ctx: Ctx, fault: str) -> Iterator[list[ClientControl]]:
 
 
 def fast_failover_divergence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-    """Elect the preferred replica while it is cut off from the leader it trails, so that it appends `for` of
+    """Elect the preferred replica while it is cut off from the leader it trails, so that for `for` it appends
     writes in an epoch the old leader never sees; kill it, so the old leader (still in the ISR) leads again, and
     restart it after `for`. Once it is back in the ISR it is elected again, so reads see what it kept. The last
     producer is paused while the old leader takes the writes the preferred replica lacks, the others while the
