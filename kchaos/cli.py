@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from faults.schedule import load as load_schedule
 from faults.schedule import plan
 from harness import images, labels, lazydisk, netdelay
 from harness.engine import ensure_engine
+from kchaos import exits
 from kchaos.catalog import catalog, from_json, load, override, resolve_scenario, suite_files, with_seeds
 from kchaos.console import Progress, console, error_line, out, say_result, show_available, summary
 from kchaos.matrix import merged, parse_shard, shard
@@ -337,53 +336,37 @@ def housekeeping(sub) -> None:
     st.set_defaults(fn=cmd_setup)
 
 
-SIGNALLED: list[int] = []  # the signal that is ending this command, if one is
-
-
-def _terminate(signum: int, _frame) -> None:
-    """SIGTERM (what `timeout` and CI cancellations send to the process group) ends the command like Ctrl-C."""
-    SIGNALLED.append(signum)
-    raise SystemExit(128 + signum)
-
-
-def _interrupt(signum: int, _frame) -> None:
-    SIGNALLED.append(signum)
-    raise KeyboardInterrupt
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    handlers = {sig: signal.signal(sig, fn) for sig, fn in ((signal.SIGTERM, _terminate),
-                                                             (signal.SIGINT, _interrupt))}
+    with exits.signals_handled():
+        return _dispatch(args)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command; a signal's echoes (errors of the JVM and clients it also ended) end it as interrupted."""
     try:
         return args.fn(args)
     except ChaosError as exc:
-        if not SIGNALLED:
+        if not exits.SIGNALLED:
             error_line(str(exc))
             return exc.exit_code
-        return interrupted()
+        return exits.interrupted()
     except KeyboardInterrupt:
-        return interrupted()
+        return exits.interrupted()
     except SystemExit:
-        if SIGNALLED:
-            return interrupted()
+        if exits.SIGNALLED:
+            return exits.interrupted()
         raise
     except Exception:  # a signal to the group also ends the Spark JVM and clients: their errors are its echo
-        if SIGNALLED:
-            return interrupted()
+        if exits.SIGNALLED:
+            return exits.interrupted()
         raise
-    finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
 
 
-def interrupted() -> int:
-    """Say so and give the shell's code for the signal (130 for SIGINT, 143 for SIGTERM)."""
-    signum = SIGNALLED[0] if SIGNALLED else signal.SIGINT
-    console.print(f"{signal.Signals(signum).name}: stopped; containers removed, history kept", style="yellow",
-                  markup=False)
-    return 128 + signum
+def entry() -> None:
+    """The `kchaos` command."""
+    exits.leave(main())
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -53,7 +53,7 @@ def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_of
     reads = pq.read_table(tmp_path / "history" / "reads.parquet").to_pandas()
     events = pq.read_table(tmp_path / "history" / "events.parquet").to_pandas()
     ok = sends[sends.outcome == "ok"]
-    assert len(ok) == len(sends) > 3000
+    assert len(ok) == len(sends) > 3000, sends[sends.outcome != "ok"].groupby(["producer", "error"]).size()
     final = reads[reads.phase == "final"]
     assert len(final) == len(ok)  # exactly once: no more, no fewer rows than acks
     assert set(zip(final.producer, final.seq, strict=True)) == set(zip(ok.producer, ok.seq, strict=True))

@@ -1,0 +1,59 @@
+"""How a command ends on a signal: SIGINT and SIGTERM raise in the main thread, the command's cleanup runs, and the
+shell's code for the signal is the exit status."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from typing import NoReturn
+
+from kchaos.console import console
+
+SIGNALLED: list[int] = []  # the signal that is ending this command, if one is
+
+
+def _terminate(signum: int, _frame) -> None:
+    """SIGTERM (what `timeout` and CI cancellations send to the process group) ends the command like Ctrl-C."""
+    SIGNALLED.append(signum)
+    raise SystemExit(128 + signum)
+
+
+def _interrupt(signum: int, _frame) -> None:
+    SIGNALLED.append(signum)
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def signals_handled() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt and SIGTERM SystemExit inside the block; the old handlers come back after."""
+    handlers = {sig: signal.signal(sig, fn) for sig, fn in ((signal.SIGTERM, _terminate),
+                                                             (signal.SIGINT, _interrupt))}
+    try:
+        yield
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+def interrupted() -> int:
+    """Say so and give the shell's code for the signal (130 for SIGINT, 143 for SIGTERM)."""
+    signum = SIGNALLED[0] if SIGNALLED else signal.SIGINT
+    console.print(f"{signal.Signals(signum).name}: stopped; containers removed, history kept", style="yellow",
+                  markup=False)
+    return 128 + signum
+
+
+def leave(code: int) -> NoReturn:
+    """Exit with `code`. A command a signal ended leaves by os._exit once its exit handlers have run: threads the
+    signal cut short (the Spark warm-up waiting on its JVM, a client library's) can abort the interpreter's
+    shutdown with SIGABRT, and by then the containers are removed and the history is closed."""
+    if SIGNALLED:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
