@@ -99,18 +99,36 @@ def stale_hw_isr_join(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
             "isr_at_kill": isr, "joined_after_s": round(joined - elected, 2)}
 
 
-@contextlib.contextmanager
-def _producers_resumed(ctx: Ctx, fault: str) -> Iterator[list[ClientControl]]:
-    """The workload's producers (at least two, all running), each resumed on the way out if the op paused it."""
-    producers = ctx.clients.producers
-    if len(producers) < 2 or not all(p.alive for p in producers):
-        raise NoEffect(f"{fault}: needs two or more running producers (producer.count >= 2)")
-    try:
-        yield producers
-    finally:
+class _Pauses:
+    """The producers an op paused and has not resumed: on the way out only these are resumed, never one that
+    another fault paused meanwhile."""
+
+    def __init__(self) -> None:
+        self.held: list[ClientControl] = []
+
+    def pause(self, *producers: ClientControl) -> None:
         for p in producers:
-            if p.paused:
-                p.resume()
+            p.pause()
+            self.held.append(p)
+
+    def resume(self, *producers: ClientControl) -> None:
+        for p in producers:
+            p.resume()
+            self.held.remove(p)
+
+
+@contextlib.contextmanager
+def _producers_paused(ctx: Ctx, fault: str) -> Iterator[tuple[list[ClientControl], _Pauses]]:
+    """The workload's producers (at least two, all running and none paused) and the op's pauses of them, each
+    undone on the way out."""
+    producers = ctx.clients.producers
+    if len(producers) < 2 or not all(p.alive and not p.paused for p in producers):
+        raise NoEffect(f"{fault}: needs two or more running producers, none paused (producer.count >= 2)")
+    pauses = _Pauses()
+    try:
+        yield producers, pauses
+    finally:
+        pauses.resume(*[p for p in pauses.held if p.paused])
 
 
 def fast_failover_divergence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
@@ -121,18 +139,17 @@ def fast_failover_divergence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> d
     preferred replica leads: a retried batch would otherwise land at the same offset on both and hide the
     divergence."""
     fault = "fast-failover-divergence"
-    with _staged(ctx, fault) as st, _producers_resumed(ctx, fault) as producers:
+    with _staged(ctx, fault) as st, _producers_paused(ctx, fault) as (producers, pauses):
         preferred, second, state = st.preferred, st.second, st.state
         *gap_writers, brief_writer = producers
-        brief_writer.pause()
+        pauses.pause(brief_writer)
         ctx.hold(1.0)  # the preferred replica fetches what the paused producer had sent
         ctx.cluster.firewall.partition({preferred: {second}, second: {preferred}}, ctx.owner)
         ctx.hold(1.0)  # the leader appends writes its cut-off preferred replica cannot fetch
-        for p in gap_writers:
-            p.pause()
+        pauses.pause(*gap_writers)
         st.zk.elect_preferred(ctx.topic, st.partition)
         _await(ctx, fault, f"broker {preferred} elected", lambda: state().leader == preferred, 30)
-        brief_writer.resume()
+        pauses.resume(brief_writer)
         ctx.hold(spec.for_)
         brief = state()
         if second not in brief.isr:
@@ -140,8 +157,7 @@ def fast_failover_divergence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> d
         _break(ctx, "kill", preferred)
         _await(ctx, fault, f"broker {second} elected again", lambda: state().leader == second, 30)
         ctx.cluster.firewall.lift(ctx.owner)
-        for p in gap_writers:
-            p.resume()
+        pauses.resume(*gap_writers)
         ctx.hold(spec.for_)  # the old leader appends in its new epoch before the preferred replica returns
         ctx.cluster.start_node(preferred)
         _await(ctx, fault, f"broker {preferred} back in the ISR", lambda: preferred in state().isr,
