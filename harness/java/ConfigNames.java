@@ -36,14 +36,16 @@ public class ConfigNames {
         return out;
     }
 
-    /** Before 3.x the ConfigDefs are private vals of a Scala object: fields of its MODULE$ instance. */
+    /** Before 3.x the ConfigDefs are private vals of a Scala object: fields of its MODULE$ instance, which Scala
+     *  2.13 compiles as static fields of the object's class. */
     static void addModule(Set<String> out, Class<?> def, String name) {
         Class<?> module = load(name + "$");
         if (module == null) return;
         Object instance;
         try { instance = module.getField("MODULE$").get(null); } catch (ReflectiveOperationException e) { return; }
         for (Field f : module.getDeclaredFields())
-            if (!Modifier.isStatic(f.getModifiers()) && def.isAssignableFrom(f.getType())) add(out, read(f, instance));
+            if (def.isAssignableFrom(f.getType()))
+                add(out, read(f, Modifier.isStatic(f.getModifiers()) ? null : instance));
     }
 
     @SuppressWarnings("unchecked")
