@@ -153,12 +153,19 @@ def _create_topics(scenario: Scenario, cluster: Cluster) -> None:
 
 
 def _clients(scenario: Scenario, boot: str, history: HistoryWriter) -> Clients:
-    """Start the workload's client processes: consumers, copiers (eos-copy), producers."""
+    """Start the workload's client processes: consumers, copiers (eos-copy), producers (with `consumer.reset:
+    latest`, once every consumer has its first assignment)."""
     topics, parts, copying = scenario.topics(), scenario.topic.partitions, scenario.workload == "eos-copy"
 
     def start(kind, spec, n: int) -> list[ClientProcess]:
         return [ClientProcess(kind, i, spec, topics, parts, boot, history.dir).start() for i in range(n)]
     consumers = start("consumer", scenario.consumer, scenario.consumer.count)
+    if scenario.consumer.reset == "latest":  # a member starting at the end would skip what came before it joined
+        late = [c.cid for c in consumers if not c.wait_ready(CLIENT_START_S)]
+        if late:
+            for c in consumers:
+                c.kill()
+            raise RuntimeError(f"consumers {late} had no assignment within {CLIENT_START_S:.0f} s")
     copiers = start("copier", scenario.copier, scenario.copier.count if copying else 0)
     return Clients(consumers, start("producer", scenario.producer, scenario.producer.count), copiers,
                    scenario.copier.group if copying else scenario.consumer.group,

@@ -20,6 +20,8 @@ IN_FLIGHT = DOCS + "#producerconfigs_max.in.flight.requests.per.connection"
 REPLICATION = DOCS + "#replication"
 SEMANTICS = DOCS + "#semantics"
 CONSUMER = DOCS + "#consumerconfigs_enable.auto.commit"
+KIP_211 = ("https://cwiki.apache.org/confluence/display/KAFKA/KIP-211%3A+Revise+Expiration+Semantics+of+Consumer+"
+           "Group+Offsets")
 ISOLATION = DOCS + "#consumerconfigs_isolation.level"
 TRANSACTIONS = DOCS + "#semantics"  # "the producer can send to multiple partitions atomically: all or none"
 KIP_98 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-98+-+Exactly+Once+Delivery+and+Transactional+Messaging"
@@ -267,6 +269,11 @@ def _committed_unread(s: Scenario) -> Rule:
     if loss.reasons:
         return Rule("committed-unread", True,
                     f"a truncated log puts other records under the group's committed offsets ({loss.why})", loss.doc)
+    if s.consumer.reset == "latest":
+        return Rule("committed-unread", False, "members commit only after processing, and a group's committed "
+                    "offsets are kept while it has members and for offsets.retention.minutes after it empties "
+                    "(KIP-211, 2.1), so a member that rejoins resumes from them, never from the end of the log",
+                    KIP_211)
     return Rule("committed-unread", False, "a group member stores or commits a position only after processing the "
                 "records before it: at-least-once delivery across rebalances and crashes", CONSUMER)
 

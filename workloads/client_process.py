@@ -75,8 +75,8 @@ def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topics: tuple
     gc.set_threshold(*GC_THRESHOLD)
     history = HistoryWriter(Path(history_dir), flush_s=FLUSH_S[kind], part=f"{kind}-{cid}-{incarnation}")
     client = _client(kind, cid, spec_json, topics, partitions, bootstrap, history).start()
-    flags[READY] = 1
     while not flags[STOP] and _alive(runner):
+        flags[READY] = client.positioned.is_set()
         counts[:] = [getattr(client, "acked", 0), getattr(client, "errors", 0)]
         if hung := client.watch.hung():  # as an application's liveness check would: end it, to be restarted
             history.event(f"{kind}-{cid}", Event.HUNG, detail=hung)
@@ -136,7 +136,8 @@ class ClientProcess:
         return self
 
     def wait_ready(self, timeout: float) -> bool:
-        """True once the child's client runs; False after `timeout`, or at once if the child died."""
+        """True once the child's client runs (a consumer: has its first assignment); False after `timeout`, or at
+        once if the child died."""
         deadline = time.monotonic() + timeout
         while not self._flags[READY] and self.alive and time.monotonic() < deadline:
             time.sleep(POLL_S)

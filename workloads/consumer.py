@@ -45,6 +45,7 @@ def group_settings(spec: ConsumerSpec) -> dict:
 def member_config(spec: ConsumerSpec, cid: int, bootstrap: str) -> dict:
     """A live group member's librdkafka settings (a setting its protocol leaves to the broker is dropped)."""
     conf = consumer_config(bootstrap, spec.group, spec.isolation_of(cid), spec.commit == "auto") | group_settings(spec)
+    conf["auto.offset.reset"] = spec.reset
     return {k: v for k, v in conf.items() if v is not None}
 
 
@@ -70,6 +71,8 @@ def reader_name(cid: int) -> str:
 class ConsumerClient(Worker):
     """One live consumer thread."""
 
+    positions_itself = True
+
     def __init__(self, cid: int, spec: ConsumerSpec, topics: tuple[str, ...], partitions: int, bootstrap: str,
                  history: HistoryWriter) -> None:
         self.name = reader_name(cid)
@@ -81,14 +84,19 @@ class ConsumerClient(Worker):
         for tp in parts:
             self.history.event(self.name, kind, topic=tp.topic, partition=tp.partition, offset=tp.offset)
 
+    def _assigned(self, _consumer: Consumer, parts: list[TopicPartition]) -> None:
+        self._event(Event.ASSIGN, parts)
+        self.positioned.set()
+
     def _run(self) -> None:
         consumer = Consumer(member_config(self.spec, self.cid, self.bootstrap))
         if self.spec.mode == "assign":
             parts = [TopicPartition(t, p, OFFSET_BEGINNING) for t in self.topics for p in range(self.partitions)]
             consumer.assign(parts)
             self._event(Event.ASSIGN, parts)
+            self.positioned.set()
         else:
-            consumer.subscribe(list(self.topics), on_assign=lambda c, ps: self._event(Event.ASSIGN, ps),
+            consumer.subscribe(list(self.topics), on_assign=self._assigned,
                                on_revoke=lambda c, ps: self._event(Event.REVOKE, ps),
                                on_lost=lambda c, ps: self._event(Event.LOST, ps))
         poll = 0

@@ -36,10 +36,13 @@ class CallWatch:
 class Worker:
     """Subclasses implement `_run`, checking `self._stop` between steps, and wrap blocking calls in `self.watch`."""
 
+    positions_itself = False  # True: `_run` sets `positioned` (a consumer, once it has its first assignment)
+
     def __init__(self, name: str) -> None:
         self._stop = threading.Event()
         self.watch = CallWatch()
         self.died = ""  # why the thread ended before it was asked to stop
+        self.positioned = threading.Event()  # ready for the workload (see positions_itself)
         self.thread = threading.Thread(target=self._guarded, name=name, daemon=True)
 
     def _run(self) -> None:
@@ -54,6 +57,8 @@ class Worker:
 
     def start(self) -> Self:
         self.thread.start()
+        if not self.positions_itself:
+            self.positioned.set()
         return self
 
     def stop(self) -> None:

@@ -66,6 +66,11 @@ def test_group_at_least_once_is_forbidden_unless_the_log_may_be_truncated():
     assert "committed-unread" in allowed(scenario(consumer__commit="before"))
 
 
+def test_members_starting_at_latest_rest_on_the_groups_offsets_surviving_a_rebalance():
+    rule = next(r for r in rules(scenario(consumer__reset="latest")) if r.anomaly == "committed-unread")
+    assert not rule.allowed and "KIP-211" in rule.doc and "offsets.retention.minutes" in rule.why
+
+
 def test_unread_group_commits_make_the_verdict_unknown():
     a = analysis()
     a.facts.group_commits = "unknown"
