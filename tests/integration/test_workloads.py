@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from contracts.history import HistoryWriter, read_jsonl
+from contracts.history import CLIENT_TROUBLE, HistoryWriter, read_jsonl
 from contracts.scenario import ConsumerSpec, ProducerSpec
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
@@ -53,7 +53,9 @@ def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_of
     reads = pq.read_table(tmp_path / "history" / "reads.parquet").to_pandas()
     events = pq.read_table(tmp_path / "history" / "events.parquet").to_pandas()
     ok = sends[sends.outcome == "ok"]
-    assert len(ok) == len(sends) > 3000, sends[sends.outcome != "ok"].groupby(["producer", "error"]).size()
+    trouble = events[events.kind.isin([k.value for k in CLIENT_TROUBLE])][["source", "kind", "detail"]]
+    assert len(ok) == len(sends) > 3000, (sends[sends.outcome != "ok"].groupby(["producer", "error"]).size(),
+                                          trouble.drop_duplicates().head(10).to_dict("records"))
     final = reads[reads.phase == "final"]
     assert len(final) == len(ok)  # exactly once: no more, no fewer rows than acks
     assert set(zip(final.producer, final.seq, strict=True)) == set(zip(ok.producer, ok.seq, strict=True))
