@@ -159,7 +159,7 @@ class ConsumerSpec(Strict):
     group_protocol: Literal["classic", "consumer"] = "classic"
     assignor: Literal["range", "roundrobin", "cooperative-sticky"] = "range"
     # where a member starts in a partition its group has no committed offset for; with latest, producers start only
-    # once every member has its first assignment, so a fresh group skips nothing
+    # once every member has its first assignment, so a fresh group does not start past the first records
     reset: Literal["earliest", "latest"] = "earliest"
     # To prove the transactional checkers can fail: judge every reader as this level, whatever it reads with
     judged_as: Literal["read_uncommitted", "read_committed"] | None = None
