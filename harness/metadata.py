@@ -7,10 +7,11 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, PartitionMetadata
 from tenacity import RetryError, Retrying, retry_if_exception, retry_if_result, stop_after_delay, wait_fixed
 
+from contracts.clientlog import QUIET
 from contracts.errors import ClusterError
 from harness.broker_config import ClusterSpec
 from harness.firewall import Firewall
@@ -173,6 +174,20 @@ class Metadata:
                     if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                         raise
         self.wait_full_isr(name, timeout_s)
+        self.wait_leaders_serving(name, partitions, timeout_s)
+
+    def wait_leaders_serving(self, topic: str, partitions: int, timeout_s: float = 60.0) -> None:
+        """Wait until each partition's leader answers for it: a broker applies the metadata that makes it leader
+        some time after others report it so, and sends before then wait on retries."""
+        consumer = Consumer({"bootstrap.servers": self.bootstrap_servers(self.healthy_nodes()),
+                             "group.id": "kchaos-metadata", "enable.auto.commit": False,
+                             "socket.connection.setup.timeout.ms": 5000, "log_level": 0, "logger": QUIET})
+        try:
+            wait_for(f"every leader of {topic} answering for its partition", lambda: all(
+                consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5, cached=False)
+                for p in range(partitions)), timeout_s)
+        finally:
+            consumer.close()
 
     def wait_full_isr(self, topic: str, timeout_s: float = 60.0) -> None:
         """Wait until every partition of a topic has a leader and all its replicas in the ISR."""
