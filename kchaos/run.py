@@ -152,6 +152,16 @@ def _create_topics(scenario: Scenario, cluster: Cluster) -> None:
                                       replicas=t.replicas)
 
 
+def _require_ready(processes: list[ClientProcess], not_ready: str,
+                   before_raising: Callable[[], object] | None = None) -> None:
+    """Wait up to CLIENT_START_S for each client process to report ready; raise naming those that did not."""
+    late = [c.cid for c in processes if not c.wait_ready(CLIENT_START_S)]
+    if late:
+        if before_raising:
+            before_raising()
+        raise RuntimeError(f"{processes[0].kind}s {late} {not_ready} within {CLIENT_START_S:.0f} s")
+
+
 def _clients(scenario: Scenario, boot: str, history: HistoryWriter) -> Clients:
     """Start the workload's client processes: consumers, copiers (eos-copy), producers (with `consumer.reset:
     latest`, once every consumer has its first assignment)."""
@@ -161,11 +171,7 @@ def _clients(scenario: Scenario, boot: str, history: HistoryWriter) -> Clients:
         return [ClientProcess(kind, i, spec, topics, parts, boot, history.dir).start() for i in range(n)]
     consumers = start("consumer", scenario.consumer, scenario.consumer.count)
     if scenario.consumer.reset == "latest":  # a member starting at the end would skip what came before it joined
-        late = [c.cid for c in consumers if not c.wait_ready(CLIENT_START_S)]
-        if late:
-            for c in consumers:
-                c.kill()
-            raise RuntimeError(f"consumers {late} had no assignment within {CLIENT_START_S:.0f} s")
+        _require_ready(consumers, "had no assignment", lambda: [c.kill() for c in consumers])
     copiers = start("copier", scenario.copier, scenario.copier.count if copying else 0)
     return Clients(consumers, start("producer", scenario.producer, scenario.producer.count), copiers,
                    scenario.copier.group if copying else scenario.consumer.group,
@@ -185,9 +191,7 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
     memory = MemorySampler(lambda: [c.pid for c in everyone if c.pid], history).start()
     try:
         # the schedule's `after` counts from the first sends, not from a spawning interpreter
-        late = [p.cid for p in producers if not p.wait_ready(CLIENT_START_S)]
-        if late:
-            raise RuntimeError(f"producers {late} did not start within {CLIENT_START_S:.0f} s")
+        _require_ready(producers, "did not start")
         nemesis = schedule.Nemesis(cluster, topic, scenario.faults, ops, scenario.seed, history, clients).start()
         try:
             _faults(scenario, clients, history, nemesis, phase, on_tick)
