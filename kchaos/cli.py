@@ -346,20 +346,14 @@ def _dispatch(args: argparse.Namespace) -> int:
     """Run the command; a signal's echoes (errors of the JVM and clients it also ended) end it as interrupted."""
     try:
         return args.fn(args)
-    except ChaosError as exc:
-        if not exits.SIGNALLED:
-            error_line(str(exc))
-            return exc.exit_code
-        return exits.interrupted()
     except KeyboardInterrupt:
         return exits.interrupted()
-    except SystemExit:
+    except (Exception, SystemExit) as exc:  # a signal to the group also ends the Spark JVM and clients
         if exits.SIGNALLED:
             return exits.interrupted()
-        raise
-    except Exception:  # a signal to the group also ends the Spark JVM and clients: their errors are its echo
-        if exits.SIGNALLED:
-            return exits.interrupted()
+        if isinstance(exc, ChaosError):
+            error_line(str(exc))
+            return exc.exit_code
         raise
 
 
