@@ -26,8 +26,8 @@ MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-res
              "power-loss-one", "power-loss-all-flushed", "latency-slow-follower", "latency-slow-clients",
              "latency-slow-controller"]
 # Known Kafka bugs: run on the version that has each (a violation is a hit) and the one that fixed it (must pass)
-REGRESSIONS = ["kip101-hw-truncation", "kafka7128-stale-hw-isr-join", "kip279-fast-failover-divergence",
-               "kafka13636-offsets-expire-in-rebalance"]
+REGRESSIONS = ["kip101-hw-truncation", "kip101-power-loss-divergence", "kafka7128-stale-hw-isr-join",
+               "kip279-fast-failover-divergence", "kafka13636-offsets-expire-in-rebalance"]
 UNSAFE = ["acks1-leader-kill", "zombie-leader-acks1", "non-idempotent-retries", "unclean-election-true",
           "consumer-group-at-most-once", "txn-judged-uncommitted", "eos-copy-offsets-outside", "power-loss-all"]
 ENV = ("DETECT_RUNS_PASS", "DETECT_RUNS_UNSAFE", "DETECT_ONLY", "DETECT_RESUME")

@@ -39,7 +39,8 @@ COUNTED = ("one", "all", "minority", "majority")  # targets that name members by
 COORDINATORS = ("txn-coordinator", "group-coordinator")
 Link = Literal["clients", "replication", "controller"]  # a broker's listeners a latency fault can slow
 TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS)
-ZOOKEEPER_FAULTS = ("stale-hw-isr-join", "fast-failover-divergence")  # ops that elect and watch through ZooKeeper
+# ops that elect and watch through ZooKeeper
+ZOOKEEPER_FAULTS = ("stale-hw-isr-join", "fast-failover-divergence", "power-loss-divergence")
 
 
 def transactional_id(producer: int) -> str:

@@ -1,6 +1,6 @@
 """Known bugs' failover sequences, driven and watched through ZooKeeper: KAFKA-7128's stale high watermark (fixed in
-2.0.1) and KIP-279's fast double failover (fixed in 2.0). docs/DESIGN.md, "Kafka versions and known bugs", says how
-each race is widened."""
+2.0.1), KIP-279's fast double failover (fixed in 2.0) and KIP-101's divergence after hard failures (fixed in 0.11).
+docs/DESIGN.md, "Kafka versions and known bugs", says how each race is widened."""
 
 from __future__ import annotations
 
@@ -166,3 +166,34 @@ def fast_failover_divergence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> d
         _await(ctx, fault, f"broker {preferred} leading again", lambda: state().leader == preferred, 30)
     return {"partition": st.partition, "preferred": preferred, "leader": second, "brief_epoch": brief.leader_epoch,
             "isr_at_kill": list(brief.isr)}
+
+
+def power_loss_divergence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
+    """KIP-101's second scenario on a partition off the controller: its leader and one follower crash, the other
+    follower leads alone and loses power; it returns first and leads for `for` with what it had fsynced, then the
+    crashed two return and follow it. The producers are paused from the crash until it leads again, so its log ends
+    where it last fsynced (a segment roll) and the crashed replicas' high watermarks lie beyond that."""
+    fault = "power-loss-divergence"
+    partition, leader = off_controller(ctx)
+    replicas = ctx.cluster.metadata.assignment(ctx.topic, partition)
+    survivor = ctx.rng.choice([r for r in replicas if r != leader])
+    crashed = [r for r in replicas if r != survivor]
+    with ctx.cluster.zookeeper_session() as zk, _producers_paused(ctx, fault) as (producers, pauses):
+        state = lambda: zk.partition(ctx.topic, partition)  # noqa: E731
+        try:
+            pauses.pause(*producers)
+            for node in crashed:
+                _break(ctx, "kill", node)
+            _await(ctx, fault, f"broker {survivor} leading alone", lambda: state().isr == (survivor,), 60)
+            ctx.expect_state(survivor, "running", f"{fault} found the survivor not running")
+            cut = ctx.cluster.power_off([survivor])
+            ctx.cluster.start_nodes([survivor])
+            _await(ctx, fault, f"broker {survivor} leading again", lambda: state().leader == survivor, 90, 0.5)
+            epoch = state().leader_epoch
+            pauses.resume(*producers)
+            ctx.hold(spec.for_)  # it appends where the crashed replicas hold other records
+        finally:
+            ctx.cluster.start_nodes([r for r in [survivor, *crashed] if r in ctx.cluster.stopped()])
+    loss = cut.losses[survivor]
+    return {"partition": partition, "survivor": survivor, "crashed": crashed, "survivor_epoch": epoch,
+            "lost": {"files": loss.files, "bytes": loss.bytes}}

@@ -70,6 +70,8 @@ KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("hw-truncation", ops.hw_truncation, aims="itself", restarts="each"),
     FaultKind("stale-hw-isr-join", failovers.stale_hw_isr_join, aims="itself", restarts="each"),
     FaultKind("fast-failover-divergence", failovers.fast_failover_divergence, aims="itself", restarts="each"),
+    FaultKind("power-loss-divergence", failovers.power_loss_divergence, aims="itself", restarts="each",
+              lazy_disk=True),
     FaultKind("consumer-kill", ops.client_fault("consumers", "kill"), aims="consumers"),
     FaultKind("consumer-pause", ops.client_fault("consumers", "pause"), aims="consumers"),
     FaultKind("producer-pause", ops.client_fault("producers", "pause"), aims="producers"),

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from contracts.scenario import Scenario
-from contracts.versions import KIP_966, eligible_leader_replicas, release, replica_fencing, transaction_defense
+from contracts.versions import KIP_101, KIP_966, eligible_leader_replicas, release, replica_fencing, transaction_defense
 from reports.analysis import Analysis
 from reports.checkers import ANOMALIES
 
@@ -66,6 +66,10 @@ class Truncation:
         return "; ".join(self.reasons)
 
 
+# Faults in which the last in-sync replica loses power; power-loss-divergence's other replicas crash keeping their logs
+LAST_REPLICA_LOSES_POWER = ("last-replica-power-loss", "power-loss-divergence")
+
+
 def fsyncs_each_write(s: Scenario) -> bool:
     """Whether every replica fsyncs each record before it counts (flush.messages=1, or the broker-wide setting)."""
     flush = s.topic.config.get("flush.messages", s.kafka.config.get("log.flush.interval.messages"))
@@ -74,21 +78,27 @@ def fsyncs_each_write(s: Scenario) -> bool:
 
 def power_loss_of_all(s: Scenario) -> str:
     """Why a power loss can take a record from every replica before any fsynced it ("" when none can)."""
+    return next(iter(power_losses(s).values()), "")
+
+
+def power_losses(s: Scenario) -> dict[str, str]:
+    """Each fault of the scenario whose power loss can take a record from every replica, and why."""
     if fsyncs_each_write(s):
-        return ""
+        return {}
     replicas, brokers = min(s.topic.replication_factor, s.kafka.brokers), s.kafka.brokers
+    found: dict[str, str] = {}
     for f in s.faults:
         hit = {"all": brokers, "isr": replicas, "majority": brokers // 2 + 1}.get(str(f.target), 1)
         if f.fault == "power-loss" and (len(f.target) if isinstance(f.target, list) else hit) >= replicas:
-            return (f"power-loss of {f.target} with flush.messages unset (Kafka's default: the OS decides when to "
-                    "fsync): every replica can lose a record together, and the guarantee is 'predicated on at "
-                    "least one replica remaining in sync'")
-        if f.fault == "last-replica-power-loss" and not eligible_leader_replicas(s.kafka.version):
-            return (f"the last in-sync replica loses power with flush.messages unset, and Kafka {s.kafka.version} "
-                    "has no eligible leader replicas (KIP-966, on by default from 4.1): it is the only replica "
-                    "that may lead when it returns, without what it had not fsynced ('predicated on at least one "
-                    "replica remaining in sync')")
-    return ""
+            found[f.fault] = (f"power-loss of {f.target} with flush.messages unset (Kafka's default: the OS decides "
+                              "when to fsync): every replica can lose a record together, and the guarantee is "
+                              "'predicated on at least one replica remaining in sync'")
+        if f.fault in LAST_REPLICA_LOSES_POWER and not eligible_leader_replicas(s.kafka.version):
+            found[f.fault] = (f"the last in-sync replica loses power with flush.messages unset, and Kafka "
+                              f"{s.kafka.version} has no eligible leader replicas (KIP-966, on by default from 4.1): "
+                              "it is the only replica that may lead when it returns, without what it had not "
+                              "fsynced ('predicated on at least one replica remaining in sync')")
+    return found
 
 
 def elr_note(s: Scenario) -> str:
@@ -250,10 +260,14 @@ def _replica_divergence(s: Scenario) -> Rule:
     if s.topic.unclean_leader_election:
         return Rule("replica-divergence", True, "an unclean leader's log wins over replicas that hold other records",
                     UNCLEAN)
-    if power := power_loss_of_all(s):
+    if power := "; ".join(why for fault, why in power_losses(s).items() if fault != "power-loss-divergence"):
         return Rule("replica-divergence", True, f"replicas that lost different unsynced tails may each keep records "
                     f"the others lost ({power})", REPLICATION)
     words, kip = replica_fencing(s.kafka.version)
+    if any(f.fault == "power-loss-divergence" for f in s.faults):
+        return Rule("replica-divergence", False, "replicas that return after their leader lost power follow the "
+                    f"log it returned with, whatever it lost (KIP-101's second scenario); {words}" + fencing_note(s),
+                    KIP_101)
     if fencing_note(s):
         return Rule("replica-divergence", False, f"below the high watermark replicas agree; {words}: a "
                     "divergence is still a bug, perhaps one fixed since", kip)

@@ -177,6 +177,18 @@ def test_the_last_in_sync_replicas_power_loss_may_lose_writes_before_eligible_le
     assert "no eligible leader replicas (KIP-966, on by default from 4.1)" in rule.why
 
 
+@pytest.mark.parametrize("version", ["0.10.2.2", "0.11.0.3", "3.9.2"])
+def test_followers_of_a_leader_that_lost_power_may_lose_its_writes_but_never_diverge_from_it(version):
+    old = {**SAFE, "kafka": {"version": version}, "producer": {"acks": "all", "idempotence": False}}
+    s = validate({**old, "faults": [{"fault": "power-loss-divergence", "every": 120, "for": 20}]}, "test")
+    assert allowed(s) >= REWRITES - {"replica-divergence"} and "replica-divergence" not in allowed(s)
+    rule = next(r for r in rules(s) if r.anomaly == "replica-divergence")
+    assert "KIP-101's second scenario" in rule.why and "Leader+Epoch" in rule.doc
+    both = validate({**old, "faults": [
+        {"fault": "power-loss-divergence", "every": 120, "for": 20}, {"fault": "power-loss", "target": "all"}]}, "t")
+    assert "replica-divergence" in allowed(both)  # every replica losing its unsynced tail may still diverge
+
+
 @pytest.mark.parametrize("version", ["4.1.0", "4.3.1"])
 def test_the_last_in_sync_replicas_power_loss_loses_nothing_with_eligible_leader_replicas(version):
     assert allowed(last_replica(version)) == {"unseen", "timeout-duplicate"}
