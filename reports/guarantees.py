@@ -266,8 +266,8 @@ def _replica_divergence(s: Scenario) -> Rule:
     words, kip = replica_fencing(s.kafka.version)
     if any(f.fault == "power-loss-divergence" for f in s.faults):
         return Rule("replica-divergence", False, "replicas that return after their leader lost power follow the "
-                    f"log it returned with, whatever it lost (KIP-101's second scenario); {words}" + fencing_note(s),
-                    KIP_101)
+                    "log it returned with, whatever it lost (KIP-101's second scenario)" + (fencing_note(s)
+                                                                                           or f"; {words}"), KIP_101)
     if fencing_note(s):
         return Rule("replica-divergence", False, f"below the high watermark replicas agree; {words}: a "
                     "divergence is still a bug, perhaps one fixed since", kip)
