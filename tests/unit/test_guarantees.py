@@ -179,7 +179,8 @@ def test_the_last_in_sync_replicas_power_loss_may_lose_writes_before_eligible_le
 
 @pytest.mark.parametrize("version", ["0.10.2.2", "0.11.0.3", "3.9.2"])
 def test_followers_of_a_leader_that_lost_power_may_lose_its_writes_but_never_diverge_from_it(version):
-    old = {**SAFE, "kafka": {"version": version}, "producer": {"acks": "all", "idempotence": False}}
+    old = {**SAFE, "kafka": {"version": version, "metadata": "zookeeper"},
+           "producer": {"acks": "all", "idempotence": False}}
     s = validate({**old, "faults": [{"fault": "power-loss-divergence", "every": 120, "for": 20}]}, "test")
     assert allowed(s) >= REWRITES - {"replica-divergence"} and "replica-divergence" not in allowed(s)
     rule = next(r for r in rules(s) if r.anomaly == "replica-divergence")
