@@ -66,8 +66,10 @@ class Truncation:
         return "; ".join(self.reasons)
 
 
-# Faults in which the last in-sync replica loses power; power-loss-divergence's other replicas crash keeping their logs
-LAST_REPLICA_LOSES_POWER = ("last-replica-power-loss", "power-loss-divergence")
+# KIP-101's second scenario: the last in-sync replica loses power, the other replicas crash keeping their logs
+LEADER_LOSES_POWER_OTHERS_CRASH = "power-loss-divergence"
+# Faults in which the last in-sync replica loses power
+LAST_REPLICA_LOSES_POWER = ("last-replica-power-loss", LEADER_LOSES_POWER_OTHERS_CRASH)
 
 
 def fsyncs_each_write(s: Scenario) -> bool:
@@ -260,11 +262,11 @@ def _replica_divergence(s: Scenario) -> Rule:
     if s.topic.unclean_leader_election:
         return Rule("replica-divergence", True, "an unclean leader's log wins over replicas that hold other records",
                     UNCLEAN)
-    if power := "; ".join(why for fault, why in power_losses(s).items() if fault != "power-loss-divergence"):
+    if power := "; ".join(why for fault, why in power_losses(s).items() if fault != LEADER_LOSES_POWER_OTHERS_CRASH):
         return Rule("replica-divergence", True, f"replicas that lost different unsynced tails may each keep records "
                     f"the others lost ({power})", REPLICATION)
     words, kip = replica_fencing(s.kafka.version)
-    if any(f.fault == "power-loss-divergence" for f in s.faults):
+    if any(f.fault == LEADER_LOSES_POWER_OTHERS_CRASH for f in s.faults):
         return Rule("replica-divergence", False, "replicas that return after their leader lost power follow the "
                     "log it returned with, whatever it lost (KIP-101's second scenario)" + (fencing_note(s)
                                                                                            or f"; {words}"), KIP_101)
