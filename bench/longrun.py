@@ -24,13 +24,13 @@ def one(duration: str) -> tuple[str, dict]:
     """One fresh `kchaos run` for `duration`: its table row, and its memory metrics."""
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
         t0 = time.monotonic()
-        subprocess.run([sys.executable, "-m", "kchaos.cli", "run", SCENARIO, "--seed", "0", "--duration", duration,
+        subprocess.run([sys.executable, "-m", "kchaos", "run", SCENARIO, "--seed", "0", "--duration", duration,
                         "--runs-dir", tmp], check=True, capture_output=True)
         wall = time.monotonic() - t0
         (run_dir,) = [p.parent for p in Path(tmp).glob("*/*/run.json")]
         result = json.loads((run_dir / "results.json").read_text())
         size = sum(f.stat().st_size for f in (run_dir / "history").rglob("*") if f.is_file())
-        analyze_s, analyze_gib, out = measure.run(["kchaos.cli", "analyze", str(run_dir)])
+        analyze_s, analyze_gib, out = measure.run(["kchaos", "analyze", str(run_dir)])
     m, mem = result["metrics"], result["metrics"].get("memory") or {}
     row = (f"| {duration} | {wall:.0f} s | {m['acked']:,} | {mem.get('samples', 0)} | {mem.get('first_mib', '-')} | "
            f"{mem.get('peak_mib', '-')} | {mem.get('slope_mib_per_h', '-')} | {size / 2**20:.0f} MiB | "

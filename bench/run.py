@@ -262,7 +262,7 @@ def fresh_kchaos(*args: str, check: bool = False) -> tuple[float, list[dict], in
     the timings of each run.json it wrote, and its exit code."""
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "kchaos.cli", *args, "--runs-dir", tmp], check=check,
+        done = subprocess.run([sys.executable, "-m", "kchaos", *args, "--runs-dir", tmp], check=check,
                               capture_output=True)
         wall = time.monotonic() - t0
         timings = [json.loads(p.read_text())["timings"] for p in Path(tmp).glob("*/*/run.json")]

@@ -18,7 +18,7 @@ import pytest
 from harness.apt import apt_install
 from harness.labels import OWNER
 
-KCHAOS = [sys.executable, "-m", "kchaos.cli"]
+KCHAOS = [sys.executable, "-m", "kchaos"]
 SHORT = """
 name: e2e
 topic: {partitions: 2}

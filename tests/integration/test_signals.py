@@ -34,7 +34,7 @@ def phase_of(runs) -> str:
 def test_a_signal_to_the_group_ends_the_run_cleanly(tmp_path, phase, sig):
     (tmp_path / "s.yaml").write_text(SCENARIO)
     runs = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-m", "kchaos.cli", "run", str(tmp_path / "s.yaml"), "--runs-dir",
+    proc = subprocess.Popen([sys.executable, "-m", "kchaos", "run", str(tmp_path / "s.yaml"), "--runs-dir",
                              str(runs)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + 240
     while phase_of(runs) != phase and proc.poll() is None and time.monotonic() < deadline:

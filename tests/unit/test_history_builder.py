@@ -26,7 +26,7 @@ def test_a_hand_built_history_is_checked_by_kchaos_analyze(tmp_path, monkeypatch
     exec(compile(blocks["python"][0], "README.md", "exec"), {})  # noqa: S102 - the README's own example
     command = blocks["bash"][0].split("#")[0].split()
     assert command[:2] == ["kchaos", "analyze"]
-    done = subprocess.run([sys.executable, "-m", "kchaos.cli", *command[1:]], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "kchaos", *command[1:]], capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 1, done.stderr[-2000:]
     result = json.loads((tmp_path / "my-run" / "results.json").read_text())
