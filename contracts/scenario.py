@@ -357,8 +357,8 @@ class Scenario(Strict):
         if any(not 0 <= c < n for c in ids):
             raise ValueError(f"faults.{i}.target={f.target!r} must name {aims} among 0..{n - 1}")
 
-    def version_problem(self, version: str) -> str | None:
-        """Why the scenario cannot run on a Kafka version (its metadata mode, or a feature the version lacks)."""
+    def version_problem(self, version: str, metadata: str | None = None) -> str | None:
+        """Why the scenario cannot run on a Kafka version (in `metadata` mode, if given; or a feature it lacks)."""
         if release(version) < OLDEST:
             return (f"Kafka {version} is older than 0.10.2, the oldest the harness runs (kafka.version={version!r}); "
                     "`kchaos images list --available` lists the others")
@@ -368,15 +368,15 @@ class Scenario(Strict):
         if self.producer.idempotence and release(version) < (0, 11):
             return (f"producer.idempotence=true (KIP-98) needs Kafka 0.11 or later, not kafka.version={version!r}; "
                     "set producer.idempotence: false")
-        metadata = self.kafka.metadata or default_metadata(version)
+        metadata = metadata or self.kafka.metadata or default_metadata(version)
         if metadata == "kraft" and (zk := [f.fault for f in self.faults if f.fault in ZOOKEEPER_FAULTS]):
             return (f"fault {zk[0]} reads and triggers elections through ZooKeeper; kafka.version={version!r} runs "
                     "KRaft: use a ZooKeeper-mode version (kafka.metadata: zookeeper)")
         return metadata_problem(version, metadata)
 
-    def runs_on(self, version: str) -> bool:
-        """Whether the scenario can run on another Kafka version."""
-        return self.version_problem(version) is None
+    def runs_on(self, version: str, metadata: str | None = None) -> bool:
+        """Whether the scenario can run on another Kafka version (in `metadata` mode, if given)."""
+        return self.version_problem(version, metadata) is None
 
     def topics(self) -> tuple[str, ...]:
         """The topics the producers write and the consumers read (an eos-copy output topic is not one of them)."""

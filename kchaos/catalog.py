@@ -25,6 +25,7 @@ from reports.checkers import ANOMALIES
 VOCABULARY = Vocabulary(KINDS, ANOMALIES)
 PREFIXED = ("listener.name.",)  # broker configs Kafka accepts per listener, under a listener's name
 CATALOG = Path(__file__).resolve().parents[1] / "scenarios"
+METADATA_MODES = ("kraft", "zookeeper")
 
 
 def validate(raw: dict, where: str) -> Scenario:
@@ -197,17 +198,28 @@ def duration_option(value: str | None) -> float | None:
     return s
 
 
+def kafka_target(token: str, field: str = "--kafka") -> tuple[str, str | None]:
+    """A --kafka value: a version, or VERSION:MODE to run it in that metadata mode (3.9.2:zookeeper); the mode is
+    None when not given (the scenario's, else the version's default)."""
+    version, _, mode = token.partition(":")
+    if mode and mode not in METADATA_MODES:
+        raise UsageError(f"Expected {field} VERSION, VERSION:kraft or VERSION:zookeeper (e.g. 3.9.2:zookeeper) but "
+                         f"got {field} {token!r}")
+    images.check_version(version, field)
+    return version, mode or None
+
+
 def override(scenarios: list[Scenario], kafka: str | None, seed: int | None, duration: str | None) -> list[Scenario]:
-    """Apply --kafka/--seed/--duration, re-validating so errors still name the field."""
-    if kafka:
-        images.check_version(kafka)
+    """Apply --kafka (VERSION[:MODE])/--seed/--duration, re-validating so errors still name the field."""
+    version, metadata = kafka_target(kafka) if kafka else (None, None)
     length = duration_option(duration)
     out: list[Scenario] = []
     for s in scenarios:
         raw = json.loads(s.model_dump_json(by_alias=True))
-        if kafka:
-            raw["kafka"]["version"] = kafka
-            raw["name"] = re.sub(r"\bversion=[^,\]]+", f"version={kafka}", raw["name"])
+        if version:
+            raw["kafka"]["version"] = version
+            raw["kafka"]["metadata"] = metadata or raw["kafka"]["metadata"]
+            raw["name"] = re.sub(r"\bversion=[^,\]]+", f"version={version}", raw["name"])
         if seed is not None:
             raw["seed"] = seed
         if length is not None:

@@ -18,7 +18,16 @@ from faults.schedule import plan
 from harness import images, labels, lazydisk, netdelay
 from harness.engine import ensure_engine
 from kchaos import exits
-from kchaos.catalog import catalog, from_json, load, override, resolve_scenario, suite_files, with_seeds
+from kchaos.catalog import (
+    catalog,
+    from_json,
+    kafka_target,
+    load,
+    override,
+    resolve_scenario,
+    suite_files,
+    with_seeds,
+)
 from kchaos.console import Progress, console, error_line, out, say_result, show_available, summary
 from kchaos.matrix import merged, parse_shard, shard
 from kchaos.pipeline import check, run_and_check
@@ -63,19 +72,21 @@ def cmd_run(a) -> int:
                      a.allow_unknown)
 
 
-def for_version(files: list[Path], version: str | None) -> list[Scenario]:
-    """The scenarios of these files that can run on `version` (all, without one); the others are named."""
+def for_version(files: list[Path], kafka: str | None) -> list[Scenario]:
+    """The scenarios of these files that can run on `kafka` (VERSION[:MODE]; all, without one); the others are
+    named."""
     scenarios = [s for f in files for s in load(f)]
-    kept = [s for s in scenarios if version is None or s.runs_on(version)]
+    version, metadata = kafka_target(kafka) if kafka else (None, None)
+    kept = [s for s in scenarios if version is None or s.runs_on(version, metadata)]
     for s in scenarios:
         if s not in kept:
-            say(f"skipped on Kafka {version}: {s.name} ({s.version_problem(version)})")
+            say(f"skipped on Kafka {kafka}: {s.name} ({s.version_problem(version, metadata)})")
     return kept
 
 
 def cmd_suite(a) -> int:
     if a.kafka:
-        images.check_version(a.kafka)  # before anything is said of the scenarios
+        kafka_target(a.kafka)  # before anything is said of the scenarios
     scenarios = with_seeds(for_version(suite_files(a.suite), a.kafka), seed_count(a.seeds), a.seed)
     scenarios = override(scenarios, a.kafka, None, a.duration)
     return exit_code(run_many(scenarios, a.runs_dir, a.suite, allow_unknown=a.allow_unknown), a.allow_unknown)
@@ -166,11 +177,11 @@ def run_matrix(a) -> list[RunResult]:
     """Run this machine's slice (all of it without --shard) of the versions × suite × seeds matrix."""
     versions = [v.strip() for v in (a.kafka or "").split(",") if v.strip()]
     if not versions:
-        raise UsageError(f"Expected comma-separated Kafka versions like '4.3.1,3.9.2' but got --kafka {a.kafka!r} "
-                         "(or --merge DIR... to tabulate runs made elsewhere)")
+        raise UsageError(f"Expected comma-separated Kafka versions like '4.3.1,3.9.2:zookeeper' but got --kafka "
+                         f"{a.kafka!r} (or --merge DIR... to tabulate runs made elsewhere)")
     which = parse_shard(a.shard)
     for v in versions:
-        images.check_version(v)
+        kafka_target(v)
     if a.spark_master:
         os.environ["KCHAOS_SPARK_MASTER"] = a.spark_master  # each run's analysis goes there
     files = suite_files(a.suite)

@@ -6,6 +6,7 @@ import os
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from contracts.versions import default_metadata, release
 from reports.compare_stats import SIGNIFICANT, Difference, box_plots, differences, spreads, testable
 from reports.render import ENV
 from reports.result import RunResult
@@ -36,13 +37,19 @@ def cell(runs: list[RunResult]) -> str:
                                                          else "")
 
 
+def column(r: RunResult) -> str:
+    """A run's column, as `--kafka` names it: its version, with the metadata mode when that is not the version's
+    default (3.9.2:zookeeper)."""
+    mode = (r.settings.get("kafka") or {}).get("metadata")
+    return f"{r.kafka}:{mode}" if mode and mode != default_metadata(r.kafka) else r.kafka
+
+
 def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list[RunResult]]]]:
-    """(versions newest first, scenario -> version -> its runs)."""
-    versions = sorted({r.kafka for r in results}, key=lambda v: tuple(int(x) for x in v.split(".")),
-                      reverse=True)
+    """(versions newest first, each in its metadata modes; scenario -> version -> its runs)."""
+    versions = sorted({column(r) for r in results}, key=lambda v: (release(v.partition(":")[0]), v), reverse=True)
     grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
-        grid[r.scenario][r.kafka].append(r)
+        grid[r.scenario][column(r)].append(r)
     return versions, dict(sorted(grid.items()))
 
 

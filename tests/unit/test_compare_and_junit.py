@@ -41,6 +41,18 @@ def test_compare_table_shows_the_worst_seed_and_sums_counts(tmp_path):
     assert "Too few seeds for a rank test to tell versions apart (4 runs;" in text and "No figure differs" not in text
 
 
+def test_one_version_in_two_metadata_modes_gets_a_column_each_named_as_kafka_takes_it(tmp_path):
+    zk = [result("a", "3.9.2", "true", seed).model_copy(update={"settings": {"kafka": {"metadata": "zookeeper"}}})
+          for seed in (1, 2)]
+    kraft = result("a", "3.9.2", "true").model_copy(update={"settings": {"kafka": {"metadata": "kraft"}}})
+    old = result("a", "2.8.2", "true").model_copy(update={"settings": {"kafka": {"metadata": "zookeeper"}}})
+    for r in (*zk, kraft, old):
+        r.run_dir = str(tmp_path / "runs" / str(r.seed))
+    _, md = write_compare([*zk, kraft, old, result("a", "4.3.1", "true")], tmp_path / "compare")
+    assert "| scenario | Kafka 4.3.1 | Kafka 3.9.2:zookeeper | Kafka 3.9.2 | Kafka 2.8.2 |" in md.read_text()
+    assert "| a | PASS; no anomalies; unavailable ≤ 1.5 s | PASS×2; no anomalies; " in md.read_text()
+
+
 def test_junit_one_case_per_run_with_failures_and_skips(tmp_path):
     path = write_junit([result("a", "4.3.1", "true"), result("b", "4.3.1", "false", lost=1),
                         result("c", "4.3.1", "true", missing=["lost-write"]), result("d", "4.3.1", "unknown")],

@@ -103,7 +103,11 @@ def test_a_bad_scenario_file(tmp_path, capsys, monkeypatch, body, says):
     (["run", "acks-all-leader-kill", "--duration", "-5"], "but got --duration '-5'"),
     (["run", "acks-all-leader-kill", "--kafka", "9.9"], "Expected a Kafka version like '4.3.1' but got --kafka='9.9'"),
     (["suite", "smoke", "--seeds", "0"], "Expected --seeds between 1 and 1000 but got --seeds 0"),
-    (["compare", "--kafka", ""], "Expected comma-separated Kafka versions like '4.3.1,3.9.2' but got --kafka ''"),
+    (["run", "acks-all-leader-kill", "--kafka", "3.9.2:zk"], "Expected --kafka VERSION, VERSION:kraft or "
+                                                             "VERSION:zookeeper (e.g. 3.9.2:zookeeper) but got --kafka "
+                                                             "'3.9.2:zk'"),
+    (["compare", "--kafka", ""], "Expected comma-separated Kafka versions like '4.3.1,3.9.2:zookeeper' but got "
+                                 "--kafka ''"),
     (["analyze", "{dir}"], "is not a run directory (no scenario.json)"),
 ])
 def test_bad_arguments(tmp_path, capsys, monkeypatch, argv, says):

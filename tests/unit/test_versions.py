@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from contracts.errors import UsageError
 from contracts.versions import default_metadata, java_for, metadata_problem, release, replica_fencing
 from harness.images import nearest
 from kchaos.catalog import catalog, load, override
@@ -51,3 +52,16 @@ def test_a_regression_runs_on_the_affected_and_the_fixed_version_and_one_overrid
                                                                          ("0.11.0.3", "0.10.2.2")]
     (only,) = override(runs, "2.0.1", None, None)
     assert only.name == "kip101-hw-truncation[version=2.0.1]" and release(only.kafka.version) == (2, 0, 1)
+
+
+def test_kafka_version_with_a_mode_runs_that_version_in_that_mode_and_a_bad_mode_names_the_fix():
+    (zk,) = override(load(catalog()["acks-all-leader-kill"]), "3.9.2:zookeeper", None, None)
+    (kraft,) = override([zk], "3.9.2", None, None)  # no mode given: the scenario's, here the one just set
+    assert (zk.kafka.version, zk.kafka.mode, kraft.kafka.mode) == ("3.9.2", "zookeeper", "zookeeper")
+    assert override([zk], "3.9.2:kraft", None, None)[0].kafka.mode == "kraft"
+    with pytest.raises(UsageError, match=r"--kafka VERSION, VERSION:kraft or VERSION:zookeeper .* got --kafka "
+                                         r"'3.9.2:zk'"):
+        override([zk], "3.9.2:zk", None, None)
+    only_zk = load(catalog()["kip101-power-loss-divergence"])[0]  # its op watches ZooKeeper
+    assert not only_zk.runs_on("3.9.2") and only_zk.runs_on("3.9.2", "zookeeper")
+    assert "KRaft" in only_zk.version_problem("3.9.2", "kraft")
