@@ -4,6 +4,7 @@ leader dies; read_committed readers see no aborted value, and the same readers j
 from __future__ import annotations
 
 import pyarrow.parquet as pq
+import pytest
 
 from kchaos.catalog import expand
 from kchaos.pipeline import check, run_and_check
@@ -17,6 +18,9 @@ SCENARIO = {
 }
 
 
+CLIENT_BUG = "docs/findings/txn-record-deduplicated-after-abort"
+
+
 def rows(run_dir, table: str) -> list[dict]:
     """A history table of a finished run."""
     return pq.read_table(run_dir / "history" / f"{table}.parquet").to_pylist()
@@ -26,6 +30,18 @@ def fates_of(run_dir, table: str) -> dict[str, int]:
     """How many transactions of a history table (txns or copy_txns) committed and aborted."""
     txns = rows(run_dir, table)
     return {f: sum(t["fate"] == f for t in txns) for f in ("committed", "aborted")}
+
+
+def reused_sequence_acks(run_dir) -> set[tuple[str, int, int]]:
+    """Positions where a send was acknowledged at the offset of another value of its own producer, one an abort had
+    purged as never sent: librdkafka reusing that value's sequence number (CLIENT_BUG)."""
+    sends = rows(run_dir, "sends")
+    purged = {(s["producer"], s["seq"]) for s in sends if s["outcome"] == "info" and (s["error"] or "").startswith(
+        "_PURGE")}
+    held = {(r["topic"], r["partition"], r["offset"]): (r["producer"], r["seq"]) for r in rows(run_dir, "replicas")}
+    return {(s["topic"], s["partition"], s["offset"]) for s in sends
+            if s["outcome"] == "ok" and (v := held.get((s["topic"], s["partition"], s["offset"]))) in purged
+            and v[0] == s["producer"] and v[1] != s["seq"]}
 
 
 def spans(run_dir) -> set[tuple[int, int]]:
@@ -53,6 +69,12 @@ def test_transactions_through_a_leader_kill_pass_and_a_misjudged_reader_is_caugh
     assert fates["committed"] > 30 and fates["aborted"] > 10, fates
     r = out.result
     assert r.facts.transactional and r.facts.ops == {"fired": 1}
+    if r.verdict == "false" and (reused := reused_sequence_acks(out.run_dir)):
+        # the client's bug, found again (a kill as a batch reaches the leader, then an abort): the verdict is right,
+        # and every position it flags must be one of these acknowledgements
+        assert set(r.forbidden) <= {"lost-committed", "inconsistent-offset", "torn-transaction"}, r.forbidden
+        assert r.forbidden["inconsistent-offset"] == len(reused) >= r.forbidden.get("lost-committed", 0), r.forbidden
+        pytest.xfail(f"librdkafka reused a purged message's sequence number at {sorted(reused)} ({CLIENT_BUG})")
     assert r.verdict == "true", (r.forbidden, r.unknown_because)
     assert r.counts["aborted-read"] == r.counts["poll-skip"] == r.counts["torn-transaction"] == 0
     spanning = spans(out.run_dir)
