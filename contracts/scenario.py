@@ -28,7 +28,7 @@ from contracts.fields import (
     one_of,
     vocabulary,
 )
-from contracts.versions import DEFAULT_VERSION, OLDEST, default_metadata, metadata_problem, release
+from contracts.versions import DEFAULT_VERSION, OLDEST, Metadata, default_metadata, metadata_problem, release
 
 QUOTED = r"'([^']*)'"  # the values a message lists
 # Cluster events a scenario can exist to provoke; the analysis observes them in the history (reports.provoked)
@@ -71,7 +71,7 @@ class KafkaSpec(Strict):
     version: str = DEFAULT_VERSION
     brokers: int = Field(3, ge=1, le=5)
     # unset: KRaft from 3.3, ZooKeeper before (so `--kafka V` picks the mode V runs in)
-    metadata: Literal["kraft", "zookeeper"] | None = None
+    metadata: Metadata | None = None
     config: dict[str, str | int | float | bool] = {}
     # settings of single brokers, by broker id, over `config` (a follower that fetches less per request, say)
     broker_overrides: dict[int, dict[str, str | int | float | bool]] = {}

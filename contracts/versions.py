@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Literal, get_args
 
 DEFAULT_VERSION = "4.3.1"
 SUPPORTED_VERSIONS = ("4.3.1", "3.9.2")
@@ -12,6 +13,8 @@ NO_ZOOKEEPER = "ZooKeeper mode was removed in Kafka 4.0"
 OLDEST = (0, 10, 2)
 # KRaft is production-ready from 3.3 (KIP-833); earlier releases run in ZooKeeper mode.
 KRAFT_FROM = (3, 3)
+Metadata = Literal["kraft", "zookeeper"]  # the metadata modes a cluster runs in
+METADATA_MODES: tuple[str, ...] = get_args(Metadata)
 
 
 def major(version: str) -> int:

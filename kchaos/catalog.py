@@ -18,6 +18,7 @@ from contracts.errors import UsageError
 from contracts.fields import Vocabulary, seconds
 from contracts.measured import restart_seconds
 from contracts.scenario import FaultSpec, Scenario
+from contracts.versions import METADATA_MODES
 from faults.registry import KINDS
 from harness import images
 from reports.checkers import ANOMALIES
@@ -25,7 +26,6 @@ from reports.checkers import ANOMALIES
 VOCABULARY = Vocabulary(KINDS, ANOMALIES)
 PREFIXED = ("listener.name.",)  # broker configs Kafka accepts per listener, under a listener's name
 CATALOG = Path(__file__).resolve().parents[1] / "scenarios"
-METADATA_MODES = ("kraft", "zookeeper")
 
 
 def validate(raw: dict, where: str) -> Scenario:

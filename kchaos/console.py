@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from contracts.versions import default_metadata, java_for, metadata_problem
+from contracts.versions import METADATA_MODES, default_metadata, java_for, metadata_problem
 from kchaos.run import Tick
 from reports.result import RunResult
 
@@ -109,7 +109,7 @@ def show_available(versions: list[str], broker_jar: Callable[[str], str | None])
     for col in ("kafka", "broker jar", "JRE", "metadata modes"):
         table.add_column(col)
     for v in versions:
-        modes = [m for m in ("zookeeper", "kraft") if metadata_problem(v, m) is None]
+        modes = [m for m in reversed(METADATA_MODES) if metadata_problem(v, m) is None]  # the older mode first
         table.add_row(v, broker_jar(v) or "?", f"OpenJDK {java_for(v)}",
                       ", ".join(f"{m} (default)" if m == default_metadata(v) else m for m in modes))
     out.print(table)
