@@ -60,6 +60,12 @@ def default_metadata(version: str) -> str:
     return "kraft" if release(version) >= KRAFT_FROM else "zookeeper"
 
 
+def target_label(version: str, metadata: str | None) -> str:
+    """A version and mode as `--kafka` names them: the mode only when it is not the version's default
+    (3.9.2:zookeeper; 3.9.2 in KRaft is 3.9.2)."""
+    return f"{version}:{metadata}" if metadata and metadata != default_metadata(version) else version
+
+
 def metadata_problem(version: str, metadata: str) -> str | None:
     """Why a version cannot run in a metadata mode, or None when it can."""
     if metadata == "zookeeper" and not has_zookeeper(version):

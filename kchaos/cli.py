@@ -29,7 +29,7 @@ from kchaos.catalog import (
     with_seeds,
 )
 from kchaos.console import Progress, console, error_line, out, say_result, show_available, summary
-from kchaos.matrix import merged, parse_shard, shard
+from kchaos.matrix import column_elsewhere, merged, parse_shard, shard
 from kchaos.pipeline import check, run_and_check
 from kchaos.shrink import shrink
 from reports import class_archive
@@ -187,7 +187,10 @@ def run_matrix(a) -> list[RunResult]:
     files = suite_files(a.suite)
     cells = [(v, s) for v in versions
              for s in override(with_seeds(for_version(files, v), seed_count(a.seeds), a.seed), v, None, a.duration)]
-    mine = shard(cells, which)
+    moved = {(v, s.name): other for v, s in cells if (other := column_elsewhere(v, s, versions))}
+    for (v, name), other in sorted(moved.items()):
+        say(f"skipped on Kafka {v}: {name} (its own metadata mode makes it a run of the {other} column)")
+    mine = [(v, s) for v, s in shard(cells, which) if (v, s.name) not in moved]  # dealt first: slices stay put
     results: list[RunResult] = []
     for v in versions:
         if todo := [s for version, s in mine if version == v]:

@@ -6,7 +6,7 @@ import os
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from contracts.versions import default_metadata, release
+from contracts.versions import release, target_label
 from reports.compare_stats import SIGNIFICANT, Difference, box_plots, differences, spreads, testable
 from reports.render import ENV
 from reports.result import RunResult
@@ -40,8 +40,7 @@ def cell(runs: list[RunResult]) -> str:
 def column(r: RunResult) -> str:
     """A run's column, as `--kafka` names it: its version, with the metadata mode when that is not the version's
     default (3.9.2:zookeeper)."""
-    mode = (r.settings.get("kafka") or {}).get("metadata")
-    return f"{r.kafka}:{mode}" if mode and mode != default_metadata(r.kafka) else r.kafka
+    return target_label(r.kafka, (r.settings.get("kafka") or {}).get("metadata"))
 
 
 def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list[RunResult]]]]:

@@ -10,7 +10,7 @@ import pytest
 from contracts.errors import ClusterError, UsageError
 from kchaos import pipeline
 from kchaos.catalog import validate
-from kchaos.matrix import merged, parse_shard, shard
+from kchaos.matrix import column_elsewhere, merged, parse_shard, shard
 from reports.compare import write_compare
 from reports.render import write_junit
 from reports.result import Metrics, RunResult
@@ -148,6 +148,17 @@ def test_shards_deal_every_cell_to_exactly_one_machine_and_merge_tabulates_them(
     assert sorted(r.run_dir for r in runs) == [str(tmp_path / f"shard{i}" / "a" / str(i + 1)) for i in (0, 1)]
     with pytest.raises(UsageError, match="--shard I/N"):
         parse_shard("4/3")
+
+
+def test_a_scenario_whose_own_mode_is_another_asked_column_runs_there_only():
+    zk = validate({"name": "zk", "duration": "30s", "kafka": {"version": "3.9.2", "metadata": "zookeeper"}}, "zk")
+    kraft = validate({"name": "k", "duration": "30s", "kafka": {"version": "3.9.2"}}, "k")
+    both = ["4.3.1", "3.9.2", "3.9.2:zookeeper"]
+    assert column_elsewhere("3.9.2", zk, both) == "3.9.2:zookeeper"
+    assert column_elsewhere("3.9.2:zookeeper", zk, both) is None
+    assert column_elsewhere("3.9.2", zk, ["4.3.1", "3.9.2"]) is None  # no such column: it stays where it was asked
+    assert column_elsewhere("3.9.2", kraft, both) is None
+    assert column_elsewhere("3.9.2:kraft", kraft, ["3.9.2:kraft", "3.9.2:zookeeper"]) is None
 
 
 def test_results_of_older_runs_that_named_undrained_partitions_by_number_still_load(tmp_path):
