@@ -258,7 +258,7 @@ class Scenario(Strict):
     expect: list[Anomaly] = []
     provokes: list[Literal[PROVOKED]] = []  # type: ignore[valid-type]  # events that must be seen, or unknown
     recovery_timeout: Seconds = Field(120.0, ge=1, le=3600)
-    drain_timeout: Seconds = Field(90.0, ge=1, le=3600)
+    drain_timeout: Seconds = Field(90.0, ge=1, le=3600)  # the final drain gives up this long after its last record
     regression: Regression | None = None  # a known bug: its violation is the bug found again on `affected`
 
     @field_validator("expect", "provokes", mode="before")

@@ -27,10 +27,10 @@ def _ends(consumer: Consumer, topic: str, partitions: list[int], deadline: float
 
 
 def _read_to(consumer: Consumer, topic: str, ends: dict[int, int], position: dict[int, int],
-             history: HistoryWriter, poll: int, deadline: float) -> int:
-    """Read until every partition's position reaches its end (or the deadline); returns the last poll number. An
-    idle poll takes the client's own positions too: a transaction's marker holds the last offset of a partition
-    and is never returned as a record."""
+             history: HistoryWriter, poll: int, deadline: float, idle_s: float) -> tuple[int, float]:
+    """Read until every partition's position reaches its end (or the deadline, which each batch read moves to
+    `idle_s` away); returns the last poll number and the deadline. An idle poll takes the client's own positions
+    too: a transaction's marker holds the last offset of a partition and is never returned as a record."""
     while time.monotonic() < deadline and any(position[p] < ends[p] for p in ends):
         msgs = consumer.consume(BATCH, timeout=0.5)
         if not msgs:
@@ -38,18 +38,20 @@ def _read_to(consumer: Consumer, topic: str, ends: dict[int, int], position: dic
                 position[tp.partition] = max(position[tp.partition], tp.offset)
             continue
         poll += 1
+        deadline = max(deadline, time.monotonic() + idle_s)
         rows = read_rows("drain", "final", poll, msgs)
         history.write_many("reads", rows)
         for r in rows:
             position[r["partition"]] = max(position[r["partition"]], r["offset"] + 1)
-    return poll
+    return poll, deadline
 
 
 def final_drain(bootstrap: str, topic: str, partitions: int, history: HistoryWriter, timeout_s: float = 90.0,
                 isolation: str = "read_uncommitted") -> dict[int, bool]:
     """Read every partition to its high watermark, again while the watermark still moves (acks=1 writes acked above
-    it are committed once the followers fetch them), and record each end offset and whether it was reached. An
-    eos-copy output topic is read as its users would, with read_committed."""
+    it are committed once the followers fetch them), and record each end offset and whether it was reached. It
+    gives up after `timeout_s` without a record, so an hours-long run's log is read whole. An eos-copy output topic
+    is read as its users would, with read_committed."""
     consumer = Consumer(consumer_config(bootstrap, f"chaos-drain-{uuid.uuid4().hex[:8]}", isolation, False))
     deadline = time.monotonic() + timeout_s
     ends = _ends(consumer, topic, list(range(partitions)), deadline)
@@ -58,7 +60,7 @@ def final_drain(bootstrap: str, topic: str, partitions: int, history: HistoryWri
     poll = 0
     try:
         while True:
-            poll = _read_to(consumer, topic, ends, position, history, poll, deadline)
+            poll, deadline = _read_to(consumer, topic, ends, position, history, poll, deadline, timeout_s)
             if time.monotonic() >= deadline or any(position[p] < ends[p] for p in ends):
                 break
             time.sleep(SETTLE_S)
