@@ -3,10 +3,12 @@ count from one Spark job and examples only for what occurred. Metrics sit beside
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from functools import reduce
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from reports import frames
@@ -43,18 +45,25 @@ class Analysis:
 
 
 def settle(findings: dict[str, Finding | None]) -> dict[str, Anomaly]:
-    """Every anomaly's count from one Spark job (a union of their rows, labelled), then examples only for those that
-    occurred: a clean run pays one job, not one per anomaly. None: the anomaly does not apply to this run."""
+    """Every anomaly's count from one Spark job (a union of their rows, labelled), then the examples and spans of
+    those that occurred from one more: a clean run pays one job, not one per anomaly. None: the anomaly does not
+    apply to this run."""
     live = {k: f for k, f in findings.items() if f is not None}
     counts: dict[str, int] = {}
     if live:
         labelled = [f.rows.select(F.lit(k).alias("anomaly")) for k, f in live.items()]
-        union = labelled[0]
-        for df in labelled[1:]:
-            union = union.unionAll(df)
-        counts = {r["anomaly"]: r["count"] for r in union.groupBy("anomaly").count().collect()}
-    return {k: Anomaly(counts[k], live[k].examples(), live[k].span()) if counts.get(k) else Anomaly(0, [])
-            for k in findings}
+        counts = {r["anomaly"]: r["count"] for r in reduce(DataFrame.unionAll, labelled).groupBy("anomaly").count()
+                  .collect()}
+    occurred = {k: Anomaly(n, []) for k, n in counts.items() if n}
+    if occurred:
+        shown = reduce(DataFrame.unionAll, [live[k].labelled(k) for k in occurred]).collect()
+        for r in sorted(shown, key=lambda r: (r["anomaly"], r["i"])):
+            row = json.loads(r["json"])
+            if r["i"] < 0:
+                occurred[r["anomaly"]].span = row
+            else:
+                occurred[r["anomaly"]].examples.append(row)
+    return {k: occurred.get(k) or Anomaly(0, []) for k in findings}
 
 
 def analyze(spark: SparkSession, history: Path, readers: frames.Readers | None = None,

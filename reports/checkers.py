@@ -26,16 +26,23 @@ class Finding:
     shown: list[str] | None = None
     extent: Callable[[DataFrame], DataFrame] | None = None  # rows -> one row: partitions, t_first, t_last
 
-    def span(self) -> dict:
-        """Where and when the anomaly's sends were acknowledged, over all its rows ({} without an extent)."""
-        return self.extent(self.rows).first().asDict() if self.extent is not None else {}
-
-    def examples(self) -> list[dict]:
-        """The first EXAMPLES rows, widened by `detail`."""
+    def labelled(self, anomaly: str) -> DataFrame:
+        """Its first EXAMPLES rows, widened by `detail`, then its span (where it has an extent): rows of (anomaly, i,
+        JSON), i the example's place and -1 the span, so every anomaly's share of the report is one union."""
         first = self.rows.orderBy(*self.order).limit(EXAMPLES)
         if self.detail is not None:
-            first = self.detail(F.broadcast(first)).orderBy(*(self.shown or self.order))
-        return [r.asDict(recursive=True) for r in first.collect()]
+            first = self.detail(F.broadcast(first))
+        place = F.row_number().over(Window.partitionBy(F.lit(anomaly)).orderBy(*(self.shown or self.order)))
+        out = first.select(F.lit(anomaly).alias("anomaly"), place.alias("i"), _as_json(first))
+        if self.extent is not None:
+            span = self.extent(self.rows)
+            out = out.unionByName(span.select(F.lit(anomaly).alias("anomaly"), F.lit(-1).alias("i"), _as_json(span)))
+        return out
+
+
+def _as_json(df: DataFrame) -> Column:
+    """A row's every column as one JSON object, nulls kept (`json`)."""
+    return F.to_json(F.struct(*df.columns), {"ignoreNullFields": "false"}).alias("json")
 
 
 Checker = Callable[[Frames], Finding | None]  # None: the anomaly does not apply to this run
