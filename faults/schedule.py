@@ -8,6 +8,7 @@ import random
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -60,8 +61,10 @@ class Nemesis:
     row: fired, skipped, failed, no-effect, or (when the run ended first) not-reached."""
 
     def __init__(self, cluster: ClusterControl, topic: str, faults: list[FaultSpec], ops: list[PlannedOp],
-                 seed: int, history: HistoryWriter, clients: Clients | None = None) -> None:
+                 seed: int, history: HistoryWriter, clients: Clients | None = None,
+                 on_failure: Callable[[str], None] = lambda error: None) -> None:
         self.cluster, self.topic, self.faults, self.history = cluster, topic, faults, history
+        self.on_failure = on_failure  # told each failed op's error as it happens (the cluster still as it failed)
         self.clients = clients or Clients()
         self.stop_event = threading.Event()
         self.lines = {i: [op for op in ops if op.index == i] for i in sorted({op.index for op in ops})}
@@ -138,6 +141,7 @@ class Nemesis:
             outcome, detail["error"] = Outcome.FAILED, f"{type(exc).__name__}: {exc}"
             detail["trace"] = traceback.format_exc(limit=3)
             self.errors.append(f"{spec.fault} at {op.at} s failed: {detail['error']}")
+            self.on_failure(detail["error"])
         finally:
             self.running.pop(op.index, None)
             self.release(op.index)

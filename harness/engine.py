@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
+
+import psutil
 
 from contracts.errors import EngineError
 from harness.apt import apt_install
@@ -44,3 +47,34 @@ def ensure_engine(wait_s: float = 60.0, say=print) -> None:
         time.sleep(0.5)
     tail = DOCKERD_LOG.read_text(errors="replace").splitlines()[-10:]
     raise EngineError(f"dockerd did not answer within {wait_s:.0f}s. Last lines of {DOCKERD_LOG}:\n" + "\n".join(tail))
+
+
+STACKS_GLOB = "goroutine-stacks-*.log"
+STACK_DIRS = (Path("/var/run/docker"), Path("/var/lib/docker"))
+# What an engine call that never came back leaves in an error: requests' read timeout on the engine's socket, or
+# freezer.EngineStuck's own words
+STALL_SIGNS = ("UnixHTTPConnectionPool", "did not answer `docker")
+
+
+def stalled(error: str) -> bool:
+    """Whether an error is an engine call that did not come back in time."""
+    return any(sign in error for sign in STALL_SIGNS)
+
+
+def dump_stacks(directory: Path, wait_s: float = 5.0) -> Path | None:
+    """Have dockerd and containerd write their goroutine stacks (SIGUSR1) and move dockerd's into `directory`, the
+    evidence a stalled engine leaves for its bug report; None when no engine here can be signalled."""
+    engines = [p for p in psutil.process_iter(["name"]) if p.info["name"] in ("dockerd", "containerd")]
+    before = {p for d in STACK_DIRS for p in d.glob(STACKS_GLOB)}
+    try:
+        for p in engines:
+            p.send_signal(signal.SIGUSR1)  # containerd writes its stacks into dockerd's log
+    except (psutil.Error, PermissionError):
+        return None
+    deadline = time.monotonic() + wait_s
+    while engines and time.monotonic() < deadline:
+        if new := sorted({p for d in STACK_DIRS for p in d.glob(STACKS_GLOB)} - before):
+            time.sleep(0.5)  # the engine is still writing it
+            return Path(shutil.move(new[-1], directory / "engine-stacks.log"))
+        time.sleep(0.2)
+    return None

@@ -17,7 +17,7 @@ from contracts.scenario import Scenario, copier_id, copy_topic, transactional_id
 from faults import schedule
 from faults.ports import Clients
 from faults.registry import KINDS
-from harness import images
+from harness import engine, images
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 from workloads.client_process import ClientProcess
@@ -56,6 +56,7 @@ class RunInfo:
     drain_reached: dict[str, bool] = field(default_factory=dict)
     nemesis_errors: list[str] = field(default_factory=list)
     error: str = ""
+    engine_stacks: str = ""  # the Docker engine's goroutine stacks, taken when one of its calls never came back
 
     @classmethod
     def load(cls, run_dir: Path) -> RunInfo | None:
@@ -192,7 +193,8 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
     try:
         # the schedule's `after` counts from the first sends, not from a spawning interpreter
         _require_ready(producers, "did not start")
-        nemesis = schedule.Nemesis(cluster, topic, scenario.faults, ops, scenario.seed, history, clients).start()
+        nemesis = schedule.Nemesis(cluster, topic, scenario.faults, ops, scenario.seed, history, clients,
+                                   lambda error: _engine_evidence(info, run_dir, error)).start()
         try:
             _faults(scenario, clients, history, nemesis, phase, on_tick)
         finally:  # on an interrupt too: the ops heal early and every planned op gets its row
@@ -201,7 +203,8 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
             nemesis.stop(INTERRUPTED_WAIT_S if sys.exc_info()[0] else schedule.STOP_WAIT_S)
             info.nemesis_errors = nemesis.errors
         _settle(scenario, cluster, history, info, clients, (sampler, memory), phase, run_dir)
-    except BaseException:  # an interrupt or a failure: no heal, drain or dump; the cluster is removed next
+    except BaseException as exc:  # an interrupt or a failure: no heal, drain or dump; the cluster is removed next
+        _engine_evidence(info, run_dir, str(exc))
         for client in everyone:
             client.stop()
         for client in everyone:
@@ -211,6 +214,13 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
 
 
 INTERRUPTED_WAIT_S = 5.0  # how long an interrupted run waits for a client or a fault op to end
+
+
+def _engine_evidence(info: RunInfo, run_dir: Path, error: str) -> None:
+    """When an engine call never came back, keep the engine's goroutine stacks beside the run, while it is stuck
+    (run.json names them at its next save)."""
+    if not info.engine_stacks and engine.stalled(error) and (path := engine.dump_stacks(run_dir)):
+        info.engine_stacks = path.name
 
 
 def _restart_hung(clients: Clients, history: HistoryWriter) -> None:
