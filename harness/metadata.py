@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import docker
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, PartitionMetadata
 from tenacity import RetryError, Retrying, retry_if_exception, retry_if_result, stop_after_delay, wait_fixed
@@ -135,12 +136,15 @@ class Metadata:
 
     @staticmethod
     def _quorum_state(node: KafkaNode) -> dict:
-        """A voter's quorum-state file ({} if unreadable): Kafka rewrites it in place, so a read can catch it empty
-        or half-written during an election; a few reads apart get the whole file."""
+        """A voter's quorum-state file ({} if unreadable), through the engine's archive endpoint: a `docker exec`
+        racing a nemesis pause of the node hangs runc, and with it every engine call on that container. Kafka
+        rewrites the file in place, so a read can catch it empty or half-written during an election; a few reads
+        apart get the whole file."""
         for _ in range(QUORUM_READS):
-            code, out = node.sh(f"cat {QUORUM_STATE}")
             try:
-                return json.loads(out) if code == 0 else {}
+                return json.loads(node.read_file(QUORUM_STATE))
+            except docker.errors.NotFound:
+                return {}
             except ValueError:
                 time.sleep(0.2)
         return {}
