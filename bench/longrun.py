@@ -47,7 +47,8 @@ def longrun() -> list[str]:
             f"Command: `BENCH=longrun BENCH_LONG={LONG} make bench`: `kchaos run {SCENARIO} --seed 0 --duration "
             f"{LONG}` (Kafka {DEFAULT_VERSION}, its scenario's rate), beside the baseline, the same run for "
             f"{BASELINE}. Memory is the harness process and its client processes together, sampled at the "
-            "start, each minute and at the end (results' `metrics.memory`); the slope is a least-squares fit. The "
+            "start, each minute and at the end (results' `metrics.memory`); the slope is a least-squares fit over the "
+            "workload's samples from its second minute to before the last (taken after the drain). The "
             "analysis is `kchaos analyze` of the run directory in a fresh process (wall time and peak memory of "
             "its process tree).", "",
             "| duration | run wall time | acknowledged | memory samples | first (MiB) | peak (MiB) | slope (MiB/h) "

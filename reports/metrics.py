@@ -17,6 +17,7 @@ BUCKET_NS = 100_000_000  # the resolution of those windows
 LATENCY_DIGITS = 3  # significant digits a latency keeps in the histogram (as HdrHistogram's usual precision)
 PERCENTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 SLOPE_FROM_H = 1 / 6  # runs shorter than this get no memory slope
+STEADY_FROM_NS = 60 * 10**9  # the memory slope starts a minute in, once the clients have started and warmed up
 
 
 def latency_bin(ns: Column) -> Column:
@@ -103,16 +104,21 @@ def client_requests(events: DataFrame) -> dict[str, int] | None:
 
 def memory(events: DataFrame) -> dict | None:
     """The harness's and its clients' resident memory over the run: samples, first and peak (MiB), and the least
-    squares slope of their sum in MiB per hour (None under three samples or SLOPE_FROM_H: a few minutes' start-up
-    growth is no hourly trend); None when the run took no sample."""
+    squares slope of their sum in MiB per hour over the workload's steady samples: from its second minute (start-up
+    is not growth) to before the last sample (taken after the drain, when clients may be gone). None under three
+    such samples or SLOPE_FROM_H of them; None overall when the run took no sample."""
+    names = ("harness", "clients")
     rows = (events.filter(F.col("kind") == Event.MEMORY.value)
-            .select("t", *[F.get_json_object("detail", f"$.{n}").cast("long").alias(n) for n in ("harness", "clients")])
+            .select("t", *[F.get_json_object("detail", f"$.{n}").cast("long").alias(n) for n in names],
+                    F.coalesce(F.get_json_object("detail", "$.end").cast("boolean"), F.lit(False)).alias("end"))
             .orderBy("t").collect())
     if not rows:
         return None
     total = [(r["harness"] + r["clients"]) / 2**20 for r in rows]
-    hours = [(r["t"] - rows[0]["t"]) / 3.6e12 for r in rows]
-    slope = stats.linregress(hours, total).slope if len(rows) >= 3 and hours[-1] >= SLOPE_FROM_H else None
+    steady = [((r["t"] - rows[0]["t"]) / 3.6e12, mib) for r, mib in zip(rows, total, strict=True)
+              if not r["end"] and r["t"] - rows[0]["t"] >= STEADY_FROM_NS]
+    long_enough = len(steady) >= 3 and steady[-1][0] - steady[0][0] >= SLOPE_FROM_H
+    slope = stats.linregress(*zip(*steady, strict=True)).slope if long_enough else None
     return {"samples": len(rows), "first_mib": round(total[0], 1), "peak_mib": round(max(total), 1),
             "harness_peak_mib": round(max(r["harness"] for r in rows) / 2**20, 1),
             "slope_mib_per_h": None if slope is None else round(float(slope), 1)}

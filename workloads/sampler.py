@@ -65,13 +65,13 @@ class MemorySampler(Worker):
         super().__init__("memory-sampler")
         self.clients, self.history, self.every_s = clients, history, every_s
 
-    def sample(self) -> None:
-        """One `memory` event."""
-        detail = {"harness": rss([os.getpid()]), "clients": rss(self.clients())}
+    def sample(self, end: bool = False) -> None:
+        """One `memory` event (`end`: the last, taken when the run stops sampling, after its drain)."""
+        detail = {"harness": rss([os.getpid()]), "clients": rss(self.clients())} | ({"end": True} if end else {})
         self.history.event("harness", Event.MEMORY, detail=orjson.dumps(detail).decode())
 
     def _run(self) -> None:
         self.sample()
         while not self._stop.wait(self.every_s):
             self.sample()
-        self.sample()  # the last, when the run stops sampling
+        self.sample(end=True)

@@ -99,18 +99,21 @@ def test_the_statistics_callback_sums_brokers_and_records_only_moves():
                                                        "retried": 4, "errors": 1})]
 
 
-def test_memory_peak_and_slope_over_the_runs_samples(spark, tmp_path):
-    # harness + clients: 100, 130, 120 MiB at 0, 30 and 60 min: least squares 20 MiB per hour, peak 130
+def test_memory_peak_and_slope_over_the_runs_steady_samples(spark, tmp_path):
+    # harness + clients: 50 MiB at start-up, then 100, 130, 120 MiB at 1, 31 and 61 min (least squares 20 MiB per
+    # hour), then 200 MiB after the drain: the peak, but neither it nor the start-up sample is in the slope
     h = History().send(0, 0, 0, 0)
-    for minute, harness, clients in ((0, 60, 40), (30, 70, 60), (60, 65, 55)):
+    for minute, harness, clients, end in ((0, 40, 10, {}), (1, 60, 40, {}), (31, 70, 60, {}), (61, 65, 55, {}),
+                                          (62, 200, 0, {"end": True})):
         h.t = minute * 60 * 1000 * MS
-        h.event("harness", Event.MEMORY, detail=json.dumps({"harness": harness * 2**20, "clients": clients * 2**20}))
+        h.event("harness", Event.MEMORY,
+                detail=json.dumps({"harness": harness * 2**20, "clients": clients * 2**20, **end}))
     m = analyze(spark, h.write(tmp_path / "history")).metrics
-    assert m["memory"] == {"samples": 3, "first_mib": 100.0, "peak_mib": 130.0, "harness_peak_mib": 70.0,
+    assert m["memory"] == {"samples": 5, "first_mib": 50.0, "peak_mib": 200.0, "harness_peak_mib": 200.0,
                            "slope_mib_per_h": 20.0}
     assert analyze(spark, History().send(0, 0, 0, 0).write(tmp_path / "none")).metrics["memory"] is None
-    short = History().send(0, 0, 0, 0)  # three samples over two minutes: no hourly slope
-    for minute in (0, 1, 2):
+    short = History().send(0, 0, 0, 0)  # three steady samples over two minutes: no hourly slope
+    for minute in (0, 1, 2, 3):
         short.t = minute * 60 * 1000 * MS
         short.event("harness", Event.MEMORY, detail=json.dumps({"harness": 2**26, "clients": minute * 2**20}))
     assert analyze(spark, short.write(tmp_path / "short")).metrics["memory"]["slope_mib_per_h"] is None
