@@ -60,6 +60,12 @@ def default_metadata(version: str) -> str:
     return "kraft" if release(version) >= KRAFT_FROM else "zookeeper"
 
 
+def split_target(token: str) -> tuple[str, str | None]:
+    """A `--kafka` value, VERSION or VERSION:MODE, as (version, mode or None), unchecked."""
+    version, _, mode = token.partition(":")
+    return version, mode or None
+
+
 def target_label(version: str, metadata: str | None) -> str:
     """A version and mode as `--kafka` names them: the mode only when it is not the version's default
     (3.9.2:zookeeper; 3.9.2 in KRaft is 3.9.2)."""

@@ -18,7 +18,7 @@ from contracts.errors import UsageError
 from contracts.fields import Vocabulary, seconds
 from contracts.measured import restart_seconds
 from contracts.scenario import FaultSpec, Scenario
-from contracts.versions import METADATA_MODES
+from contracts.versions import METADATA_MODES, split_target
 from faults.registry import KINDS
 from harness import images
 from reports.checkers import ANOMALIES
@@ -201,12 +201,12 @@ def duration_option(value: str | None) -> float | None:
 def kafka_target(token: str, field: str = "--kafka") -> tuple[str, str | None]:
     """A --kafka value: a version, or VERSION:MODE to run it in that metadata mode (3.9.2:zookeeper); the mode is
     None when not given (the scenario's, else the version's default)."""
-    version, _, mode = token.partition(":")
+    version, mode = split_target(token)
     if mode and mode not in METADATA_MODES:
         raise UsageError(f"Expected {field} VERSION, VERSION:kraft or VERSION:zookeeper (e.g. 3.9.2:zookeeper) but "
                          f"got {field} {token!r}")
     images.check_version(version, field)
-    return version, mode or None
+    return version, mode
 
 
 def override(scenarios: list[Scenario], kafka: str | None, seed: int | None, duration: str | None) -> list[Scenario]:

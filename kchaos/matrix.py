@@ -8,7 +8,7 @@ from pathlib import Path
 
 from contracts.errors import UsageError
 from contracts.scenario import Scenario
-from contracts.versions import target_label
+from contracts.versions import split_target, target_label
 from reports.result import RunResult
 
 SHARD = re.compile(r"^(\d+)/(\d+)$")
@@ -34,17 +34,13 @@ def shard(cells: list[tuple[str, Scenario]], which: tuple[int, int] | None) -> l
     return [c for k, c in enumerate(ordered) if k % n == i - 1]
 
 
-def _label(token: str) -> str:
-    version, _, mode = token.partition(":")
-    return target_label(version, mode or None)
-
-
 def column_elsewhere(version: str, s: Scenario, versions: list[str]) -> str | None:
     """The other requested column a cell's runs belong to, when the scenario's own metadata mode puts them there
     (zk-controller-failover asked of 3.9.2 beside 3.9.2:zookeeper runs in ZooKeeper mode); None otherwise. Running
     such a cell would fill that column twice over."""
     runs_as = target_label(s.kafka.version, s.kafka.metadata)
-    return runs_as if runs_as != _label(version) and runs_as in map(_label, versions) else None
+    asked = {target_label(*split_target(v)) for v in versions}
+    return runs_as if runs_as != target_label(*split_target(version)) and runs_as in asked else None
 
 
 def merged(dirs: list[Path]) -> list[RunResult]:
