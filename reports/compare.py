@@ -92,8 +92,9 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
     plots = box_plots(grid, versions, directory)
 
     def link(run: RunResult) -> str:  # relative, so the comparison and its runs can move together (CI artifacts)
-        page = "results.json" if run.error else "report.html"  # a run the harness could not complete
-        return os.path.relpath(Path(run.run_dir) / page, directory)
+        report = Path(run.run_dir) / "report.html"  # a run the harness could not complete has none; a kept one may not
+        page = report if report.exists() and not run.error else report.with_name("results.json")
+        return os.path.relpath(page, directory)
 
     html.write_text(ENV.get_template("compare.html.j2").render(
         versions=versions, grid=grid, cell=cell, worst=worst, link=link, figures=figures, plots=plots,

@@ -29,6 +29,8 @@ def test_compare_table_shows_the_worst_seed_and_sums_counts(tmp_path):
                result("a", "3.9.2", "true", 1), result("b", "3.9.2", "unknown", 1)]
     for r in results:
         r.run_dir = str(tmp_path / "runs" / str(r.seed))
+    (tmp_path / "runs" / "2").mkdir(parents=True)
+    (tmp_path / "runs" / "2" / "report.html").write_text("<html></html>")
     html, md = write_compare(results, tmp_path / "compare")
     text = md.read_text()
     assert "| scenario | Kafka 4.3.1 | Kafka 3.9.2 |" in text
@@ -37,6 +39,7 @@ def test_compare_table_shows_the_worst_seed_and_sums_counts(tmp_path):
     assert "| b | not run |" in text
     assert 'class="b-FAIL"' in html.read_text() and "seed 2" in html.read_text()
     assert 'href="../runs/2/report.html"' in html.read_text()  # relative: the directory can move as a whole
+    assert 'href="../runs/1/results.json"' in html.read_text()  # its report not kept (or never written)
     # one or two seeds a version: no rank test can call a difference, and the summary says so instead of "none"
     assert "Too few seeds for a rank test to tell versions apart (4 runs;" in text and "No figure differs" not in text
 
