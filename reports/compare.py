@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from reports.render import ENV
 from reports.result import RunResult
 
 SEVERITY = ("PASS", "EXPECTED ANOMALY", "UNKNOWN", "FAIL")  # a cell shows its runs' most severe badge
+VERSION_TAG = re.compile(r"\bversion=[^,\]]+")
 
 
 def worst(runs: list[RunResult]) -> str:
@@ -43,12 +45,19 @@ def column(r: RunResult) -> str:
     return target_label(r.kafka, (r.settings.get("kafka") or {}).get("metadata"))
 
 
+def row(r: RunResult) -> str:
+    """A run's row: its scenario's name without the `version=` of a version matrix (a regression's affected and
+    fixed versions), which its column already says, so both versions of one scenario share a row."""
+    name = VERSION_TAG.sub("", r.scenario)
+    return re.sub(r"\[,*\]$", "", re.sub(r",+(?=[,\]])|(?<=\[),+", "", name))
+
+
 def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list[RunResult]]]]:
     """(versions newest first, each in its metadata modes; scenario -> version -> its runs)."""
     versions = sorted({column(r) for r in results}, key=lambda v: (release(v.partition(":")[0]), v), reverse=True)
     grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
-        grid[r.scenario][column(r)].append(r)
+        grid[row(r)][column(r)].append(r)
     return versions, dict(sorted(grid.items()))
 
 

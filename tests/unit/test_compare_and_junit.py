@@ -173,3 +173,12 @@ def test_results_of_older_runs_that_named_undrained_partitions_by_number_still_l
     path = r.save(tmp_path)
     path.write_text(path.read_text().replace('"chaos-0"', "0"))
     assert RunResult.load(path).facts.partitions_not_drained == ["0"]
+
+
+def test_a_regressions_affected_and_fixed_versions_share_a_row(tmp_path):
+    runs = [result("k[version=2.0.0]", "2.0.0", "false", lost=4), result("k[version=2.0.1]", "2.0.1", "true"),
+            result("u[version=3.9.2,unclean_leader_election=true]", "3.9.2", "true")]
+    _, md = write_compare(runs, tmp_path / "compare")
+    rows = [ln for ln in md.read_text().splitlines() if ln.startswith("| k |") or ln.startswith("| u")]
+    assert rows[0].startswith("| k | not run | PASS;") and "| FAIL; lost-write=4;" in rows[0]  # 3.9.2, 2.0.1, 2.0.0
+    assert rows[1].startswith("| u[unclean_leader_election=true] | PASS;") and rows[1].endswith("| not run |")
