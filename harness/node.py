@@ -20,7 +20,7 @@ from testcontainers.core.exceptions import ContainerStartException
 from testcontainers.core.network import Network
 
 from contracts.errors import ClusterError
-from harness import freezer, lazydisk, netdelay
+from harness import container_log, freezer, lazydisk, netdelay
 
 START_SCRIPT = (Path(__file__).parent / "docker" / "start.sh").read_text()
 STARTED = {
@@ -60,7 +60,7 @@ class KafkaNode(DockerContainer):
         self.alias = "zookeeper" if role == "zookeeper" else f"kafka-{node_id}"
         self.external_port: int | None = None
         self.properties: dict[str, str] = {}
-        self._since = 0.0  # when the latest start began (epoch seconds, the engine's log clock)
+        self._log_mark = container_log.mark()  # where the log ended when the latest start began
         self._killed_at: float | None = None
         self.lazy_disk = False
         self._run_args: dict = {}  # docker-py run() arguments beyond the builder's (with_kwargs replaces them whole)
@@ -130,7 +130,7 @@ class KafkaNode(DockerContainer):
     def has_started(self) -> bool:
         """Whether the node's log since its latest start began says it finished starting (only those lines are
         read: an hours-long run restarts brokers hundreds of times, and their whole logs grow with it)."""
-        return bool(STARTED[self.role].search(self.container.logs(since=self._since or None).decode(errors="replace")))
+        return bool(STARTED[self.role].search(container_log.since(self.container, self._log_mark)))
 
     def sh(self, script: str) -> tuple[int, str]:
         """Run a shell script as root inside the node; return (exit code, output)."""
@@ -149,7 +149,7 @@ class KafkaNode(DockerContainer):
     # -- lifecycle ----------------------------------------------------------------------------------------
     def launch(self) -> Self:
         """Create and start the container (readiness is waited for separately, so nodes start in parallel)."""
-        self._since = time.time()
+        self._log_mark = container_log.mark()
         super().start()
         return self
 
@@ -278,7 +278,7 @@ class KafkaNode(DockerContainer):
             self.resume()
             return
         self._await_zk_session_expiry()
-        self._since = time.time()
+        self._log_mark = container_log.mark(self.container)
         self.container.start()
 
     def _await_zk_session_expiry(self) -> None:
