@@ -9,7 +9,7 @@ from pathlib import Path
 
 from contracts.versions import release, target_label
 from reports.compare_stats import SIGNIFICANT, Difference, box_plots, differences, spreads, testable
-from reports.render import ENV
+from reports.render import ENV, page
 from reports.result import RunResult
 
 SEVERITY = ("PASS", "EXPECTED ANOMALY", "UNKNOWN", "FAIL")  # a cell shows its runs' most severe badge
@@ -101,9 +101,7 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
     plots = box_plots(grid, versions, directory)
 
     def link(run: RunResult) -> str:  # relative, so the comparison and its runs can move together (CI artifacts)
-        report = Path(run.run_dir) / "report.html"  # a run the harness could not complete has none; a kept one may not
-        page = report if report.exists() and not run.error else report.with_name("results.json")
-        return os.path.relpath(page, directory)
+        return os.path.relpath(page(run), directory)
 
     html.write_text(ENV.get_template("compare.html.j2").render(
         versions=versions, grid=grid, cell=cell, worst=worst, link=link, figures=figures, plots=plots,

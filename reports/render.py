@@ -101,12 +101,19 @@ def write_junit(results: list[RunResult], path: Path, suite: str, allow_unknown:
     return path
 
 
+def page(r: RunResult) -> Path:
+    """The page that shows a run: its report.html, or its results.json when the harness could not complete the run
+    or the report was not kept (a committed comparison keeps only the failing runs' reports)."""
+    report = Path(r.run_dir) / "report.html"
+    return report if report.exists() and not r.error else report.with_name("results.json")
+
+
 def step_summary(results: list[RunResult], suite: str, base: Path) -> str:
     """A GitHub step summary (Markdown): one row per run with its badge, counts and report (relative to `base`)."""
     lines = [f"### kafka-chaos {suite}", "", "| run | result | anomalies (* allowed) | report |", "|---|---|---|---|"]
     for r in results:
         seen = ", ".join(f"{k}={n}{'*' if k in r.allowed else ''}" for k, n in r.counts.items() if n) or "-"
-        report = Path(r.run_dir) / ("results.json" if r.error else "report.html")
+        report = page(r)
         shown = os.path.relpath(report, base) if report.is_absolute() else str(report)
         lines.append(f"| `{case_name(r)}` | **{r.badge}** | {seen} | `{shown}` |")
     return "\n".join(lines) + "\n\n"
