@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -13,7 +12,6 @@ from reports.render import ENV, page
 from reports.result import RunResult
 
 SEVERITY = ("PASS", "EXPECTED ANOMALY", "UNKNOWN", "FAIL")  # a cell shows its runs' most severe badge
-VERSION_TAG = re.compile(r"\bversion=[^,\]]+")
 
 
 def worst(runs: list[RunResult]) -> str:
@@ -48,8 +46,9 @@ def column(r: RunResult) -> str:
 def row(r: RunResult) -> str:
     """A run's row: its scenario's name without the `version=` of a version matrix (a regression's affected and
     fixed versions), which its column already says, so both versions of one scenario share a row."""
-    name = VERSION_TAG.sub("", r.scenario)
-    return re.sub(r"\[,*\]$", "", re.sub(r",+(?=[,\]])|(?<=\[),+", "", name))
+    name, _, tags = r.scenario.partition("[")
+    kept = [t for t in tags.removesuffix("]").split(",") if t and not t.startswith("version=")]
+    return f"{name}[{','.join(kept)}]" if kept else name
 
 
 def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list[RunResult]]]]:
