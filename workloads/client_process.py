@@ -4,6 +4,7 @@ application, and producers share no interpreter lock with each other, the nemesi
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import multiprocessing as mp
 import os
@@ -35,6 +36,9 @@ HUNG_EXIT = 75  # the exit status of a child whose client hung in a call (worklo
 # A client allocates a few container objects per message (payloads, callbacks, history rows) and keeps up to
 # MAX_QUEUED sends in flight: at Python's default threshold (700) cyclic GC ran every ~10 sends and re-scanned them.
 GC_THRESHOLD = (50_000, 20, 100)
+# glibc gives each of librdkafka's threads an arena of its own, which keeps a burst's freed memory resident; two
+# arenas bound that (glibc's M_ARENA_MAX option of mallopt).
+M_ARENA_MAX, ARENAS = -8, 2
 
 
 def _client(kind: Kind, cid: int, spec_json: str, topics: tuple[str, ...], partitions: int, bootstrap: str,
@@ -71,6 +75,7 @@ def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topics: tuple
            bootstrap: str, history_dir: str, join_s: float, runner: int, flags, counts) -> None:
     """The child: one client writing its own history part until the runner says stop (or dies). Its parent is the
     fork server, which lives on after a killed runner (every child holds the write end of its liveness pipe)."""
+    ctypes.CDLL(None).mallopt(M_ARENA_MAX, ARENAS)
     gc.freeze()  # what the fork server preloaded (confluent-kafka, pyarrow, pydantic) is never garbage
     gc.set_threshold(*GC_THRESHOLD)
     history = HistoryWriter(Path(history_dir), flush_s=FLUSH_S[kind], part=f"{kind}-{cid}-{incarnation}")

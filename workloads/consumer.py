@@ -42,10 +42,16 @@ def group_settings(spec: ConsumerSpec) -> dict:
     return {"partition.assignment.strategy": spec.assignor}
 
 
+# A live member reads at the producers' rate; after a failover librdkafka would pre-fetch up to 64 MiB
+# (queued.max.messages.kbytes) and 100,000 records a partition while it catches up, a peak its memory then keeps.
+PREFETCH = {"queued.max.messages.kbytes": 8192, "queued.min.messages": 10000}
+
+
 def member_config(spec: ConsumerSpec, cid: int, bootstrap: str) -> dict:
     """A live group member's librdkafka settings (a setting its protocol leaves to the broker is dropped)."""
     conf = consumer_config(bootstrap, spec.group, spec.isolation_of(cid), spec.commit == "auto") | group_settings(spec)
     conf["auto.offset.reset"] = spec.reset
+    conf |= PREFETCH
     return {k: v for k, v in conf.items() if v is not None}
 
 
