@@ -77,7 +77,10 @@ class Firewall:
                 peers.append(zookeeper.ip())
             script = netrules.script(netrules.FLUSH, netrules.drop_from(peers) if peers else "",
                                      *self.link_rules(node.node_id))
-            code, out = node.sh(script)
+            done = node.sh_if_running(script)
+        if done is None:
+            return
+        code, out = done
         if code != 0:
             raise ClusterError(f"network rules on {node.alias} failed (exit {code}): {out.strip()[-300:]}")
 

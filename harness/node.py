@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import tarfile
+import threading
 import time
 from pathlib import Path
 from typing import Self
@@ -64,6 +65,8 @@ class KafkaNode(DockerContainer):
         self._killed_at: float | None = None
         self.lazy_disk = False
         self._run_args: dict = {}  # docker-py run() arguments beyond the builder's (with_kwargs replaces them whole)
+        # An exec racing a pause can hang runc with the container's exec lock held (cd89059): never both at once
+        self._exec_or_freeze = threading.RLock()
         self.with_command(["sh", "-c", START_SCRIPT]).with_env("KCHAOS_ROLE", role)
 
     # -- builder -----------------------------------------------------------------------------------------
@@ -134,8 +137,14 @@ class KafkaNode(DockerContainer):
 
     def sh(self, script: str) -> tuple[int, str]:
         """Run a shell script as root inside the node; return (exit code, output)."""
-        code, out = self.container.exec_run(["sh", "-c", script], user="root")
+        with self._exec_or_freeze:
+            code, out = self.container.exec_run(["sh", "-c", script], user="root")
         return code, out.decode(errors="replace")
+
+    def sh_if_running(self, script: str) -> tuple[int, str] | None:
+        """`sh`, unless the node is stopped or paused (None): no pause can begin between the check and the exec."""
+        with self._exec_or_freeze:
+            return self.sh(script) if self.state() == "running" else None
 
     def read_file(self, path: str) -> bytes:
         """A file's bytes, through the engine's archive endpoint: a plain HTTP body. (`docker exec` output is framed,
@@ -264,7 +273,12 @@ class KafkaNode(DockerContainer):
     def _engine_call(self, verb: str, **kwargs) -> None:
         """A pause, unpause or removal that cannot hang: see `freezer.bounded`."""
         cid = self.container.id
-        freezer.bounded(lambda: getattr(_engine(), verb)(cid, **kwargs), cid, f"docker {verb} {self.alias}")
+        call = functools.partial(getattr(_engine(), verb), cid, **kwargs)
+        if verb in ("pause", "unpause"):
+            with self._exec_or_freeze:
+                freezer.bounded(call, cid, f"docker {verb} {self.alias}")
+        else:  # a removal must not wait behind an exec
+            freezer.bounded(call, cid, f"docker {verb} {self.alias}")
 
     def start(self, timeout_s: float = 90.0) -> Self:  # type: ignore[override]
         """Restart a stopped node with its data intact and wait until it has started again."""
