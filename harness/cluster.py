@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import itertools
 import signal
 import subprocess
 import time
@@ -22,6 +23,8 @@ from harness.metadata import Metadata
 from harness.node import KafkaNode
 from harness.replicas import Parsed, node_segments, parse_segment
 from harness.zookeeper import ZooKeeper
+
+ROWS_AT_ONCE = 50_000  # replica rows handed to the history at a time
 
 
 class Cluster:
@@ -257,12 +260,22 @@ class Cluster:
         for node in self._all_nodes():
             (directory / f"{node.alias}.log").write_text(node.log_text())
 
-    def dump_replica_logs(self, topic: str) -> list[dict]:
-        """Every record of every replica of a topic, from each running broker's segment files: copied in parallel,
-        then read one broker after another, so a batch the followers hold byte for byte is decoded once."""
+    def dump_replica_logs(self, topic: str, sink: Callable[[list[dict]], None]) -> None:
+        """Every record of every replica of a topic, from each running broker's segment files, handed to `sink`
+        ROWS_AT_ONCE at a time: copied in parallel (a failed copy raises before any row is handed on), then read
+        partition by partition, one broker after another, so a batch the followers hold byte for byte is decoded
+        once, and neither the rows nor the parses of an hours-long run's whole log are held at once."""
         running = [n for n in self.nodes if n.state() == "running"]
         with cf.ThreadPoolExecutor(max_workers=len(running) or 1) as pool:
             copies = list(pool.map(lambda n: node_segments(n, topic), running))
-        parsed: Parsed = {}
-        return [row for node, segments in zip(running, copies, strict=True) for partition, data in segments
-                for row in parse_segment(data, node.node_id, topic, partition, parsed)]
+        by_partition: dict[int, list[tuple[int, bytes]]] = {}
+        for node, segments in zip(running, copies, strict=True):
+            for partition, data in segments:
+                by_partition.setdefault(partition, []).append((node.node_id, data))
+        del copies
+        for partition in sorted(by_partition):
+            parsed: Parsed = {}
+            rows = itertools.chain.from_iterable(parse_segment(data, broker, topic, partition, parsed)
+                                                 for broker, data in by_partition.pop(partition))
+            while chunk := list(itertools.islice(rows, ROWS_AT_ONCE)):
+                sink(chunk)

@@ -6,6 +6,7 @@ import io
 import re
 import struct
 import tarfile
+from collections.abc import Iterator
 
 from kafka.record.memory_records import MemoryRecords
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
@@ -19,34 +20,36 @@ COPY = "/tmp/kchaos-segments.tar"  # the tar is made inside the broker, then cop
 SEGMENT = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)/\d+\.log$")  # skips -delete and -future directories
 
 
-# (partition, a batch's bytes) -> its records' columns after (broker, topic, partition). Followers store the
+# (partition, a batch's head) -> its records' columns after (broker, topic, partition). Followers store the
 # leader's batches byte for byte, so the brokers of one dump share one parse of each batch.
 COLUMNS = ("offset", "leader_epoch", "producer", "seq", "checksum_ok", "producer_id", "producer_epoch", "sequence",
            "transactional")
 Parsed = dict[tuple[int, bytes], list[tuple]]
 BATCH_HEAD = struct.Struct(">qi")  # base offset, then the length of the rest of the batch
+# A batch's first bytes name it: base offset, length and CRC in every message format (v2: also the leader epoch
+# and magic, the CRC at 17..21; v0 and v1: the CRC at 12..16), so the cache keeps 21 bytes a batch, not its body.
+KEY_BYTES = 21
 
 
-def parse_segment(data: bytes, broker: int, topic: str, partition: int, parsed: Parsed | None = None) -> list[dict]:
+def parse_segment(data: bytes, broker: int, topic: str, partition: int,
+                  parsed: Parsed | None = None) -> Iterator[dict]:
     """Rows (broker, topic, partition, *COLUMNS) of one segment file: each record's place, payload, and its batch's
     Kafka producer id, epoch and the record's sequence (-1 without an idempotent producer).
     Control batches (transaction markers) carry no payload and are skipped; a torn last batch is ignored. A batch
-    already in `parsed` (the same bytes at the same partition, from another replica) is not decoded again."""
+    already in `parsed` (the same batch at the same partition, from another replica) is not decoded again."""
     parsed = {} if parsed is None else parsed
-    rows: list[dict] = []
     pos = 0
     while pos + BATCH_HEAD.size <= len(data):
         end = pos + BATCH_HEAD.size + BATCH_HEAD.unpack_from(data, pos)[1]
         if end > len(data):
             break
-        raw = data[pos:end]
-        pos = end
-        records = parsed.get((partition, raw))
+        key = (partition, data[pos:pos + KEY_BYTES])
+        records = parsed.get(key)
         if records is None:
-            records = parsed[(partition, raw)] = _records(raw)
-        rows += [{"broker": broker, "topic": topic, "partition": partition, **dict(zip(COLUMNS, r, strict=True))}
-                 for r in records]
-    return rows
+            records = parsed[key] = _records(data[pos:end])
+        pos = end
+        for r in records:
+            yield {"broker": broker, "topic": topic, "partition": partition, **dict(zip(COLUMNS, r, strict=True))}
 
 
 def _records(raw: bytes) -> list[tuple]:

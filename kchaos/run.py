@@ -134,7 +134,11 @@ def _stop_consumers(consumers: list[ClientProcess]) -> None:
 def _dump_replicas(cluster: Cluster, topic: str, history: HistoryWriter) -> None:
     """Every replica's records into `replicas`; without them the verdict is unknown, not lost (an event says so)."""
     try:
-        history.write_many("replicas", cluster.dump_replica_logs(topic))
+        def sink(rows: list[dict]) -> None:
+            history.write_many("replicas", rows)
+            history.flush()
+
+        cluster.dump_replica_logs(topic, sink)
         history.event("runner", Event.REPLICAS_DUMPED, topic=topic)
     except ClusterError as exc:
         history.event("runner", Event.REPLICAS_FAILED, topic=topic, detail=str(exc))

@@ -24,6 +24,8 @@ from contracts.history import HistoryWriter, jsonl, read_jsonl
 from contracts.payload import decode, encode
 from faults import schedule
 from faults.registry import KINDS
+from harness import cluster as cluster_module
+from harness.cluster import Cluster
 from harness.replicas import node_segments, parse_segment, segments_of_tar
 from kchaos.catalog import fault_spec
 
@@ -98,7 +100,7 @@ def tar_of(files: dict[str, bytes]) -> bytes:
 
 def test_segment_files_give_offset_epoch_and_payload_of_each_record():
     seg = batch(0, 4, [encode(0, 5), b"not ours"]) + batch(2, 5, [encode(1, 9)])
-    rows = parse_segment(seg + seg[:30], broker=2, topic="chaos", partition=2)  # a torn batch at the end
+    rows = list(parse_segment(seg + seg[:30], broker=2, topic="chaos", partition=2))  # a torn batch at the end
     assert [(r["broker"], r["partition"], r["offset"], r["leader_epoch"], r["producer"], r["seq"], r["checksum_ok"])
             for r in rows] == [(2, 2, 0, 4, 0, 5, True), (2, 2, 1, 4, -1, -1, False), (2, 2, 2, 5, 1, 9, True)]
     # Kafka's producer fields: the batch's id and epoch, base sequence (here its base offset) plus the record's place
@@ -119,9 +121,10 @@ def test_control_batches_and_other_directories_are_skipped():
 def test_replicas_holding_the_same_batch_share_its_parse_and_a_diverging_one_is_read_as_it_is():
     same, theirs = batch(0, 3, [encode(0, 0), encode(0, 1)]), batch(2, 3, [encode(1, 7)])
     parsed: dict = {}
-    leader = parse_segment(same + theirs, broker=1, topic="chaos", partition=0, parsed=parsed)
-    follower = parse_segment(same + batch(2, 3, [encode(1, 8)]), broker=2, topic="chaos", partition=0, parsed=parsed)
-    other_partition = parse_segment(same, broker=2, topic="chaos", partition=1, parsed=parsed)
+    leader = list(parse_segment(same + theirs, broker=1, topic="chaos", partition=0, parsed=parsed))
+    follower = list(parse_segment(same + batch(2, 3, [encode(1, 8)]), broker=2, topic="chaos", partition=0,
+                                  parsed=parsed))
+    other_partition = list(parse_segment(same, broker=2, topic="chaos", partition=1, parsed=parsed))
     assert [(r["offset"], r["seq"]) for r in leader] == [(0, 0), (1, 1), (2, 7)]
     assert [(r["broker"], r["offset"], r["seq"]) for r in follower] == [(2, 0, 0), (2, 1, 1), (2, 2, 8)]
     assert [(r["partition"], r["offset"]) for r in other_partition] == [(1, 0), (1, 1)]
@@ -146,7 +149,7 @@ class FlakyBroker:
 def test_a_segment_copy_cut_short_is_read_again_and_three_in_a_row_are_a_cluster_error():
     whole = tar_of({"chaos-0/00000000000000000000.log": batch(0, 1, [encode(0, 0), encode(0, 1)])})
     ((partition, data),) = node_segments(FlakyBroker(whole[:700], whole), "chaos")
-    rows = parse_segment(data, broker=1, topic="chaos", partition=partition)
+    rows = list(parse_segment(data, broker=1, topic="chaos", partition=partition))
     assert [(r["offset"], r["seq"]) for r in rows] == [(0, 0), (1, 1)]
     with pytest.raises(ClusterError, match="cut short 3 times"):
         node_segments(FlakyBroker(whole[:700], whole[:700], whole[:700], whole), "chaos")
@@ -244,3 +247,31 @@ def test_a_signal_during_compaction_is_acted_on_once_every_table_is_compacted(tm
         signal.signal(signal.SIGINT, before)
     assert not list(tmp_path.glob("*.jsonl"))
     assert pq.read_table(tmp_path / "sends.parquet").column("seq").to_pylist() == [1]
+
+
+class DumpedBroker(FlakyBroker):
+    """A running broker whose segment tar comes back as given."""
+
+    def __init__(self, node_id: int, *copies: bytes) -> None:
+        super().__init__(*copies)
+        self.node_id, self.alias = node_id, f"kafka-{node_id}"
+
+    def state(self) -> str:
+        return "running"
+
+
+def test_a_dump_hands_on_rows_partition_by_partition_in_chunks_and_nothing_when_a_copy_fails(monkeypatch):
+    archive = tar_of({"chaos-0/00000000000000000000.log": batch(0, 1, [encode(0, 0), encode(0, 2)]),
+                      "chaos-1/00000000000000000000.log": batch(0, 1, [encode(0, 1)])})
+    monkeypatch.setattr(cluster_module, "ROWS_AT_ONCE", 2)
+    cluster = Cluster.__new__(Cluster)
+    cluster.nodes = [DumpedBroker(1, archive), DumpedBroker(2, archive)]
+    chunks: list[list[dict]] = []
+    cluster.dump_replica_logs("chaos", chunks.append)
+    assert [[(r["partition"], r["broker"], r["seq"]) for r in c] for c in chunks] == [
+        [(0, 1, 0), (0, 1, 2)], [(0, 2, 0), (0, 2, 2)], [(1, 1, 1), (1, 2, 1)]]
+    cluster.nodes = [DumpedBroker(1, archive), DumpedBroker(2, *[archive[:700]] * 3)]
+    chunks.clear()
+    with pytest.raises(ClusterError, match="cut short"):
+        cluster.dump_replica_logs("chaos", chunks.append)
+    assert chunks == []
