@@ -8,6 +8,7 @@ import contextlib
 import itertools
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -21,7 +22,7 @@ from harness.broker_config import ZK_PORT, ZOOKEEPER_PROPERTIES, ClusterSpec, br
 from harness.firewall import Firewall
 from harness.metadata import Metadata
 from harness.node import KafkaNode
-from harness.replicas import Parsed, node_segments, parse_segment
+from harness.replicas import Parsed, Segment, node_segments, parse_segment
 from harness.zookeeper import ZooKeeper
 
 ROWS_AT_ONCE = 50_000  # replica rows handed to the history at a time
@@ -262,20 +263,21 @@ class Cluster:
 
     def dump_replica_logs(self, topic: str, sink: Callable[[list[dict]], None]) -> None:
         """Every record of every replica of a topic, from each running broker's segment files, handed to `sink`
-        ROWS_AT_ONCE at a time: copied in parallel (a failed copy raises before any row is handed on), then read
-        partition by partition, one broker after another, so a batch the followers hold byte for byte is decoded
-        once, and neither the rows nor the parses of an hours-long run's whole log are held at once."""
+        ROWS_AT_ONCE at a time: copied to this host's disk in parallel (a failed copy raises before any row is
+        handed on), then read a segment at a time, partition by partition, one broker after another, so a batch the
+        followers hold byte for byte is decoded once, and no more than one segment of an hours-long run's log, and
+        one partition's parses, are held at once."""
         running = [n for n in self.nodes if n.state() == "running"]
-        with cf.ThreadPoolExecutor(max_workers=len(running) or 1) as pool:
-            copies = list(pool.map(lambda n: node_segments(n, topic), running))
-        by_partition: dict[int, list[tuple[int, bytes]]] = {}
-        for node, segments in zip(running, copies, strict=True):
-            for partition, data in segments:
-                by_partition.setdefault(partition, []).append((node.node_id, data))
-        del copies
-        for partition in sorted(by_partition):
-            parsed: Parsed = {}
-            rows = itertools.chain.from_iterable(parse_segment(data, broker, topic, partition, parsed)
-                                                 for broker, data in by_partition.pop(partition))
-            while chunk := list(itertools.islice(rows, ROWS_AT_ONCE)):
-                sink(chunk)
+        with tempfile.TemporaryDirectory(prefix="kchaos-segments-") as tmp, \
+                cf.ThreadPoolExecutor(max_workers=len(running) or 1) as pool:
+            copies = list(pool.map(lambda n: node_segments(n, topic, Path(tmp)), running))
+            by_partition: dict[int, list[tuple[int, Segment]]] = {}
+            for node, segments in zip(running, copies, strict=True):
+                for segment in segments:
+                    by_partition.setdefault(segment.partition, []).append((node.node_id, segment))
+            for partition in sorted(by_partition):
+                parsed: Parsed = {}
+                rows = itertools.chain.from_iterable(parse_segment(s.read(), broker, topic, partition, parsed)
+                                                     for broker, s in by_partition[partition])
+                while chunk := list(itertools.islice(rows, ROWS_AT_ONCE)):
+                    sink(chunk)

@@ -6,6 +6,7 @@ import functools
 import io
 import os
 import re
+import shutil
 import signal
 import tarfile
 import threading
@@ -30,6 +31,7 @@ STARTED = {
     "zookeeper": re.compile(r"binding to port|Started AdminServer|ZooKeeper audit is"),
 }
 LOG_TAIL = 25
+COPY_BLOCK = 1 << 20  # bytes a copied-out file is written in
 FREEZE_ATTEMPTS = 5
 
 
@@ -49,6 +51,27 @@ def _unsynced(exc: BaseException) -> bool:
 def _engine() -> docker.APIClient:
     """An engine client whose calls give up after freezer.ENGINE_CALL_S."""
     return docker.from_env(timeout=freezer.ENGINE_CALL_S).api
+
+
+class _Chunks(io.RawIOBase):
+    """The engine's answer, an iterator of byte chunks, read as a stream."""
+
+    def __init__(self, chunks) -> None:
+        self._chunks, self._chunk, self._at = iter(chunks), memoryview(b""), 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while self._at == len(self._chunk):
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._chunk, self._at = memoryview(chunk), 0
+        n = min(len(buffer), len(self._chunk) - self._at)
+        buffer[:n] = self._chunk[self._at:self._at + n]
+        self._at += n
+        return n
 
 
 class KafkaNode(DockerContainer):
@@ -154,6 +177,17 @@ class KafkaNode(DockerContainer):
             member = tar.next()
             file = tar.extractfile(member) if member else None
             return file.read() if file else b""
+
+    def copy_file(self, path: str, dest: Path) -> None:
+        """A file of the node, streamed to `dest` on this host through the engine's archive endpoint a block at a
+        time (a segment tar of an hours-long run is gigabytes: it never sits in memory)."""
+        chunks, _ = self.container.get_archive(path)
+        with tarfile.open(fileobj=io.BufferedReader(_Chunks(chunks)), mode="r|") as tar:
+            member = tar.next()
+            src = tar.extractfile(member) if member else None
+            with dest.open("wb") as out:
+                if src is not None:
+                    shutil.copyfileobj(src, out, COPY_BLOCK)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def launch(self) -> Self:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import io
 import re
 import struct
 import tarfile
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 from kafka.record.memory_records import MemoryRecords
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
@@ -16,7 +17,7 @@ from contracts.payload import decode
 from harness.node import KafkaNode
 
 DATA = "/var/lib/kafka/data"
-COPY = "/tmp/kchaos-segments.tar"  # the tar is made inside the broker, then copied out whole
+COPY = "/tmp/kchaos-segments.tar"  # the tar is made inside the broker, then streamed to a file on this host
 SEGMENT = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)/\d+\.log$")  # skips -delete and -future directories
 
 
@@ -69,31 +70,48 @@ def _records(raw: bytes) -> list[tuple]:
     return out
 
 
-def segments_of_tar(archive: bytes, topic: str) -> list[tuple[int, bytes]]:
-    """(partition, bytes) of every segment of the topic in a tar of `<topic>-<partition>/<base offset>.log` files;
-    a tar cut short raises tarfile.TarError."""
-    segments = []
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+@dataclass(frozen=True)
+class Segment:
+    """One segment file inside a broker's tar on this host, read when its turn comes."""
+
+    partition: int
+    tar: Path
+    start: int  # where its bytes begin in the tar
+    size: int
+
+    def read(self) -> bytes:
+        with self.tar.open("rb") as f:
+            f.seek(self.start)
+            return f.read(self.size)
+
+
+def segments_of_tar(archive: Path, topic: str) -> list[Segment]:
+    """Every segment of the topic in a tar of `<topic>-<partition>/<base offset>.log` files; a tar cut short
+    raises tarfile.TarError."""
+    segments, length = [], archive.stat().st_size
+    with tarfile.open(archive) as tar:
         for member in tar:
+            if member.offset_data + member.size > length:
+                raise tarfile.ReadError(f"{member.name} is cut short")
             m = SEGMENT.match(member.name)
-            if m and m["topic"] == topic and (f := tar.extractfile(member)) is not None:
-                segments.append((int(m["partition"]), f.read()))
+            if m and m["topic"] == topic and member.isfile():
+                segments.append(Segment(int(m["partition"]), archive, member.offset_data, member.size))
     return segments
 
 
-def node_segments(node: KafkaNode, topic: str, attempts: int = 3) -> list[tuple[int, bytes]]:
-    """Copy the topic's segment files out of one broker (as a tar). A copy can come back cut short (a segment a
-    follower truncates while tar reads it), so it is tried again."""
+def node_segments(node: KafkaNode, topic: str, into: Path, attempts: int = 3) -> list[Segment]:
+    """Copy the topic's segment files out of one broker as a tar in directory `into`. A copy can come back cut
+    short (a segment a follower truncates while tar reads it), so it is tried again."""
     retrying = Retrying(stop=stop_after_attempt(attempts), wait=wait_fixed(1.0), reraise=True,
                         retry=retry_if_exception_type((tarfile.TarError, ClusterError)))
     try:
-        return retrying(_copy_segments, node, topic)
+        return retrying(_copy_segments, node, topic, into / f"{node.alias}.tar")
     except tarfile.TarError as exc:
         raise ClusterError(f"the segments of {topic} copied out of {node.alias} were cut short {attempts} times "
                            f"({exc})") from exc
 
 
-def _copy_segments(node: KafkaNode, topic: str) -> list[tuple[int, bytes]]:
+def _copy_segments(node: KafkaNode, topic: str, dest: Path) -> list[Segment]:
     script = (f'cd {DATA} || exit 3; rm -f {COPY}; set -- {topic}-*/*.log; [ -e "$1" ] || {{ echo none; exit 0; }}; '
               f'tar -cf {COPY} "$@" 2>&1')
     code, out = node.sh(script)
@@ -102,6 +120,7 @@ def _copy_segments(node: KafkaNode, topic: str) -> list[tuple[int, bytes]]:
     if out.strip() == "none":
         return []
     try:
-        return segments_of_tar(node.read_file(COPY), topic)
+        node.copy_file(COPY, dest)
+        return segments_of_tar(dest, topic)
     finally:
         node.sh(f"rm -f {COPY}")

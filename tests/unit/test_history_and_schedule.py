@@ -9,6 +9,7 @@ import struct
 import sys
 import tarfile
 import threading
+from pathlib import Path
 
 import orjson
 import pyarrow.parquet as pq
@@ -26,6 +27,7 @@ from faults import schedule
 from faults.registry import KINDS
 from harness import cluster as cluster_module
 from harness.cluster import Cluster
+from harness.node import KafkaNode
 from harness.replicas import node_segments, parse_segment, segments_of_tar
 from kchaos.catalog import fault_spec
 
@@ -108,13 +110,15 @@ def test_segment_files_give_offset_epoch_and_payload_of_each_record():
         (7, 0, 0, False), (7, 0, 1, False), (7, 0, 2, False)]
 
 
-def test_control_batches_and_other_directories_are_skipped():
-    archive = tar_of({"chaos-0/00000000000000000000.log": batch(0, 1, [encode(0, 0)]) + batch(1, 1, [b""], True),
-                      "chaos-1/00000000000000000000.log": batch(0, 1, [encode(0, 1)]),
-                      "chaos-1.3f2a-delete/00000000000000000000.log": batch(0, 0, [encode(0, 2)]),
-                      "chaos-other-0/00000000000000000000.log": batch(0, 0, [encode(0, 3)])})
-    rows = [r for partition, data in segments_of_tar(archive, "chaos")
-            for r in parse_segment(data, broker=1, topic="chaos", partition=partition)]
+def test_control_batches_and_other_directories_are_skipped(tmp_path):
+    archive = tmp_path / "kafka-1.tar"
+    archive.write_bytes(tar_of({
+        "chaos-0/00000000000000000000.log": batch(0, 1, [encode(0, 0)]) + batch(1, 1, [b""], True),
+        "chaos-1/00000000000000000000.log": batch(0, 1, [encode(0, 1)]),
+        "chaos-1.3f2a-delete/00000000000000000000.log": batch(0, 0, [encode(0, 2)]),
+        "chaos-other-0/00000000000000000000.log": batch(0, 0, [encode(0, 3)])}))
+    rows = [r for s in segments_of_tar(archive, "chaos")
+            for r in parse_segment(s.read(), broker=1, topic="chaos", partition=s.partition)]
     assert sorted((r["partition"], r["offset"], r["seq"]) for r in rows) == [(0, 0, 0), (1, 0, 1)]
 
 
@@ -142,17 +146,17 @@ class FlakyBroker:
     def sh(self, script: str) -> tuple[int, str]:
         return 0, ""
 
-    def read_file(self, path: str) -> bytes:
-        return self.copies.pop(0)
+    def copy_file(self, path: str, dest: Path) -> None:
+        dest.write_bytes(self.copies.pop(0))
 
 
-def test_a_segment_copy_cut_short_is_read_again_and_three_in_a_row_are_a_cluster_error():
+def test_a_segment_copy_cut_short_is_read_again_and_three_in_a_row_are_a_cluster_error(tmp_path):
     whole = tar_of({"chaos-0/00000000000000000000.log": batch(0, 1, [encode(0, 0), encode(0, 1)])})
-    ((partition, data),) = node_segments(FlakyBroker(whole[:700], whole), "chaos")
-    rows = list(parse_segment(data, broker=1, topic="chaos", partition=partition))
+    (segment,) = node_segments(FlakyBroker(whole[:700], whole), "chaos", tmp_path)
+    rows = list(parse_segment(segment.read(), broker=1, topic="chaos", partition=segment.partition))
     assert [(r["offset"], r["seq"]) for r in rows] == [(0, 0), (1, 1)]
     with pytest.raises(ClusterError, match="cut short 3 times"):
-        node_segments(FlakyBroker(whole[:700], whole[:700], whole[:700], whole), "chaos")
+        node_segments(FlakyBroker(whole[:700], whole[:700], whole[:700], whole), "chaos", tmp_path)
 
 
 def test_same_seed_same_schedule_and_jitter_moves_it():
@@ -275,3 +279,17 @@ def test_a_dump_hands_on_rows_partition_by_partition_in_chunks_and_nothing_when_
     with pytest.raises(ClusterError, match="cut short"):
         cluster.dump_replica_logs("chaos", chunks.append)
     assert chunks == []
+
+
+def test_a_copied_out_file_is_streamed_whole_through_chunks_of_any_size(tmp_path):
+    inner = os.urandom(3_000_001)
+    outer = tar_of({"kchaos-segments.tar": inner})
+
+    class Archived:
+        def get_archive(self, path: str):
+            return (outer[i:i + 65_537] for i in range(0, len(outer), 65_537)), {}
+
+    node = KafkaNode.__new__(KafkaNode)
+    node._container = Archived()
+    node.copy_file("/tmp/kchaos-segments.tar", tmp_path / "copy.tar")
+    assert (tmp_path / "copy.tar").read_bytes() == inner
