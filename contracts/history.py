@@ -54,6 +54,7 @@ NO_PARTITION = -1  # a send refused before a partition was chosen, an event abou
 NO_OFFSET = -1  # a send acked without an offset (acks=0, or after a failover), an event about no offset
 NO_TXN = -1  # a send outside any transaction (`sends.txn`; null in histories written before transactions)
 NO_COMMIT = -1  # a transaction whose producer never asked to commit it (`txns.t_commit`)
+BLOCK_BYTES = 64 << 20  # JSON Lines read at a time when a history is compacted
 
 
 class Fate(StrEnum):
@@ -239,27 +240,42 @@ def row_format(table: str, fixed: dict[str, object]) -> bytes:
     return b"{" + b",".join(parts) + b"}\n"
 
 
+def _jsonl_blocks(directory: Path, table: str) -> Iterator[pa.Table]:
+    """A table's JSON Lines as Arrow tables of about BLOCK_BYTES of lines each, every file's partial last line (left
+    by a killed writer) dropped: an hours-long run's history is read a block at a time, never whole."""
+    options = pajson.ParseOptions(explicit_schema=arrow_schema(table), unexpected_field_behavior="ignore")
+    for path in jsonl_files(directory, table):
+        with path.open("rb") as f:
+            carry = b""
+            while block := f.read(BLOCK_BYTES):
+                lines, carry = _split_last(carry + block)
+                if lines:
+                    yield pajson.read_json(io.BytesIO(lines), parse_options=options)
+
+
+def _split_last(data: bytes) -> tuple[bytes, bytes]:
+    """`data` up to and including its last newline, and the rest."""
+    cut = data.rfind(b"\n") + 1
+    return data[:cut], data[cut:]
+
+
 def read_jsonl(directory: Path, table: str) -> pa.Table:
     """Read all of a table's JSON Lines, dropping each file's partial last line left by a killed writer."""
-    schema = arrow_schema(table)
-    raw = b""
-    for path in jsonl_files(directory, table):
-        text = path.read_bytes()
-        raw += text[: text.rfind(b"\n") + 1]
-    if not raw:
-        return schema.empty_table()
-    return pajson.read_json(io.BytesIO(raw), parse_options=pajson.ParseOptions(explicit_schema=schema,
-                                                                             unexpected_field_behavior="ignore"))
+    blocks = list(_jsonl_blocks(directory, table))
+    return pa.concat_tables(blocks) if blocks else arrow_schema(table).empty_table()
 
 
 def compact_dir(directory: Path) -> None:
-    """Turn each table's JSON Lines into `<table>.parquet` (atomically), then remove the JSON Lines."""
+    """Turn each table's JSON Lines into `<table>.parquet` (atomically, a block at a time), then remove the JSON
+    Lines."""
     for table in TABLES:
         sources = jsonl_files(directory, table)
         if not sources:
             continue
         tmp = directory / f".{table}.parquet.tmp"
-        pq.write_table(read_jsonl(directory, table), tmp)
+        with pq.ParquetWriter(tmp, arrow_schema(table)) as writer:
+            for block in _jsonl_blocks(directory, table):
+                writer.write_table(block)
         tmp.rename(directory / f"{table}.parquet")
         for src in sources:
             src.unlink()

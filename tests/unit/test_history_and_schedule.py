@@ -62,6 +62,18 @@ def test_history_is_readable_before_close_and_compacts(tmp_path):
     assert (tmp_path / "sends.parquet").exists() and not (tmp_path / "sends.jsonl").exists()
 
 
+def test_a_history_compacts_a_block_at_a_time_with_every_whole_line_and_no_torn_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(history, "BLOCK_BYTES", 100)  # lines of about 120 bytes: most blocks hold none whole
+    w = HistoryWriter(tmp_path)
+    w.write_many("sends", [{"producer": 1, "seq": s, "outcome": "ok", "error": "x" * (s % 7)} for s in range(50)])
+    w.flush()
+    with (tmp_path / "sends.jsonl").open("a") as f:
+        f.write('{"producer": 1, "seq": 50, "outc')
+    w.close()
+    table = pq.read_table(tmp_path / "sends.parquet")
+    assert table.column("seq").to_pylist() == list(range(50)) and table.num_rows == 50
+
+
 def test_client_process_parts_are_read_and_compacted_together(tmp_path):
     main, part = HistoryWriter(tmp_path), HistoryWriter(tmp_path, part="consumer-0")
     main.write("reads", {"reader": "drain", "offset": 0})
