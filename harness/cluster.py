@@ -8,7 +8,6 @@ import contextlib
 import itertools
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -268,9 +267,11 @@ class Cluster:
         followers hold byte for byte is decoded once, and no more than one segment of an hours-long run's log, and
         one partition's parses, are held at once."""
         running = [n for n in self.nodes if n.state() == "running"]
-        with tempfile.TemporaryDirectory(prefix="kchaos-segments-") as tmp, \
-                cf.ThreadPoolExecutor(max_workers=len(running) or 1) as pool:
-            copies = list(pool.map(lambda n: node_segments(n, topic, Path(tmp)), running))
+        tmp = labels.scratch(self.spec.run_id)  # the run's watchdog removes it if the run is killed meanwhile
+        tmp.mkdir(parents=True, exist_ok=True)
+        try:
+            with cf.ThreadPoolExecutor(max_workers=len(running) or 1) as pool:
+                copies = list(pool.map(lambda n: node_segments(n, topic, tmp), running))
             by_partition: dict[int, list[tuple[int, Segment]]] = {}
             for node, segments in zip(running, copies, strict=True):
                 for segment in segments:
@@ -281,3 +282,5 @@ class Cluster:
                                                      for broker, s in by_partition[partition])
                 while chunk := list(itertools.islice(rows, ROWS_AT_ONCE)):
                     sink(chunk)
+        finally:
+            labels.clean_scratch(self.spec.run_id)

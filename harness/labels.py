@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import shutil
+import tempfile
 import time
+from pathlib import Path
 
 import docker
 import docker.errors
@@ -20,9 +23,21 @@ def labels(run_id: str, kind: str) -> dict[str, str]:
     return {OWNER: kind, RUN: run_id}
 
 
+def scratch(run_id: str) -> Path:
+    """Where a run keeps files on this host while it works (the replicas' segment copies)."""
+    return Path(tempfile.gettempdir()) / f"kchaos-scratch-{run_id}"
+
+
+def clean_scratch(run_id: str | None = None) -> None:
+    """Remove one run's scratch directory on this host, or every run's."""
+    for d in [scratch(run_id)] if run_id else scratch("").parent.glob(f"{scratch('').name}*"):
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def clean(run_id: str | None = None) -> tuple[int, int]:
-    """Remove labelled containers (thawed from the host first, so an engine stuck on a frozen one gets going again)
-    and networks; return how many of each."""
+    """Remove labelled containers (thawed from the host first, so an engine stuck on a frozen one gets going again),
+    networks and scratch directories; return how many containers and networks."""
+    clean_scratch(run_id)
     client = docker.from_env()
     selector = f"{RUN}={run_id}" if run_id else OWNER
     containers = client.containers.list(all=True, filters={"label": selector})

@@ -8,6 +8,7 @@ import signal
 import struct
 import sys
 import tarfile
+import tempfile
 import threading
 from pathlib import Path
 
@@ -26,7 +27,8 @@ from contracts.payload import decode, encode
 from faults import schedule
 from faults.registry import KINDS
 from harness import cluster as cluster_module
-from harness.cluster import Cluster
+from harness import labels
+from harness.cluster import Cluster, ClusterSpec
 from harness.node import KafkaNode
 from harness.replicas import node_segments, parse_segment, segments_of_tar
 from kchaos.catalog import fault_spec
@@ -276,11 +278,14 @@ class DumpedBroker(FlakyBroker):
         return "running"
 
 
-def test_a_dump_hands_on_rows_partition_by_partition_in_chunks_and_nothing_when_a_copy_fails(monkeypatch):
+def test_a_dump_hands_on_rows_partition_by_partition_in_chunks_and_nothing_when_a_copy_fails(monkeypatch,
+                                                                                             tmp_path):
     archive = tar_of({"chaos-0/00000000000000000000.log": batch(0, 1, [encode(0, 0), encode(0, 2)]),
                       "chaos-1/00000000000000000000.log": batch(0, 1, [encode(0, 1)])})
     monkeypatch.setattr(cluster_module, "ROWS_AT_ONCE", 2)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     cluster = Cluster.__new__(Cluster)
+    cluster.spec = ClusterSpec(run_id="r1")
     cluster.nodes = [DumpedBroker(1, archive), DumpedBroker(2, archive)]
     chunks: list[list[dict]] = []
     cluster.dump_replica_logs("chaos", chunks.append)
@@ -290,7 +295,7 @@ def test_a_dump_hands_on_rows_partition_by_partition_in_chunks_and_nothing_when_
     chunks.clear()
     with pytest.raises(ClusterError, match="cut short"):
         cluster.dump_replica_logs("chaos", chunks.append)
-    assert chunks == []
+    assert chunks == [] and not list(tmp_path.iterdir())  # the segment copies are gone either way
 
 
 def test_a_copied_out_file_is_streamed_whole_through_chunks_of_any_size(tmp_path):
@@ -305,3 +310,14 @@ def test_a_copied_out_file_is_streamed_whole_through_chunks_of_any_size(tmp_path
     node._container = Archived()
     node.copy_file("/tmp/kchaos-segments.tar", tmp_path / "copy.tar")
     assert (tmp_path / "copy.tar").read_bytes() == inner
+
+
+def test_cleaning_up_removes_a_killed_runs_scratch_directory_and_only_its_own(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    for run in ("r1", "r2"):
+        (labels.scratch(run) / "kafka-1.tar").parent.mkdir()
+        (labels.scratch(run) / "kafka-1.tar").write_bytes(b"x")
+    labels.clean_scratch("r1")
+    assert not labels.scratch("r1").exists() and labels.scratch("r2").exists()
+    labels.clean_scratch()
+    assert not list(tmp_path.iterdir())
