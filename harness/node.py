@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import os
@@ -11,8 +12,9 @@ import signal
 import tarfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Self
+from typing import IO, Self
 
 import docker
 import docker.errors
@@ -169,25 +171,27 @@ class KafkaNode(DockerContainer):
         with self._exec_or_freeze:
             return self.sh(script) if self.state() == "running" else None
 
-    def read_file(self, path: str) -> bytes:
-        """A file's bytes, through the engine's archive endpoint: a plain HTTP body. (`docker exec` output is framed,
-        and docker-py can lose a frame boundary in a long binary one: "120 is not a valid stream".)"""
-        chunks, _ = self.container.get_archive(path)
-        with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
-            member = tar.next()
-            file = tar.extractfile(member) if member else None
-            return file.read() if file else b""
-
-    def copy_file(self, path: str, dest: Path) -> None:
-        """A file of the node, streamed to `dest` on this host through the engine's archive endpoint a block at a
-        time (a segment tar of an hours-long run is gigabytes: it never sits in memory)."""
+    @contextlib.contextmanager
+    def _archived(self, path: str) -> Iterator[IO[bytes] | None]:
+        """A file of the node as a stream, through the engine's archive endpoint: a plain HTTP body, read a block at
+        a time. (`docker exec` output is framed, and docker-py can lose a frame boundary in a long binary one: "120
+        is not a valid stream".) None: the archive holds no file."""
         chunks, _ = self.container.get_archive(path)
         with tarfile.open(fileobj=io.BufferedReader(_Chunks(chunks)), mode="r|") as tar:
             member = tar.next()
-            src = tar.extractfile(member) if member else None
-            with dest.open("wb") as out:
-                if src is not None:
-                    shutil.copyfileobj(src, out, COPY_BLOCK)
+            yield tar.extractfile(member) if member else None
+
+    def read_file(self, path: str) -> bytes:
+        """A file's bytes."""
+        with self._archived(path) as src:
+            return src.read() if src else b""
+
+    def copy_file(self, path: str, dest: Path) -> None:
+        """A file of the node, streamed to `dest` on this host (a segment tar of an hours-long run is gigabytes: it
+        never sits in memory)."""
+        with self._archived(path) as src, dest.open("wb") as out:
+            if src is not None:
+                shutil.copyfileobj(src, out, COPY_BLOCK)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def launch(self) -> Self:
@@ -307,12 +311,9 @@ class KafkaNode(DockerContainer):
     def _engine_call(self, verb: str, **kwargs) -> None:
         """A pause, unpause or removal that cannot hang: see `freezer.bounded`."""
         cid = self.container.id
-        call = functools.partial(getattr(_engine(), verb), cid, **kwargs)
-        if verb in ("pause", "unpause"):
-            with self._exec_or_freeze:
-                freezer.bounded(call, cid, f"docker {verb} {self.alias}")
-        else:  # a removal must not wait behind an exec
-            freezer.bounded(call, cid, f"docker {verb} {self.alias}")
+        # a pause or unpause waits for a running exec; a removal must not
+        with self._exec_or_freeze if verb in ("pause", "unpause") else contextlib.nullcontext():
+            freezer.bounded(lambda: getattr(_engine(), verb)(cid, **kwargs), cid, f"docker {verb} {self.alias}")
 
     def start(self, timeout_s: float = 90.0) -> Self:  # type: ignore[override]
         """Restart a stopped node with its data intact and wait until it has started again."""
