@@ -16,6 +16,7 @@ from harness import freezer
 OWNER = "org.kafka-chaos"
 RUN = "org.kafka-chaos.run"
 GONE_WITHIN_S = 60
+SCRATCH = "kchaos-scratch-"  # a run's directory on this host, under the temporary directory
 
 
 def labels(run_id: str, kind: str) -> dict[str, str]:
@@ -25,12 +26,12 @@ def labels(run_id: str, kind: str) -> dict[str, str]:
 
 def scratch(run_id: str) -> Path:
     """Where a run keeps files on this host while it works (the replicas' segment copies)."""
-    return Path(tempfile.gettempdir()) / f"kchaos-scratch-{run_id}"
+    return Path(tempfile.gettempdir()) / f"{SCRATCH}{run_id}"
 
 
 def clean_scratch(run_id: str | None = None) -> None:
     """Remove one run's scratch directory on this host, or every run's."""
-    for d in [scratch(run_id)] if run_id else scratch("").parent.glob(f"{scratch('').name}*"):
+    for d in Path(tempfile.gettempdir()).glob(f"{SCRATCH}{run_id or '*'}"):
         shutil.rmtree(d, ignore_errors=True)
 
 
