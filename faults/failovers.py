@@ -15,20 +15,40 @@ from faults.ports import ClientControl
 from harness.zookeeper import PartitionState, ZooKeeper
 
 JOIN_TIMEOUT_S = 90.0
+FAILOVER_TIMEOUT_S = 60.0  # a killed leader's ZooKeeper session expires, then the controller elects from the ISR
+ELECTION_WAIT_S = 15.0  # for each preferred-replica election request
+ELECTION_REQUESTS = 3
 State = Callable[[], PartitionState]
 
 
-def _await(ctx: Ctx, fault: str, what: str, check: Callable[[], bool], timeout_s: float,
+def _await(ctx: Ctx, fault: str, what: str, state: State, test: Callable[[PartitionState], bool], timeout_s: float,
            every_s: float = 0.1) -> float:
-    """Poll `check` until true; return when it became true (monotonic), or raise NoEffect naming `what`."""
-    deadline = time.monotonic() + timeout_s
+    """Poll the partition's state until `test` holds; return when it did (monotonic), or raise NoEffect naming
+    `what` and the state read last."""
+    deadline, seen = time.monotonic() + timeout_s, None
     while not ctx.stop.is_set() and time.monotonic() < deadline:
-        if check():
+        seen = state()
+        if test(seen):
             return time.monotonic()
-        time.sleep(every_s)
+        ctx.stop.wait(every_s)
     if ctx.stop.is_set():
         raise NoEffect(f"{fault}: the run ended before {what}")
-    raise NoEffect(f"{fault}: {what} did not happen within {timeout_s:.0f} s")
+    raise NoEffect(f"{fault}: {what} did not happen within {timeout_s:g} s (ZooKeeper had {seen})")
+
+
+def _elect(ctx: Ctx, fault: str, zk: ZooKeeper, state: State, partition: int, preferred: int,
+           what: str) -> tuple[float, int]:
+    """Ask the controller for a preferred-replica election, and ask again while it leaves another leader; return
+    when the preferred replica leads (monotonic) and how many requests that took."""
+    request = 0
+    while True:
+        request += 1
+        zk.elect_preferred(ctx.topic, partition)
+        try:
+            return _await(ctx, fault, what, state, lambda s: s.leader == preferred, ELECTION_WAIT_S), request
+        except NoEffect as exc:
+            if request == ELECTION_REQUESTS or ctx.stop.is_set():
+                raise NoEffect(f"{exc}; election requests made: {request}") from None
 
 
 def _lead_from_second(ctx: Ctx, fault: str, state: State, partition: int, preferred: int, second: int) -> None:
@@ -39,9 +59,9 @@ def _lead_from_second(ctx: Ctx, fault: str, state: State, partition: int, prefer
                        "replicas")
     if leader == preferred:
         _break(ctx, "kill", preferred)
-        _await(ctx, fault, f"broker {second} leading", lambda: state().leader == second, 30)
+        _await(ctx, fault, f"broker {second} leading", state, lambda s: s.leader == second, FAILOVER_TIMEOUT_S)
         ctx.cluster.start_node(preferred)
-    _await(ctx, fault, f"broker {preferred} back in the ISR", lambda: preferred in state().isr, 60, every_s=0.5)
+    _await(ctx, fault, f"broker {preferred} back in the ISR", state, lambda s: preferred in s.isr, 60, every_s=0.5)
 
 
 @dataclass(frozen=True)
@@ -86,9 +106,8 @@ def stale_hw_isr_join(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         ctx.hold(spec.for_)
         ctx.cluster.firewall.partition({lagging: {leader}, leader: {lagging, preferred}, preferred: {leader}},
                                        ctx.owner)
-        st.zk.elect_preferred(ctx.topic, st.partition)
-        elected = _await(ctx, fault, f"broker {preferred} elected", lambda: state().leader == preferred, 30)
-        joined = _await(ctx, fault, f"broker {lagging} joining the ISR", lambda: lagging in state().isr,
+        elected, asked = _elect(ctx, fault, st.zk, state, st.partition, preferred, f"broker {preferred} elected")
+        joined = _await(ctx, fault, f"broker {lagging} joining the ISR", state, lambda s: lagging in s.isr,
                         JOIN_TIMEOUT_S)
         isr = list(state().isr)
         for node in (leader, preferred):
@@ -96,7 +115,7 @@ def stale_hw_isr_join(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     ctx.hold(spec.for_)
     ctx.cluster.start_nodes([leader, preferred])
     return {"partition": st.partition, "preferred": preferred, "leader": leader, "lagging": lagging,
-            "isr_at_kill": isr, "joined_after_s": round(joined - elected, 2)}
+            "isr_at_kill": isr, "joined_after_s": round(joined - elected, 2), "election_requests": [asked]}
 
 
 class _Pauses:
@@ -147,25 +166,24 @@ def fast_failover_divergence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> d
         ctx.cluster.firewall.partition({preferred: {second}, second: {preferred}}, ctx.owner)
         ctx.hold(1.0)  # the leader appends writes its cut-off preferred replica cannot fetch
         pauses.pause(*gap_writers)
-        st.zk.elect_preferred(ctx.topic, st.partition)
-        _await(ctx, fault, f"broker {preferred} elected", lambda: state().leader == preferred, 30)
+        _, asked = _elect(ctx, fault, st.zk, state, st.partition, preferred, f"broker {preferred} elected")
         pauses.resume(brief_writer)
         ctx.hold(spec.for_)
         brief = state()
         if second not in brief.isr:
             raise NoEffect(f"{fault}: broker {second} left the ISR of partition {st.partition} while cut off")
         _break(ctx, "kill", preferred)
-        _await(ctx, fault, f"broker {second} elected again", lambda: state().leader == second, 30)
+        _await(ctx, fault, f"broker {second} elected again", state, lambda s: s.leader == second, FAILOVER_TIMEOUT_S)
         ctx.cluster.firewall.lift(ctx.owner)
         pauses.resume(*gap_writers)
         ctx.hold(spec.for_)  # the old leader appends in its new epoch before the preferred replica returns
         ctx.cluster.start_node(preferred)
-        _await(ctx, fault, f"broker {preferred} back in the ISR", lambda: preferred in state().isr,
+        _await(ctx, fault, f"broker {preferred} back in the ISR", state, lambda s: preferred in s.isr,
                JOIN_TIMEOUT_S, every_s=0.5)
-        st.zk.elect_preferred(ctx.topic, st.partition)
-        _await(ctx, fault, f"broker {preferred} leading again", lambda: state().leader == preferred, 30)
+        _, asked_again = _elect(ctx, fault, st.zk, state, st.partition, preferred,
+                                f"broker {preferred} leading again")
     return {"partition": st.partition, "preferred": preferred, "leader": second, "brief_epoch": brief.leader_epoch,
-            "isr_at_kill": list(brief.isr)}
+            "isr_at_kill": list(brief.isr), "election_requests": [asked, asked_again]}
 
 
 def power_loss_divergence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
@@ -184,11 +202,11 @@ def power_loss_divergence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict
             pauses.pause(*producers)
             for node in crashed:
                 _break(ctx, "kill", node)
-            _await(ctx, fault, f"broker {survivor} leading alone", lambda: state().isr == (survivor,), 60)
+            _await(ctx, fault, f"broker {survivor} leading alone", state, lambda s: s.isr == (survivor,), 60)
             ctx.expect_state(survivor, "running", f"{fault} found the survivor not running")
             cut = ctx.cluster.power_off([survivor])
             ctx.cluster.start_nodes([survivor])
-            _await(ctx, fault, f"broker {survivor} leading again", lambda: state().leader == survivor, 90, 0.5)
+            _await(ctx, fault, f"broker {survivor} leading again", state, lambda s: s.leader == survivor, 90, 0.5)
             epoch = state().leader_epoch
             pauses.resume(*producers)
             ctx.hold(spec.for_)  # it appends where the crashed replicas hold other records

@@ -22,6 +22,9 @@ class PartitionState:
     leader_epoch: int
     isr: tuple[int, ...]
 
+    def __str__(self) -> str:
+        return f"leader {self.leader}, leader epoch {self.leader_epoch}, ISR {list(self.isr)}"
+
 
 class ZooKeeper:
     """A session with the cluster's ZooKeeper, reached on its container's address."""
@@ -47,10 +50,12 @@ class ZooKeeper:
         state = json.loads(data)
         return PartitionState(state["leader"], state["leader_epoch"], tuple(state["isr"]))
 
-    def elect_preferred(self, topic: str, partition: int) -> None:
-        """Ask the controller to move the partition's leadership to its preferred (first assigned) replica."""
+    def elect_preferred(self, topic: str, partition: int) -> bool:
+        """Ask the controller to move the partition's leadership to its preferred (first assigned) replica; False
+        when a request is still pending (the controller has not taken it yet), which then stands for this one."""
         body = json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": partition}]}).encode()
         try:
             self._client.create(ELECTION_PATH, body)
-        except NodeExistsError as exc:
-            raise ClusterError("a preferred-replica election is already pending in ZooKeeper") from exc
+        except NodeExistsError:
+            return False
+        return True

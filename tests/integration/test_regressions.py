@@ -20,8 +20,10 @@ def test_the_bug_shows_on_the_release_that_had_it_and_not_on_the_one_that_fixed_
     affected, fixed = load(catalog()[scenario])
     assert (affected.kafka.version, fixed.kafka.version) == versions
     bad = run_and_check(affected, tmp_path / "runs").result
-    assert bad.facts.ops == {"fired": ops}, bad.unknown_because
-    assert bad.verdict == "false" and bad.forbidden.get(anomaly, 0) > 0, (bad.counts, bad.unknown_because)
+    assert bad.facts.ops == {"fired": ops}, "\n".join(bad.unknown_because)
+    assert bad.verdict == "false" and bad.forbidden.get(anomaly, 0) > 0, "\n".join([str(bad.counts),
+                                                                                   *bad.unknown_because])
     good = run_and_check(fixed, tmp_path / "runs").result
-    assert good.facts.ops == {"fired": ops}, good.unknown_because
-    assert good.verdict == "true" and good.counts[anomaly] == 0, (good.forbidden, good.unknown_because)
+    assert good.facts.ops == {"fired": ops}, "\n".join(good.unknown_because)
+    assert good.verdict == "true" and good.counts[anomaly] == 0, "\n".join([str(good.forbidden),
+                                                                            *good.unknown_because])
