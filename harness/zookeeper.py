@@ -3,6 +3,7 @@ asked of its controller the way kafka-preferred-replica-election.sh asks (a node
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 
@@ -50,12 +51,9 @@ class ZooKeeper:
         state = json.loads(data)
         return PartitionState(state["leader"], state["leader_epoch"], tuple(state["isr"]))
 
-    def elect_preferred(self, topic: str, partition: int) -> bool:
-        """Ask the controller to move the partition's leadership to its preferred (first assigned) replica; False
-        when a request is still pending (the controller has not taken it yet), which then stands for this one."""
+    def elect_preferred(self, topic: str, partition: int) -> None:
+        """Ask the controller to move the partition's leadership to its preferred (first assigned) replica; a
+        request still pending (the controller has not taken it yet) stands for this one."""
         body = json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": partition}]}).encode()
-        try:
+        with contextlib.suppress(NodeExistsError):
             self._client.create(ELECTION_PATH, body)
-        except NodeExistsError:
-            return False
-        return True

@@ -19,9 +19,8 @@ class _Controller:
     def __init__(self, takes_at: int) -> None:
         self.takes_at, self.requests = takes_at, 0
 
-    def elect_preferred(self, topic: str, partition: int) -> bool:
+    def elect_preferred(self, topic: str, partition: int) -> None:
         self.requests += 1
-        return True
 
     def state(self) -> PartitionState:
         leader = 2 if self.requests >= self.takes_at else 3
