@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+import psutil
 
 from bench import measure
 from contracts.versions import DEFAULT_VERSION
@@ -17,23 +20,44 @@ from contracts.versions import DEFAULT_VERSION
 LONG = os.environ.get("BENCH_LONG", "60m")
 BASELINE = "2m"
 SCENARIO = os.environ.get("BENCH_LONG_SCENARIO", "acks-all-leader-kill")
+KEPT = Path("bench/out/longrun")  # both runs, replaced by the next measurement
 FLAT_MIB_PER_H = 10.0  # a slope under this, over an hour, is flat: noise, not growth
 
 
+def _watch(args: list[str], log: Path) -> tuple[int, float]:
+    """Run `python -m <args>` with its console output in `log`: its exit code, and the peak RSS (MiB) of its own
+    process, sampled every 0.5 s from start to exit (the replica dump and the compaction after the workload too)."""
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", *args], stdout=out, stderr=subprocess.STDOUT)
+        root, peak = psutil.Process(proc.pid), 0
+        while proc.poll() is None:
+            with contextlib.suppress(psutil.Error):
+                peak = max(peak, root.memory_info().rss)
+            time.sleep(0.5)
+    return proc.returncode, peak / 2**20
+
+
 def one(duration: str) -> tuple[str, dict]:
-    """One fresh `kchaos run` for `duration`: its table row, and its memory metrics."""
-    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
-        t0 = time.monotonic()
-        subprocess.run([sys.executable, "-m", "kchaos", "run", SCENARIO, "--seed", "0", "--duration", duration,
-                        "--runs-dir", tmp], check=True, capture_output=True)
-        wall = time.monotonic() - t0
-        (run_dir,) = [p.parent for p in Path(tmp).glob("*/*/run.json")]
-        result = json.loads((run_dir / "results.json").read_text())
-        size = sum(f.stat().st_size for f in (run_dir / "history").rglob("*") if f.is_file())
-        analyze_s, analyze_gib, out = measure.run(["kchaos", "analyze", str(run_dir)])
+    """One fresh `kchaos run` for `duration`, kept whatever its verdict under KEPT (history, results, console
+    output: a failed verdict is a finding to read): its table row, and its memory metrics."""
+    runs = KEPT / duration
+    shutil.rmtree(runs, ignore_errors=True)
+    runs.mkdir(parents=True)
+    t0 = time.monotonic()
+    code, harness_peak = _watch(["kchaos", "run", SCENARIO, "--seed", "0", "--duration", duration, "--runs-dir",
+                                 str(runs)], runs / "console.log")
+    wall = time.monotonic() - t0
+    results = sorted(runs.glob("*/*/results.json"))
+    if not results:
+        raise RuntimeError(f"kchaos run --duration {duration} exited {code} without a result: see {runs}/console.log")
+    run_dir = results[0].parent
+    result = json.loads(results[0].read_text())
+    size = sum(f.stat().st_size for f in (run_dir / "history").rglob("*") if f.is_file())
+    analyze_s, analyze_gib, out = measure.run(["kchaos", "analyze", str(run_dir)])
     m, mem = result["metrics"], result["metrics"].get("memory") or {}
-    row = (f"| {duration} | {wall:.0f} s | {m['acked']:,} | {mem.get('samples', 0)} | {mem.get('first_mib', '-')} | "
-           f"{mem.get('peak_mib', '-')} | {mem.get('slope_mib_per_h', '-')} | {size / 2**20:.0f} MiB | "
+    row = (f"| {duration} | {result['verdict']} (exit {code}) | {wall:.0f} s | {m['acked']:,} | "
+           f"{mem.get('samples', 0)} | {mem.get('first_mib', '-')} | {mem.get('peak_mib', '-')} | "
+           f"{mem.get('slope_mib_per_h', '-')} | {harness_peak:.0f} | {size / 2**20:.0f} MiB | "
            f"{analyze_s:.0f} s / {analyze_gib:.1f} GiB{' ' + out if out.startswith('FAILED') else ''} |")
     return row, mem
 
@@ -50,9 +74,11 @@ def longrun() -> list[str]:
             "start, each minute and at the end (results' `metrics.memory`); the slope is a least-squares fit over the "
             "workload's samples from its second minute to before the last (taken after the drain). The "
             "analysis is `kchaos analyze` of the run directory in a fresh process (wall time and peak memory of "
-            "its process tree).", "",
-            "| duration | run wall time | acknowledged | memory samples | first (MiB) | peak (MiB) | slope (MiB/h) "
-            "| history on disk | analysis |", "|---|---|---|---|---|---|---|---|---|", base_row, long_row, "",
+            "its process tree). The harness's own peak is its process's RSS sampled every 0.5 s from start to exit, "
+            f"the replica dump and compaction after the workload included. Both runs are kept in {KEPT}/.", "",
+            "| duration | verdict | run wall time | acknowledged | memory samples | first (MiB) | peak (MiB) | "
+            "slope (MiB/h) | harness's own peak (MiB) | history on disk | analysis |",
+            "|---|---|---|---|---|---|---|---|---|---|---|", base_row, long_row, "",
             f"Peak {long.get('peak_mib', '-')} MiB over {LONG} against {base.get('peak_mib', '-')} MiB over "
             f"{BASELINE}; slope {slope} MiB/h (target flat, |slope| under {FLAT_MIB_PER_H:.0f} MiB/h: "
             f"{'met' if flat else 'NOT met'}).", ""]
