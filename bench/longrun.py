@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -11,8 +10,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-import psutil
 
 from bench import measure
 from contracts.versions import DEFAULT_VERSION
@@ -29,11 +26,7 @@ def _watch(args: list[str], log: Path) -> tuple[int, float]:
     process, sampled every 0.5 s from start to exit (the replica dump and the compaction after the workload too)."""
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", *args], stdout=out, stderr=subprocess.STDOUT)
-        root, peak = psutil.Process(proc.pid), 0
-        while proc.poll() is None:
-            with contextlib.suppress(psutil.Error):
-                peak = max(peak, root.memory_info().rss)
-            time.sleep(0.5)
+        peak = measure.peak_rss(proc, tree=False, every_s=0.5)
     return proc.returncode, peak / 2**20
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import resource
 import subprocess
 import sys
@@ -22,17 +23,20 @@ def run(args: list[str], timeout_s: float = 7200, max_gib: float | None = None) 
     t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True, preexec_fn=cap)
-    root = psutil.Process(proc.pid)
-    peak = 0
+    peak = peak_rss(proc, tree=True, every_s=0.2, timeout_s=timeout_s)
+    out = proc.stdout.read() if proc.stdout else ""
+    return time.monotonic() - t0, peak / 2**30, out if proc.returncode == 0 else f"FAILED ({proc.returncode})"
+
+
+def peak_rss(proc: subprocess.Popen, tree: bool, every_s: float, timeout_s: float = float("inf")) -> int:
+    """The peak RSS in bytes of `proc` (with its children when `tree`), sampled every `every_s` until it exits;
+    killed after `timeout_s`."""
+    root, peak, t0 = psutil.Process(proc.pid), 0, time.monotonic()
     while proc.poll() is None:
-        try:
-            rss = sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
-            peak = max(peak, rss)
-        except psutil.Error:
-            pass
+        with contextlib.suppress(psutil.Error):
+            peak = max(peak, sum(p.memory_info().rss for p in [root, *(root.children(recursive=True) if tree else [])]))
         if time.monotonic() - t0 > timeout_s:
             proc.kill()
             break
-        time.sleep(0.2)
-    out = proc.stdout.read() if proc.stdout else ""
-    return time.monotonic() - t0, peak / 2**30, out if proc.returncode == 0 else f"FAILED ({proc.returncode})"
+        time.sleep(every_s)
+    return peak
