@@ -227,12 +227,14 @@ def _engine_evidence(info: RunInfo, run_dir: Path, error: str) -> None:
         info.engine_stacks = path.name
 
 
-def _restart_hung(clients: Clients, history: HistoryWriter) -> None:
-    """Restart the client processes that ended themselves on a hung call, as an application's supervisor would."""
-    for c in (*clients.producers, *clients.copiers, *clients.consumers):
-        if c.hung:
-            c.start()
-            history.event(f"{c.kind}-{c.cid}", Event.RECREATED, detail="its process was restarted after a hung call")
+def _restart_hung(clients: Clients, history: HistoryWriter) -> bool:
+    """Restart the client processes that ended themselves on a hung call, as an application's supervisor would;
+    True if any was."""
+    hung = [c for c in (*clients.producers, *clients.copiers, *clients.consumers) if c.hung]
+    for c in hung:
+        c.start()
+        history.event(f"{c.kind}-{c.cid}", Event.RECREATED, detail="its process was restarted after a hung call")
+    return bool(hung)
 
 
 def _faults(scenario: Scenario, clients: Clients, history: HistoryWriter, nemesis: schedule.Nemesis,

@@ -167,14 +167,17 @@ def _progress(consumer: Consumer, topic: str, partitions: int) -> tuple[dict[int
 
 
 def wait_copied(bootstrap: str, group: str, topic: str, partitions: int, timeout_s: float,
-                tend: Callable[[], None]) -> None:
+                tend: Callable[[], bool]) -> None:
     """Let the stage catch up once the producers stopped: until its committed offsets reach the input's ends, hold
-    still for STALL_S, or `timeout_s` passes; `tend` runs every second (it restarts hung instances)."""
+    still for STALL_S, or `timeout_s` passes. `tend` runs every second and says whether it restarted a hung
+    instance: a restart starts the stall clock again, since the group must first expire the hung member's session
+    and rebalance (a member stuck in a call never rejoins, so the others wait without partitions until then)."""
     consumer = Consumer(consumer_config(bootstrap, group, "read_committed", False))
     deadline, last, since = time.monotonic() + timeout_s, None, time.monotonic()
     try:
         while time.monotonic() < deadline:
-            tend()
+            if tend():
+                since = time.monotonic()
             try:
                 committed, ends = _progress(consumer, topic, partitions)
             except KafkaException:
