@@ -1,4 +1,5 @@
-"""Figures this machine measured that validation plans with: how long a broker of each version takes to restart."""
+"""Figures this machine measured that validation plans with: how long a broker of each version takes to restart, per
+metadata mode (a ZooKeeper-mode broker killed waits out its old registration; a KRaft one does not)."""
 
 from __future__ import annotations
 
@@ -23,16 +24,21 @@ def _load() -> dict[str, list[float]]:
         return {}
 
 
-def restart_seconds(version: str) -> tuple[float, bool]:
-    """(seconds, measured): the median of this machine's last restarts of a version, or an assumption."""
-    seen = _load().get(version)
+def _key(version: str, mode: str) -> str:
+    return f"{version}:{mode}"
+
+
+def restart_seconds(version: str, mode: str) -> tuple[float, bool]:
+    """(seconds, measured): the median of this machine's last restarts of a version in a metadata mode, or an
+    assumption."""
+    seen = _load().get(_key(version, mode))
     return (round(statistics.median(seen), 1), True) if seen else (ASSUMED_RESTART_S, False)
 
 
-def record_restart(version: str, seconds: float) -> None:
+def record_restart(version: str, mode: str, seconds: float) -> None:
     """Remember one restart's length (written whole, so concurrent writers lose a figure, never the file)."""
-    data = _load()
-    data[version] = [*data.get(version, []), round(seconds, 2)][-KEEP:]
+    data, key = _load(), _key(version, mode)
+    data[key] = [*data.get(key, []), round(seconds, 2)][-KEEP:]
     path = _file()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")

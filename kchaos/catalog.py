@@ -61,18 +61,32 @@ def config_problems(s: Scenario) -> list[str]:
 
 
 def pace_problems(s: Scenario) -> list[str]:
-    """Fault lines whose op (its hold and the broker restarts it waits for) outlasts `every`: their ops would fire
-    later and later. A line that plans one op has no pace to keep."""
-    restart, seen = restart_seconds(s.kafka.version)
+    """Fault lines whose ops (each busy for its hold and the broker restarts it waits for) fall so far behind `every`
+    that planned ops would not fire before the run ends. A line that only drifts late runs: its rows say when."""
+    restart, seen = restart_seconds(s.kafka.version, s.kafka.mode)
     how = "measured here" if seen else "assumed: none measured here yet"
     out = []
     for i, f in enumerate(s.faults):
         busy = KINDS[f.fault].busy_s(f.for_, s.kafka.brokers, restart)
-        if busy > f.every - f.jitter and f.after + f.every + f.for_ <= s.duration:
+        planned, missed = _unreached(f, busy, s.duration)
+        if missed:
             out.append(f"faults.{i}: {f.fault} keeps its line busy about {busy:.0f} s (for={f.for_:g} s and broker "
-                       f"restarts of {restart:g} s, {how}, Kafka {s.kafka.version}), longer than every={f.every:g} s"
-                       f" minus jitter, so its ops would fire late; use every >= {math.ceil(busy + f.jitter) + 1} s")
+                       f"restarts of {restart:g} s, {how}, Kafka {s.kafka.version} {s.kafka.mode}), longer than "
+                       f"every={f.every:g} s minus jitter, so {missed} of its {planned} ops would not fire before "
+                       f"the run ends; use every >= {math.ceil(busy + f.jitter) + 1} s")
     return out
+
+
+def _unreached(f: FaultSpec, busy: float, duration: float) -> tuple[int, int]:
+    """(planned, missed): a line's ops at their densest (every - jitter apart), each starting once the one before
+    is done, and how many of them would start too late to hold before `duration`."""
+    hold, step = min(f.for_, duration), max(0.5, f.every - f.jitter)
+    planned = int((duration - hold - f.after) // step) + 1 if f.after + hold <= duration else 0
+    start, missed = -math.inf, 0
+    for k in range(planned):
+        start = max(f.after + k * step, start + busy)
+        missed += start + hold > duration
+    return planned, missed
 
 
 def fault_spec(**fields: Any) -> FaultSpec:

@@ -5,19 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from contracts import measured
 from contracts.versions import SUPPORTED_VERSIONS
 from harness import images
 from harness.broker_config import broker_defaults
 from kchaos import cli
 from kchaos.catalog import catalog, load
-
-
-@pytest.fixture(autouse=True)
-def assumed_restarts(tmp_path, monkeypatch):
-    """Pace checks plan with the assumed restart time, not the restarts this machine has measured so far (which
-    the integration tests, run first, add to)."""
-    monkeypatch.setattr(measured, "_file", lambda: tmp_path / "restart-seconds.json")
 
 
 def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:

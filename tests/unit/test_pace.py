@@ -1,0 +1,62 @@
+"""The pace check: a fault line whose ops outlast `every` is refused only when planned ops would not fire before the
+run ends, with the broker restart time this machine measured for the scenario's version and metadata mode."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from contracts import measured
+from contracts.errors import UsageError
+from kchaos.catalog import _unreached, fault_spec, pace_problems, validate
+
+KILL = {"fault": "kill", "target": "controller", "every": "20s", "for": "5s", "after": "5s"}
+
+
+def scenario(metadata: str, duration: str = "60s", **kill: str) -> dict:
+    return {"name": "pace", "kafka": {"version": "3.9.2", "metadata": metadata}, "faults": [{**KILL, **kill}],
+            "duration": duration}
+
+
+def measure(mode: str, seconds: float, times: int = 3) -> None:
+    for _ in range(times):
+        measured.record_restart("3.9.2", mode, seconds)
+
+
+def test_a_line_that_drifts_late_but_fires_every_op_runs():
+    measure("zookeeper", 16.0)  # each kill keeps its line busy 21 s, one more than every=20 s
+    assert pace_problems(validate(scenario("zookeeper"), "s")) == []
+
+
+def test_a_line_whose_drift_would_leave_ops_unfired_is_refused():
+    measure("zookeeper", 16.0)
+    with pytest.raises(UsageError, match=r"faults\.0: kill keeps its line busy about 21 s \(for=5 s and broker "
+                                         r"restarts of 16 s, measured here, Kafka 3\.9\.2 zookeeper\).* so 9 of its "
+                                         r"180 ops would not fire before the run ends; use every >= 22 s"):
+        validate(scenario("zookeeper", duration="3600s"), "s")
+
+
+def test_restarts_are_measured_per_metadata_mode():
+    measure("zookeeper", 40.0)
+    assert restart_figures() == ((40.0, True), (measured.ASSUMED_RESTART_S, False))
+    with pytest.raises(UsageError, match="1 of its 3 ops would not fire"):
+        validate(scenario("zookeeper"), "s")
+    validate(scenario("kraft"), "s")
+
+
+def restart_figures() -> tuple[tuple[float, bool], tuple[float, bool]]:
+    return measured.restart_seconds("3.9.2", "zookeeper"), measured.restart_seconds("3.9.2", "kraft")
+
+
+def test_unreached_counts_ops_that_start_too_late_to_hold():
+    line = fault_spec(fault="kill", every="7s", for_="2s", after="0s")
+    assert _unreached(line, busy=12.0, duration=60.0) == (9, 4)  # starts 0, 12, ..., 48; then 60, 72, 84, 96
+
+
+@given(every=st.floats(1, 60), jitter_share=st.floats(0, 0.9), busy_share=st.floats(0, 1), hold=st.floats(0, 30),
+       after=st.floats(0, 60), duration=st.floats(1, 600))
+def test_a_line_that_keeps_pace_misses_nothing(every, jitter_share, busy_share, hold, after, duration):
+    line = fault_spec(fault="pause", every=every, jitter=every * jitter_share, for_=hold, after=after)
+    gap = max(0.5, every - line.jitter)
+    assert _unreached(line, busy=gap * busy_share, duration=duration)[1] == 0
