@@ -228,7 +228,7 @@ class Cluster:
             self.firewall.apply(n)
         recovering, self._power_cut = self._power_cut & set(node_ids), self._power_cut - set(node_ids)
         if nodes and not recovering:  # validation plans ordinary restarts; a power loss's recovery takes longer
-            measured.record_restart(self.spec.version, self.spec.mode, time.monotonic() - began)
+            measured.record_restart(self.spec.version, self.spec.metadata, time.monotonic() - began)
 
     def power_off(self, node_ids: list[int], torn: bool = False) -> lazydisk.PowerCut:
         """Cut the power of brokers together: every one is frozen before any loses what it had not fsynced (a

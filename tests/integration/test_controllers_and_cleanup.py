@@ -8,6 +8,7 @@ import sys
 import docker
 import pytest
 
+from contracts import measured
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 from harness.labels import OWNER
@@ -15,7 +16,8 @@ from harness.metadata import wait_for
 from tests.integration.test_cluster import TIMEOUT, new_topic
 
 
-def test_zookeeper_mode_comes_up_and_controller_failover_elects_another():
+def test_zookeeper_mode_comes_up_and_controller_failover_elects_another(tmp_path, monkeypatch):
+    monkeypatch.setattr(measured, "_file", lambda: tmp_path / "restart-seconds.json")
     with Cluster(ClusterSpec(version="3.9.2", metadata="zookeeper")) as c:
         topic = new_topic(c)
         assert c.metadata.leader(topic, 0) in c.node_ids()
@@ -27,6 +29,8 @@ def test_zookeeper_mode_comes_up_and_controller_failover_elects_another():
         assert new in set(c.node_ids()) - {old}
         c.start_node(old)  # at once: the killed broker's ephemeral znode must not make the restart exit
         wait_for("the killed broker back in the ISR", lambda: old in c.metadata.isr(topic, 0) or None, TIMEOUT)
+    assert measured.restart_seconds("3.9.2", "zookeeper")[1], "the restart was not measured for its metadata mode"
+    assert not measured.restart_seconds("3.9.2", "kraft")[1]
 
 
 def test_kraft_controller_is_a_voter_and_failover_elects_another():
@@ -41,6 +45,7 @@ def test_kraft_controller_is_a_voter_and_failover_elects_another():
 
 CRASHING = """
 import sys
+from contracts import measured
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 with Cluster(ClusterSpec(brokers=1)) as c:
