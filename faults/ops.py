@@ -237,15 +237,26 @@ def _partition_of(ctx: Ctx):
     return partition, parts[partition]
 
 
+def _wait_isr_alone(ctx: Ctx, partition: int, leader: int) -> None:
+    """Wait until a partition's ISR is its leader alone, as the controller recorded it. In ZooKeeper mode that is
+    read from ZooKeeper: a controller among the cut-off followers cannot update the leader's metadata, and the
+    brokers' answers may be the leader's."""
+    what = f"ISR of partition {partition} shrinking to [{leader}]"
+    if not ctx.cluster.zookeeper_ids():
+        ctx.cluster.metadata.wait_for(what, lambda: ctx.cluster.metadata.isr(ctx.topic, partition) == [leader],
+                                      timeout_s=60)
+        return
+    with ctx.cluster.zookeeper_session() as zk:
+        ctx.cluster.metadata.wait_for(what, lambda: zk.partition(ctx.topic, partition).isr == (leader,), timeout_s=60)
+
+
 def last_replica_standing(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     """Cut the followers off until the ISR is the leader alone, then kill the leader; restore after `for`."""
     partition, meta = _partition_of(ctx)
     leader, followers = meta.leader, [r for r in meta.replicas if r != meta.leader]
     try:
         ctx.cluster.firewall.partition(isolate_grudge(ctx.cluster, followers), ctx.owner)
-        ctx.cluster.metadata.wait_for(f"ISR of partition {partition} shrinking to [{leader}]",
-                                      lambda: ctx.cluster.metadata.isr(ctx.topic, partition) == [leader],
-                                      timeout_s=60)
+        _wait_isr_alone(ctx, partition, leader)
         _break(ctx, "kill", leader)
     finally:
         ctx.cluster.firewall.lift(ctx.owner)
@@ -255,18 +266,17 @@ def last_replica_standing(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict
 
 
 def last_replica_power_loss(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-    """KIP-966's case: a leader drops its followers' replication traffic (the controller still reaches everyone)
-    until the ISR of a partition is the leader alone, then loses power; it is started again after the hold. The row
-    says who led while it was down: nobody before eligible leader replicas, an eligible follower with them."""
+    """KIP-966's case: a leader drops what its followers send its listener (its own requests to a ZooKeeper-era
+    controller among them are still answered; a KRaft controller is not cut off) until the ISR of a partition is
+    the leader alone, then loses power; it is started again after the hold. The row says who led while it was down:
+    nobody before eligible leader replicas, an eligible follower with them."""
     partition, meta = _partition_of(ctx)
     leader, followers = meta.leader, [r for r in meta.replicas if r != meta.leader]
     ctx.expect_state(leader, "running", "last-replica-power-loss found the leader not running")
     cut_off = netrules.drop_from([ctx.cluster.node(f).ip() for f in followers], port=INTERNAL_PORT)
     try:
         ctx.cluster.firewall.link_fault(leader, cut_off, ctx.owner)
-        ctx.cluster.metadata.wait_for(f"ISR of partition {partition} shrinking to [{leader}]",
-                                      lambda: ctx.cluster.metadata.isr(ctx.topic, partition) == [leader],
-                                      timeout_s=60)
+        _wait_isr_alone(ctx, partition, leader)
         cut = ctx.cluster.power_off([leader], spec.torn)
     finally:
         ctx.cluster.firewall.lift(ctx.owner)

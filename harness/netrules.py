@@ -10,8 +10,9 @@ FLUSH = f"iptables -F {CHAIN} 2>/dev/null; tc qdisc del dev eth0 root 2>/dev/nul
 
 
 def drop_from(ips: list[str], port: int | None = None) -> str:
-    """Drop every packet arriving from these peer addresses (only to or from `port`, when given)."""
-    ports = f" -p tcp -m multiport --ports {port}" if port else ""
+    """Drop every packet arriving from these peer addresses (only those for the local `port`, when given: a
+    connection this node opened to a peer's listener still gets its answers)."""
+    ports = f" -p tcp --dport {port}" if port else ""
     return " && ".join(f"iptables -A {CHAIN} -s {ip}{ports} -j DROP" for ip in ips)
 
 
