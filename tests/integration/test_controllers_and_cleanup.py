@@ -45,7 +45,6 @@ def test_kraft_controller_is_a_voter_and_failover_elects_another():
 
 CRASHING = """
 import sys
-from contracts import measured
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 with Cluster(ClusterSpec(brokers=1)) as c:
