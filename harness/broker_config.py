@@ -8,11 +8,16 @@ import uuid
 from dataclasses import dataclass, field
 
 from contracts.errors import ClusterError
-from contracts.versions import DEFAULT_VERSION, default_metadata, metadata_problem
+from contracts.versions import DEFAULT_VERSION, default_metadata, metadata_problem, release
 
 INTERNAL_PORT, CONTROLLER_PORT, ZK_PORT = 9092, 9093, 2181
 # Kafka's default before KIP-537 (18 s since 2.5): a SIGKILLed broker can restart that much sooner (see KafkaNode).
 ZK_SESSION_MS = 6000
+# KIP-848 groups take their session and heartbeat from the brokers (45 s and 5 s by default, settings known since
+# 3.7): the same 10 s and 1 s the harness gives classic members, so a crashed member's partitions move within a run.
+CONSUMER_GROUP_TIMING = {"group.consumer.min.session.timeout.ms": "6000", "group.consumer.session.timeout.ms": "10000",
+                         "group.consumer.min.heartbeat.interval.ms": "1000",
+                         "group.consumer.heartbeat.interval.ms": "1000"}
 ZOOKEEPER_PROPERTIES = {"dataDir": "/var/lib/zookeeper", "clientPort": str(ZK_PORT), "admin.enableServer": "false",
                         "maxClientCnxns": "0", "tickTime": "2000", "4lw.commands.whitelist": "*"}
 
@@ -85,6 +90,8 @@ def broker_properties(spec: ClusterSpec, node_id: int, alias: str, external_port
     """One broker's server.properties: defaults, its listeners, its role (KRaft voter or ZooKeeper client), then the
     scenario's overrides and this broker's own."""
     props = broker_defaults(spec.brokers)
+    if release(spec.version) >= (3, 7):
+        props |= CONSUMER_GROUP_TIMING
     listeners = {"INTERNAL": INTERNAL_PORT, "EXTERNAL": external_port}
     if spec.metadata == "zookeeper":
         props |= {"broker.id": str(node_id), "zookeeper.connect": f"zookeeper:{ZK_PORT}",

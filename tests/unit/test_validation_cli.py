@@ -7,7 +7,7 @@ import pytest
 
 from contracts.versions import SUPPORTED_VERSIONS
 from harness import images
-from harness.broker_config import broker_defaults
+from harness.broker_config import CONSUMER_GROUP_TIMING, ClusterSpec, broker_defaults, broker_properties
 from kchaos import cli
 from kchaos.catalog import catalog, load
 
@@ -120,4 +120,7 @@ def test_analyze_refuses_a_run_directory_without_a_history(tmp_path, capsys, mon
 
 def test_our_own_broker_settings_are_configs_every_supported_version_defines():
     for version in SUPPORTED_VERSIONS:
-        assert set(broker_defaults(3)) <= images.config_names(version).broker, version
+        props = broker_properties(ClusterSpec(version), 1, "kafka-1", 9094)
+        assert set(broker_defaults(3)) | set(CONSUMER_GROUP_TIMING) <= props.keys(), version
+        assert set(broker_defaults(3)) | set(CONSUMER_GROUP_TIMING) <= images.config_names(version).broker, version
+    assert not set(CONSUMER_GROUP_TIMING) & broker_properties(ClusterSpec("2.8.2"), 1, "kafka-1", 9094).keys()
