@@ -106,6 +106,20 @@ class Readers:
     copy_topic: str = ""  # the eos-copy stage's output topic ("": the run has no stage)
 
 
+def _rebalanced(events: DataFrame, kinds: set[str], readers: Readers) -> bool:
+    """A group moved partitions: a member gave one up or lost it, or a group (consumer-N or copier-N) handed a
+    partition out more than once (a crashed member cannot say it lost its partitions; KIP-848 and cooperative
+    members only gain)."""
+    if {Event.REVOKE, Event.LOST} & kinds:
+        return True
+    if Event.ASSIGN not in kinds:
+        return False
+    handed = events.filter((F.col("kind") == Event.ASSIGN.value) & (F.col("partition") >= 0)
+                           & ~F.col("source").isin(list(readers.contiguous)))
+    group = F.regexp_replace("source", "-[0-9]+$", "").alias("group")
+    return bool(handed.groupBy(group, "topic", "partition").count().filter(F.col("count") > 1).take(1))
+
+
 def facts_of(events: DataFrame, faults: DataFrame, readers: Readers) -> tuple[Facts, DataFrame]:
     """Drain ends per partition (small) and what the run established."""
     ends = (events.filter(F.col("kind") == Event.FINAL_END.value)
@@ -126,7 +140,7 @@ def facts_of(events: DataFrame, faults: DataFrame, readers: Readers) -> tuple[Fa
                   "known" if Event.COMMITTED in kinds else "none",
                   client_trouble=[line for _, line in trouble[:EXAMPLES]])
     facts.ops, facts.chaos_problems = chaos_of(faults)
-    facts.observed = ["rebalance"] if {Event.REVOKE, Event.LOST} & kinds else []
+    facts.observed = ["rebalance"] if _rebalanced(events, kinds, readers) else []
     if readers.copy_topic:
         copied = events.filter(F.col("kind") == Event.COPY_COMMITTED.value).select("partition", "offset", "detail")
         rows = copied.collect()

@@ -6,6 +6,7 @@ import pytest
 
 from reports.analysis import analyze
 from reports.checkers import ANOMALIES
+from reports.frames import Readers
 from tests.histories import clean
 
 NONE = dict.fromkeys(ANOMALIES, 0)
@@ -131,6 +132,23 @@ def test_going_back_after_a_new_assignment_is_not_an_anomaly(spark, tmp_path):
     h.event("consumer-0", "revoke").event("consumer-0", "assign")
     h.read("consumer-0", 0, 2, 0, 2, poll=9)  # re-reads from the committed offset: at-least-once
     a = run(spark, tmp_path, h)
+    assert a.counts() == NONE
+
+
+@pytest.mark.parametrize(("assigns", "readers", "rebalanced"), [
+    ([], None, False),
+    ([("consumer-0", 0), ("consumer-1", 1)], None, False),
+    ([("consumer-0", 0), ("consumer-1", 0)], None, True),  # a crashed member's partition, handed to another
+    ([("consumer-0", 0), ("consumer-0", 0)], None, True),  # a member restarted and given its partition again
+    ([("consumer-0", 0), ("consumer-0", 0)], Readers(contiguous=("consumer-0",)), False),  # assign mode
+    ([("consumer-0", 0), ("copier-0", 0)], None, False),  # two groups, each handing partition 0 out once
+])
+def test_a_rebalance_is_seen_when_a_group_hands_a_partition_out_again(spark, tmp_path, assigns, readers, rebalanced):
+    h = clean()
+    for source, partition in assigns:
+        h.event(source, "assign", partition=partition)
+    a = run(spark, tmp_path, h, readers=readers)
+    assert ("rebalance" in a.facts.observed) is rebalanced
     assert a.counts() == NONE
 
 
