@@ -36,6 +36,7 @@ from reports import class_archive
 from reports.compare import write_compare
 from reports.render import step_summary, write_junit
 from reports.result import RunResult
+from workloads.client_process import bound_malloc_arenas
 
 
 def say(message: str) -> None:
@@ -372,7 +373,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def entry() -> None:
-    """The `kchaos` command."""
+    """The `kchaos` command; its threads (samplers, nemesis, Spark's gateway) share two malloc arenas, as a client's
+    do."""
+    bound_malloc_arenas()
     exits.leave(main())
 
 

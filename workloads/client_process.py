@@ -41,6 +41,11 @@ GC_THRESHOLD = (50_000, 20, 100)
 M_ARENA_MAX, ARENAS = -8, 2
 
 
+def bound_malloc_arenas() -> None:
+    """Let this process's threads share ARENAS glibc malloc arenas (set before they allocate)."""
+    ctypes.CDLL(None).mallopt(M_ARENA_MAX, ARENAS)
+
+
 def _client(kind: Kind, cid: int, spec_json: str, topics: tuple[str, ...], partitions: int, bootstrap: str,
             history: HistoryWriter) -> ProducerClient | TxnProducerClient | ConsumerClient | CopierClient:
     if kind == "copier":
@@ -75,7 +80,7 @@ def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topics: tuple
            bootstrap: str, history_dir: str, join_s: float, runner: int, flags, counts) -> None:
     """The child: one client writing its own history part until the runner says stop (or dies). Its parent is the
     fork server, which lives on after a killed runner (every child holds the write end of its liveness pipe)."""
-    ctypes.CDLL(None).mallopt(M_ARENA_MAX, ARENAS)
+    bound_malloc_arenas()
     gc.freeze()  # what the fork server preloaded (confluent-kafka, pyarrow, pydantic) is never garbage
     gc.set_threshold(*GC_THRESHOLD)
     history = HistoryWriter(Path(history_dir), flush_s=FLUSH_S[kind], part=f"{kind}-{cid}-{incarnation}")
