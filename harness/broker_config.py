@@ -13,13 +13,14 @@ from contracts.versions import DEFAULT_VERSION, default_metadata, metadata_probl
 INTERNAL_PORT, CONTROLLER_PORT, ZK_PORT = 9092, 9093, 2181
 # Kafka's default before KIP-537 (18 s since 2.5): a SIGKILLed broker can restart that much sooner (see KafkaNode).
 ZK_SESSION_MS = 6000
+ZK_TICK_MS = 2000  # ZooKeeper's tickTime: it expires a session at the first tick past its timeout
 # KIP-848 groups take their session and heartbeat from the brokers (45 s and 5 s by default, settings known since
 # 3.7): the same 10 s and 1 s the harness gives classic members, so a crashed member's partitions move within a run.
 CONSUMER_GROUP_TIMING = {"group.consumer.min.session.timeout.ms": "6000", "group.consumer.session.timeout.ms": "10000",
                          "group.consumer.min.heartbeat.interval.ms": "1000",
                          "group.consumer.heartbeat.interval.ms": "1000"}
 ZOOKEEPER_PROPERTIES = {"dataDir": "/var/lib/zookeeper", "clientPort": str(ZK_PORT), "admin.enableServer": "false",
-                        "maxClientCnxns": "0", "tickTime": "2000", "4lw.commands.whitelist": "*"}
+                        "maxClientCnxns": "0", "tickTime": str(ZK_TICK_MS), "4lw.commands.whitelist": "*"}
 
 
 @dataclass

@@ -24,6 +24,7 @@ from harness.node import KafkaNode
 from harness.replicas import Parsed, Segment, node_segments, parse_segment
 from harness.zookeeper import ZooKeeper
 
+ZK_LATE_S = 30.0  # how far past a killed broker's unloaded session expiry its registration is waited for
 ROWS_AT_ONCE = 50_000  # replica rows handed to the history at a time
 
 
@@ -221,6 +222,7 @@ class Cluster:
         then re-apply the network rules in force for them."""
         nodes = [self.node(i) for i in node_ids]
         began = time.monotonic()
+        self._await_unregistered(nodes)
         for n in nodes:
             n.begin_start()
         for n in nodes:
@@ -229,6 +231,22 @@ class Cluster:
         recovering, self._power_cut = self._power_cut & set(node_ids), self._power_cut - set(node_ids)
         if nodes and not recovering:  # validation plans ordinary restarts; a power loss's recovery takes longer
             measured.record_restart(self.spec.version, self.spec.metadata, time.monotonic() - began)
+
+    def _await_unregistered(self, nodes: list[KafkaNode]) -> None:
+        """ZooKeeper mode: wait until ZooKeeper has dropped the registrations of SIGKILLed brokers, however late a
+        loaded ZooKeeper expires their sessions (up to ZK_LATE_S past the unloaded bound); a broker whose
+        registration could not be seen gone waits that bound out by the clock when it starts."""
+        lapses = {n: lapse for n in nodes if (lapse := n.zk_session_lapse()) is not None}
+        if not lapses:
+            return
+        try:
+            with self.zookeeper_session() as zk:
+                gone = zk.await_absent([f"/brokers/ids/{n.node_id}" for n in lapses], max(lapses.values()) + ZK_LATE_S)
+        except ClusterError:
+            return
+        if gone:
+            for n in lapses:
+                n.unregistered()
 
     def power_off(self, node_ids: list[int], torn: bool = False) -> lazydisk.PowerCut:
         """Cut the power of brokers together: every one is frozen before any loses what it had not fsynced (a

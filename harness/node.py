@@ -25,6 +25,7 @@ from testcontainers.core.network import Network
 
 from contracts.errors import ClusterError
 from harness import container_log, freezer, lazydisk, netdelay
+from harness.broker_config import ZK_TICK_MS
 
 START_SCRIPT = (Path(__file__).parent / "docker" / "start.sh").read_text()
 STARTED = {
@@ -33,6 +34,7 @@ STARTED = {
     "zookeeper": re.compile(r"binding to port|Started AdminServer|ZooKeeper audit is"),
 }
 LOG_TAIL = 25
+FIRST_ERROR = re.compile(r"^.*\b(ERROR|FATAL)\b.*\n(.*Exception.*\n)?", re.MULTILINE)
 COPY_BLOCK = 1 << 20  # bytes a copied-out file is written in
 FREEZE_ATTEMPTS = 5
 
@@ -207,12 +209,19 @@ class KafkaNode(DockerContainer):
             if self.has_started():
                 return
             if self.state() == "exited":
-                raise ClusterError(f"{self.alias} exited while starting. Last log lines:\n{self.log_tail()}")
+                raise ClusterError(f"{self.alias} exited while starting. {self._first_error()}Last log lines:\n"
+                                   f"{self.log_tail()}")
             time.sleep(0.25)
         raise ClusterError(
             f"{self.alias} did not start within {timeout_s:.0f}s. Last log lines:\n{self.log_tail()}\n"
             "Hint: a 2-core machine running several clusters or other JVMs starts slowly; run one cluster at a time."
         )
+
+    def _first_error(self) -> str:
+        """The first ERROR or FATAL line the node printed since its latest start began, with the exception under
+        it (a broker that fails to start logs its cause there, then a long shutdown)."""
+        found = FIRST_ERROR.search(container_log.since(self.container, self._log_mark))
+        return f"First error:\n{found.group(0)}" if found else ""
 
     def kill(self) -> None:
         """SIGKILL the node's process; return once the container has exited."""
@@ -330,14 +339,24 @@ class KafkaNode(DockerContainer):
         self._log_mark = container_log.mark(self.container)
         self.container.start()
 
-    def _await_zk_session_expiry(self) -> None:
-        """A ZooKeeper-mode broker SIGKILLed less than zookeeper.session.timeout.ms ago still has its ephemeral
-        /brokers/ids znode, and restarting it then exits with NodeExists; wait until that session has expired."""
+    def zk_session_lapse(self) -> float | None:
+        """When a SIGKILLed ZooKeeper-mode broker's session has expired on an unloaded ZooKeeper (time.monotonic();
+        None: no such session). Until then its ephemeral /brokers/ids znode stays, and a restart exits with
+        NodeExists. ZooKeeper expires a session at the first tick past its timeout."""
         if self.role != "zk-broker" or self._killed_at is None:
-            return
-        expiry = self._killed_at + int(self.properties["zookeeper.session.timeout.ms"]) / 1000 + 1.0
-        time.sleep(max(0.0, expiry - time.monotonic()))
+            return None
+        return self._killed_at + int(self.properties["zookeeper.session.timeout.ms"]) / 1000 + ZK_TICK_MS / 1000 + 1
+
+    def unregistered(self) -> None:
+        """ZooKeeper no longer holds this broker's registration: it may start at once."""
         self._killed_at = None
+
+    def _await_zk_session_expiry(self) -> None:
+        """Without word from ZooKeeper (`unregistered`), wait out a killed broker's session by the clock."""
+        lapse = self.zk_session_lapse()
+        if lapse is not None:
+            time.sleep(max(0.0, lapse - time.monotonic()))
+            self._killed_at = None
 
     def remove(self) -> None:
         """Remove the container and its anonymous volumes, whatever its state (gone, or being removed, is done)."""

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError
+from kazoo.exceptions import KazooException, NodeExistsError
+from kazoo.handlers.threading import KazooTimeoutError
 
 from contracts.errors import ClusterError
 
@@ -50,6 +52,18 @@ class ZooKeeper:
         data, _ = self._client.get(f"/brokers/topics/{topic}/partitions/{partition}/state")
         state = json.loads(data)
         return PartitionState(state["leader"], state["leader_epoch"], tuple(state["isr"]))
+
+    def await_absent(self, paths: list[str], deadline: float) -> bool:
+        """Wait until none of the znodes exists (a dead session's ephemeral nodes go when it expires), or until
+        `deadline` (time.monotonic()); whether they are gone."""
+        try:
+            while any(self._client.exists(p) for p in paths):
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.2)
+        except (KazooException, KazooTimeoutError) as exc:
+            raise ClusterError(f"ZooKeeper at {self._address} stopped answering: {exc}") from exc
+        return True
 
     def elect_preferred(self, topic: str, partition: int) -> None:
         """Ask the controller to move the partition's leadership to its preferred (first assigned) replica; a
