@@ -74,4 +74,5 @@ def longrun() -> list[str]:
             "|---|---|---|---|---|---|---|---|---|---|---|", base_row, long_row, "",
             f"Peak {long.get('peak_mib', '-')} MiB over {LONG} against {base.get('peak_mib', '-')} MiB over "
             f"{BASELINE}; slope {slope} MiB/h (target flat, |slope| under {FLAT_MIB_PER_H:.0f} MiB/h: "
-            f"{'met' if flat else 'NOT met'}).", ""]
+            f"{'met' if flat else 'NOT met'}). Each process's growth over those samples in the {LONG} run (MiB): "
+            f"{', '.join(f'{name} {mib:+.1f}' for name, mib in long.get('growth_mib', {}).items()) or 'none'}.", ""]

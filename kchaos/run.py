@@ -193,7 +193,7 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
     clients = _clients(scenario, cluster.bootstrap_servers(), history)
     producers, everyone = clients.producers, (*clients.producers, *clients.copiers, *clients.consumers)
     # pids only: polling a child from this thread could race the main thread for its exit code (a hung client's 75)
-    memory = MemorySampler(lambda: [c.pid for c in everyone if c.pid], history).start()
+    memory = MemorySampler(lambda: {c.name: c.pid for c in everyone if c.pid}, history).start()
     try:
         # the schedule's `after` counts from the first sends, not from a spawning interpreter
         _require_ready(producers, "did not start")

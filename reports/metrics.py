@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
 from scipy import stats
 
@@ -103,25 +104,36 @@ def client_requests(events: DataFrame) -> dict[str, int] | None:
 
 
 def memory(events: DataFrame) -> dict | None:
-    """The harness's and its clients' resident memory over the run: samples, first and peak (MiB), and the least
-    squares slope of their sum in MiB per hour over the workload's steady samples: from its second minute (start-up
-    is not growth) to before the last sample (taken after the drain, when clients may be gone). None under three
-    such samples or SLOPE_FROM_H of them; None overall when the run took no sample."""
+    """The harness's and its clients' resident memory over the run: samples, first and peak (MiB), the least squares
+    slope of their sum in MiB per hour, and each process's growth (MiB), over the workload's steady samples: from its
+    second minute (start-up is not growth) to before the last sample (taken after the drain, when clients may be
+    gone). No slope or growth under three such samples or SLOPE_FROM_H of them; None when the run took no sample."""
     names = ("harness", "clients")
     rows = (events.filter(F.col("kind") == Event.MEMORY.value)
             .select("t", *[F.get_json_object("detail", f"$.{n}").cast("long").alias(n) for n in names],
+                    F.get_json_object("detail", "$.each").alias("each"),
                     F.coalesce(F.get_json_object("detail", "$.end").cast("boolean"), F.lit(False)).alias("end"))
             .orderBy("t").collect())
     if not rows:
         return None
     total = [(r["harness"] + r["clients"]) / 2**20 for r in rows]
-    steady = [((r["t"] - rows[0]["t"]) / 3.6e12, mib) for r, mib in zip(rows, total, strict=True)
+    steady = [(r, (r["t"] - rows[0]["t"]) / 3.6e12, mib) for r, mib in zip(rows, total, strict=True)
               if not r["end"] and r["t"] - rows[0]["t"] >= STEADY_FROM_NS]
-    long_enough = len(steady) >= 3 and steady[-1][0] - steady[0][0] >= SLOPE_FROM_H
-    slope = stats.linregress(*zip(*steady, strict=True)).slope if long_enough else None
+    long_enough = len(steady) >= 3 and steady[-1][1] - steady[0][1] >= SLOPE_FROM_H
+    slope = stats.linregress([h for _, h, _ in steady], [m for _, _, m in steady]).slope if long_enough else None
     return {"samples": len(rows), "first_mib": round(total[0], 1), "peak_mib": round(max(total), 1),
             "harness_peak_mib": round(max(r["harness"] for r in rows) / 2**20, 1),
-            "slope_mib_per_h": None if slope is None else round(float(slope), 1)}
+            "slope_mib_per_h": None if slope is None else round(float(slope), 1),
+            "growth_mib": _growth(steady[0][0], steady[-1][0]) if long_enough else {}}
+
+
+def _growth(first: Row, last: Row) -> dict[str, float]:
+    """MiB each process (the harness, each client by name) gained from the first steady sample to the last; a client
+    in only one of them is left out (it started or ended between them)."""
+    def each(r: Row) -> dict[str, int]:
+        return {"harness": r["harness"], **(json.loads(r["each"]) if r["each"] else {})}
+    before, after = each(first), each(last)
+    return {name: round((after[name] - before[name]) / 2**20, 1) for name in sorted(before.keys() & after.keys())}
 
 
 def _ms(ns: int | None) -> float | None:

@@ -56,6 +56,7 @@ class Memory(BaseModel):
     peak_mib: float
     harness_peak_mib: float
     slope_mib_per_h: float | None = None  # None under three samples or ten minutes
+    growth_mib: dict[str, float] = {}  # each process's, the harness's and each client's by name, where there is a slope
 
 
 class Metrics(BaseModel):

@@ -122,6 +122,11 @@ class ClientProcess:
         return self._proc is not None and self._proc.is_alive()
 
     @property
+    def name(self) -> str:
+        """The client's name in the history, e.g. producer-0 (every incarnation's)."""
+        return f"{self.kind}-{self.cid}"
+
+    @property
     def pid(self) -> int | None:
         """The running incarnation's process id (None before it started)."""
         return self._proc.pid if self._proc is not None else None
@@ -139,7 +144,7 @@ class ClientProcess:
         self._counts[:] = [0, 0]
         self.incarnation += 1
         self._flags = CTX.Array("b", 2, lock=False)  # stop, ready: plain shared bytes, no lock to wait on
-        self._proc = CTX.Process(target=_serve, name=f"{self.kind}-{self.cid}",
+        self._proc = CTX.Process(target=_serve, name=self.name,
                                  args=(self.kind, self.cid, self.incarnation, *self._args, os.getpid(),
                                        self._flags, self._counts), daemon=True)
         self._proc.start()

@@ -58,16 +58,18 @@ def rss(pids: list[int]) -> int:
 
 
 class MemorySampler(Worker):
-    """Records the resident memory of the harness process and of its client processes, at start and each `every_s`
-    (a long run's memory must stay flat: nothing but the history on disk may grow with its length)."""
+    """Records the resident memory of the harness process and of its client processes, together and each by name,
+    at start and each `every_s` (a long run's memory must stay flat: only the history on disk may grow)."""
 
-    def __init__(self, clients: Callable[[], list[int]], history: HistoryWriter, every_s: float = 60.0) -> None:
+    def __init__(self, clients: Callable[[], dict[str, int]], history: HistoryWriter, every_s: float = 60.0) -> None:
         super().__init__("memory-sampler")
         self.clients, self.history, self.every_s = clients, history, every_s
 
     def sample(self, end: bool = False) -> None:
         """One `memory` event (`end`: the last, taken when the run stops sampling, after its drain)."""
-        detail = {"harness": rss([os.getpid()]), "clients": rss(self.clients())} | ({"end": True} if end else {})
+        each = {name: rss([pid]) for name, pid in self.clients().items()}
+        detail = ({"harness": rss([os.getpid()]), "clients": sum(each.values()), "each": each}
+                  | ({"end": True} if end else {}))
         self.history.event("harness", Event.MEMORY, detail=orjson.dumps(detail).decode())
 
     def _run(self) -> None:

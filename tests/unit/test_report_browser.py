@@ -44,7 +44,8 @@ def report(tmp_path: Path, settings: dict, lose: bool, memory_mib: tuple[int, ..
     h.fault("kill", [2], planned_at=0.05, hold_s=0.02)
     for i, mib in enumerate(memory_mib):
         h.t += 600 * 10**9 if i else 0
-        h.event("harness", Event.MEMORY, detail=json.dumps({"harness": mib * 2**19, "clients": mib * 2**19}))
+        h.event("harness", Event.MEMORY, detail=json.dumps({"harness": mib * 2**19, "clients": mib * 2**19,
+                                                             "each": {"producer-0": mib * 2**19}}))
     if lose:
         h.drop("reads", producer=0, seq=0).drop("replicas", producer=0, seq=0)
     run = tmp_path / "run"
@@ -81,4 +82,5 @@ def test_the_report_says_the_harness_memory_over_the_run(spark, browser, tmp_pat
     page.goto(report(tmp_path, SAFE, False, memory_mib=(100, 130, 120, 125)).as_uri())
     text = page.inner_text("#memory")
     assert "4 samples" in text and "100.0 MiB at the start, peak 130.0 MiB" in text and "MiB per hour" in text, text
+    assert text.endswith("harness -2.5 MiB, producer-0 -2.5 MiB."), text
     page.close()
