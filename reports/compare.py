@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from contracts.versions import release, target_label
-from reports.compare_stats import SIGNIFICANT, Difference, box_plots, differences, spreads, testable
+from reports.compare_stats import SIGNIFICANT, Tests, box_plots, differences, spreads, testable
 from reports.render import ENV, page
 from reports.result import RunResult
 
@@ -67,18 +67,25 @@ def figures(runs: list[RunResult]) -> str:
     return "; ".join(f"{name} {sp.text}" for name, sp in spreads(runs).items() if sp.values)
 
 
-def summary(found: list[Difference], runs: int, can_test: bool) -> list[str]:
-    """What differs between the versions, said first: each difference the rank test finds unlikely to be noise, or
-    that no cell has seeds enough for the test to find any."""
+def summary(tests: Tests, runs: int, can_test: bool) -> list[str]:
+    """What differs between the versions, said first: each difference unlikely to be noise once every test the
+    comparison made is counted, then those only suggestive; or that no cell has seeds enough for the test."""
     if not can_test:
         return [f"Too few seeds for a rank test to tell versions apart ({runs} runs; Mann-Whitney U reaches "
                 f"p < {SIGNIFICANT} only with 4 seeds a version): compare the figures below by eye, or run "
                 "`kchaos compare --seeds 4` or more."]
-    if not found:
-        return [f"No figure differs between versions beyond its seeds' spread (Mann-Whitney U, p < {SIGNIFICANT}; "
-                f"{runs} runs)."]
-    return [f"What differs between versions beyond its seeds' spread (Mann-Whitney U, p < {SIGNIFICANT}):", "",
-            *(f"- {d.text}" for d in found)]
+    sure, maybe = tests.beyond_noise, tests.suggestive
+    how = (f"{tests.made} Mann-Whitney U tests over {runs} runs, each of one figure of one scenario between two "
+           f"versions; a difference counts when its p-value corrected for their number (Benjamini-Hochberg q) stays "
+           f"under {SIGNIFICANT}")
+    out = ([f"What differs between versions beyond its seeds' spread ({how}):", "", *(f"- {d.text}" for d in sure)]
+           if sure else [f"No single difference between versions is beyond doubt once every test is counted ({how})."])
+    if maybe:
+        out += ["", f"Also p < {SIGNIFICANT}, but not beyond chance among so many tests: {len(maybe)} difference{'s' if len(maybe) > 1 else ''}, "
+                    f"where chance alone gives about {SIGNIFICANT * tests.made:.0f} of {tests.made} tests if no "
+                    "version differed. The more these outnumber chance's, the more of them are real, but no one of "
+                    "them is sure: more seeds tell which.", "", *(f"- {d.text}" for d in maybe)]
+    return out
 
 
 def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path]:

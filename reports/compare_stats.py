@@ -1,5 +1,6 @@
 """What differs between Kafka versions over seeds: per figure, each cell's median and range, and a Mann-Whitney U
-test between every two versions of a scenario, so a difference one seed shows is told from noise."""
+test between every two versions of a scenario, its p-values corrected for their number (Benjamini-Hochberg), so a
+difference one seed shows, or one in a thousand tests, is told from noise."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from scipy.stats import mannwhitneyu
+from scipy.stats import false_discovery_control, mannwhitneyu
 
 from reports.result import RunResult
 
-SIGNIFICANT = 0.05
+SIGNIFICANT = 0.05  # the p-value a test must reach, and the false discovery rate its corrected q must stay under
 
 
 def _longest(r: RunResult) -> float | None:
@@ -52,7 +53,8 @@ class Spread:
 
 @dataclass(frozen=True)
 class Difference:
-    """A figure two versions of one scenario show differently, beyond what their seeds' spread explains."""
+    """A figure two versions of one scenario show differently (p), and how likely that is to be one of the chance
+    findings among all the comparison's tests (q, Benjamini-Hochberg)."""
 
     scenario: str
     figure: str
@@ -61,11 +63,30 @@ class Difference:
     a_median: float
     b_median: float
     p: float
+    q: float
 
     @property
     def text(self) -> str:
         return (f"{self.scenario}: {self.figure} median {num(self.a_median)} on Kafka {self.a} vs "
-                f"{num(self.b_median)} on {self.b} (Mann-Whitney U p={self.p:.3g})")
+                f"{num(self.b_median)} on {self.b} (Mann-Whitney U p={self.p:.3g}, q={self.q:.3g})")
+
+
+@dataclass(frozen=True)
+class Tests:
+    """The rank tests a comparison made, and those that reached p < SIGNIFICANT."""
+
+    made: int
+    found: list[Difference]
+
+    @property
+    def beyond_noise(self) -> list[Difference]:
+        """Differences that stay under a SIGNIFICANT false discovery rate over all the tests made."""
+        return [d for d in self.found if d.q < SIGNIFICANT]
+
+    @property
+    def suggestive(self) -> list[Difference]:
+        """Differences with p < SIGNIFICANT alone: among this many tests, chance gives some."""
+        return [d for d in self.found if d.q >= SIGNIFICANT]
 
 
 def spreads(runs: list[RunResult]) -> dict[str, Spread]:
@@ -74,9 +95,10 @@ def spreads(runs: list[RunResult]) -> dict[str, Spread]:
     return {name: Spread(tuple(v for r in done if (v := fn(r)) is not None)) for name, fn in FIGURES.items()}
 
 
-def differences(grid: dict[str, dict[str, list[RunResult]]]) -> list[Difference]:
-    """Every (scenario, figure, version pair) whose values differ with p < 0.05 (two-sided Mann-Whitney U)."""
-    out = []
+def differences(grid: dict[str, dict[str, list[RunResult]]]) -> Tests:
+    """A two-sided Mann-Whitney U test of every (scenario, figure, version pair) whose values vary; those with
+    p < SIGNIFICANT, each with its Benjamini-Hochberg q over all the tests."""
+    tested = []
     for scenario, row in grid.items():
         cells = {v: spreads(runs) for v, runs in row.items()}
         for (a, ca), (b, cb) in itertools.combinations(sorted(cells.items()), 2):
@@ -85,9 +107,10 @@ def differences(grid: dict[str, dict[str, list[RunResult]]]) -> list[Difference]
                 if len(xa) < 2 or len(xb) < 2 or len(set(xa) | set(xb)) < 2:
                     continue
                 p = float(mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
-                if p < SIGNIFICANT:
-                    out.append(Difference(scenario, figure, a, b, statistics.median(xa), statistics.median(xb), p))
-    return out
+                tested.append((scenario, figure, a, b, statistics.median(xa), statistics.median(xb), p))
+    qs = false_discovery_control([t[-1] for t in tested]) if tested else []
+    return Tests(len(tested), [Difference(*t, q=float(q)) for t, q in zip(tested, qs, strict=True)
+                               if t[-1] < SIGNIFICANT])
 
 
 def testable(grid: dict[str, dict[str, list[RunResult]]]) -> bool:

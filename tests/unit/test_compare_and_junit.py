@@ -126,13 +126,31 @@ def test_compare_marks_a_difference_its_seeds_cannot_explain_and_not_one_they_ca
     text = md.read_text()
     assert "Too few seeds" not in text
     said = [ln for ln in text.splitlines() if ln.startswith("- ")]
+    # four tests (each scenario's losses and unavailability): q = 4 * p / 1
     assert said == ["- a: acknowledged writes lost median 31,000 on Kafka 3.9.2 vs 640 on 4.3.1 "
-                    "(Mann-Whitney U p=0.00794)"]
+                    "(Mann-Whitney U p=0.00794, q=0.0317)"]
+    assert "Also p < 0.05" not in text
     row_a = next(ln for ln in text.splitlines() if ln.startswith("| a |"))
     assert "acknowledged writes lost 640 (600-680)" in row_a
     page = html.read_text()
     assert "p=0.00794" in page and '<img src="box-00.png"' in page
     assert (tmp_path / "compare" / "box-00.png").stat().st_size > 0
+
+
+def test_among_many_tests_a_difference_seeds_show_is_only_suggestive(tmp_path):
+    # the difference above, beside 20 scenarios whose versions do not differ: 42 tests, q = 42 * p = 0.333
+    results = [result("a", "4.3.1", "true", s, lost=600 + 20 * s) for s in range(5)]
+    results += [result("a", "3.9.2", "true", s, lost=30_000 + 500 * s) for s in range(5)]
+    results += [result(f"n{i}", v, "true", s, lost=s) for i in range(20) for v in ("4.3.1", "3.9.2") for s in range(5)]
+    for r in results:
+        r.run_dir = str(tmp_path / "runs" / r.scenario / r.kafka / str(r.seed))
+    text = write_compare(results, tmp_path / "compare")[1].read_text()
+    assert "No single difference between versions is beyond doubt" in text and "42 Mann-Whitney U tests" in text
+    assert "Also p < 0.05, but not beyond chance among so many tests: 1 difference, where chance alone gives about " \
+           "2 of 42 tests" in text
+    assert [ln for ln in text.splitlines() if ln.startswith("- ")] == [
+        "- a: acknowledged writes lost median 31,000 on Kafka 3.9.2 vs 640 on 4.3.1 (Mann-Whitney U p=0.00794, "
+        "q=0.333)"]
 
 
 def test_shards_deal_every_cell_to_exactly_one_machine_and_merge_tabulates_them(tmp_path):
