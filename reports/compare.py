@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from contracts.versions import release, target_label
-from reports.compare_stats import SIGNIFICANT, Tests, box_plots, differences, spreads, testable
+from reports.compare_stats import SIGNIFICANT, Tendency, Tests, box_plots, differences, spreads, tendencies, testable
 from reports.render import ENV, page
 from reports.result import RunResult
 
@@ -67,21 +67,29 @@ def figures(runs: list[RunResult]) -> str:
     return "; ".join(f"{name} {sp.text}" for name, sp in spreads(runs).items() if sp.values)
 
 
-def summary(tests: Tests, runs: int, can_test: bool) -> list[str]:
+def summary(tests: Tests, trends: tuple[int, list[Tendency]], runs: int, can_test: bool) -> list[str]:
     """What differs between the versions, said first: each difference unlikely to be noise once every test the
-    comparison made is counted, then those only suggestive; or that no cell has seeds enough for the test."""
-    if not can_test:
-        return [f"Too few seeds for a rank test to tell versions apart ({runs} runs; Mann-Whitney U reaches "
-                f"p < {SIGNIFICANT} only with 4 seeds a version): compare the figures below by eye, or run "
-                "`kchaos compare --seeds 4` or more."]
+    comparison made is counted (or that no cell has seeds enough for the test), the versions' tendencies across
+    scenarios, then the differences only suggestive."""
     sure, maybe = tests.beyond_noise, tests.suggestive
     how = (f"{tests.made} Mann-Whitney U tests over {runs} runs, each of one figure of one scenario between two "
            f"versions; a difference counts when its p-value corrected for their number (Benjamini-Hochberg q) stays "
            f"under {SIGNIFICANT}")
-    out = ([f"What differs between versions beyond its seeds' spread ({how}):", "", *(f"- {d.text}" for d in sure)]
-           if sure else [f"No single difference between versions is beyond doubt once every test is counted ({how})."])
+    if not can_test:
+        out = [f"Too few seeds for a rank test to tell versions apart in one scenario ({runs} runs; Mann-Whitney U "
+               f"reaches p < {SIGNIFICANT} only with 4 seeds a version): compare the figures below by eye, or run "
+               "`kchaos compare --seeds 4` or more."]
+    elif sure:
+        out = [f"What differs between versions beyond its seeds' spread ({how}):", "", *(f"- {d.text}" for d in sure)]
+    else:
+        out = [f"No single difference between versions is beyond doubt once every test is counted ({how})."]
+    if trends[1]:
+        out += ["", f"Across scenarios (per figure and two versions, a sign test over the scenarios both ran of which "
+                    f"had the higher median; Benjamini-Hochberg q under {SIGNIFICANT} over the {trends[0]} such "
+                    "tests):", "", *(f"- {t.text}" for t in trends[1])]
     if maybe:
-        out += ["", f"Also p < {SIGNIFICANT}, but not beyond chance among so many tests: {len(maybe)} difference{'s' if len(maybe) > 1 else ''}, "
+        many = f"{len(maybe)} difference{'s' if len(maybe) > 1 else ''}"
+        out += ["", f"Also p < {SIGNIFICANT}, but not beyond chance among so many tests: {many}, "
                     f"where chance alone gives about {SIGNIFICANT * tests.made:.0f} of {tests.made} tests if no "
                     "version differed. The more these outnumber chance's, the more of them are real, but no one of "
                     "them is sure: more seeds tell which.", "", *(f"- {d.text}" for d in maybe)]
@@ -92,7 +100,7 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
     """comparison.html (linking each run's report, with box plots) and comparison.md."""
     directory.mkdir(parents=True, exist_ok=True)
     versions, grid = table(results)
-    said = summary(differences(grid), len(results), testable(grid))
+    said = summary(differences(grid), tendencies(grid), len(results), testable(grid))
     lines = ["| scenario | " + " | ".join(f"Kafka {v}" for v in versions) + " |",
              "|---|" + "---|" * len(versions)]
     for name, row in grid.items():

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from scipy.stats import false_discovery_control, mannwhitneyu
+from scipy.stats import binomtest, false_discovery_control, mannwhitneyu
 
 from reports.result import RunResult
 
@@ -111,6 +111,42 @@ def differences(grid: dict[str, dict[str, list[RunResult]]]) -> Tests:
     qs = false_discovery_control([t[-1] for t in tested]) if tested else []
     return Tests(len(tested), [Difference(*t, q=float(q)) for t, q in zip(tested, qs, strict=True)
                                if t[-1] < SIGNIFICANT])
+
+
+@dataclass(frozen=True)
+class Tendency:
+    """A figure one version shows higher than another in most of the scenarios both ran (a sign test over them)."""
+
+    figure: str
+    higher: str
+    lower: str
+    more: int  # scenarios where `higher`'s median is above `lower`'s
+    fewer: int  # scenarios where it is below
+    p: float
+    q: float
+
+    @property
+    def text(self) -> str:
+        return (f"{self.figure}: higher on Kafka {self.higher} than on {self.lower} in {self.more} of "
+                f"{self.more + self.fewer} scenarios whose medians differ (sign test p={self.p:.3g}, q={self.q:.3g})")
+
+
+def tendencies(grid: dict[str, dict[str, list[RunResult]]]) -> tuple[int, list[Tendency]]:
+    """(tests made, tendencies found): per figure and version pair, a two-sided sign test over the scenarios both
+    versions ran of which one's median is higher; found where its Benjamini-Hochberg q stays under SIGNIFICANT."""
+    cells = {(scenario, v): spreads(runs) for scenario, row in grid.items() for v, runs in row.items()}
+    tested = []
+    for a, b in itertools.combinations(sorted({v for _, v in cells}), 2):
+        for figure in FIGURES:
+            pairs = [(statistics.median(xa), statistics.median(xb)) for scenario in grid
+                     if (xa := cells.get((scenario, a), {}).get(figure, Spread(())).values)
+                     and (xb := cells.get((scenario, b), {}).get(figure, Spread(())).values)]
+            above, below = sum(ma > mb for ma, mb in pairs), sum(ma < mb for ma, mb in pairs)
+            if above + below:
+                p = float(binomtest(above, above + below).pvalue)
+                tested.append((figure, a, b, above, below, p) if above >= below else (figure, b, a, below, above, p))
+    qs = false_discovery_control([t[-1] for t in tested]) if tested else []
+    return len(tested), [Tendency(*t, q=float(q)) for t, q in zip(tested, qs, strict=True) if q < SIGNIFICANT]
 
 
 def testable(grid: dict[str, dict[str, list[RunResult]]]) -> bool:
