@@ -8,7 +8,7 @@ import random
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -35,13 +35,18 @@ class PlannedOp:
 def plan(faults: list[FaultSpec], duration: float, seed: int) -> list[PlannedOp]:
     """The schedule for a run: each fault from `after`, every `every` seconds ± `jitter`, ending by `duration`."""
     rng = random.Random(seed)
-    ops = []
-    for i, f in enumerate(faults):
-        t = f.after
-        while t + min(f.for_, duration) <= duration:
-            ops.append(PlannedOp(round(t, 3), i, f.fault, f.for_))
-            t += max(0.5, f.every + rng.uniform(-f.jitter, f.jitter))
+    ops = [PlannedOp(round(t, 3), i, f.fault, f.for_) for i, f in enumerate(faults)
+           for t in line_starts(f, duration, lambda f=f: f.every + rng.uniform(-f.jitter, f.jitter))]
     return sorted(ops, key=lambda o: (o.at, o.index))
+
+
+def line_starts(f: FaultSpec, duration: float, gap: Callable[[], float]) -> Iterator[float]:
+    """When a fault line's ops start: from `after`, each `gap()` (at least 0.5 s) after the one before, while its
+    hold still ends by `duration`."""
+    t = f.after
+    while t + min(f.for_, duration) <= duration:
+        yield t
+        t += max(0.5, gap())
 
 
 def save(ops: list[PlannedOp], path: Path) -> None:

@@ -20,6 +20,7 @@ from contracts.measured import restart_seconds
 from contracts.scenario import FaultSpec, Scenario
 from contracts.versions import METADATA_MODES, split_target
 from faults.registry import KINDS
+from faults.schedule import line_starts
 from harness import images
 from reports.checkers import ANOMALIES
 
@@ -80,13 +81,12 @@ def pace_problems(s: Scenario) -> list[str]:
 def _unreached(f: FaultSpec, busy: float, duration: float) -> tuple[int, int]:
     """(planned, missed): a line's ops at their densest (every - jitter apart), each starting once the one before
     is done, and how many of them would start too late to hold before `duration`."""
-    hold, step = min(f.for_, duration), max(0.5, f.every - f.jitter)
-    planned = int((duration - hold - f.after) // step) + 1 if f.after + hold <= duration else 0
-    start, missed = -math.inf, 0
-    for k in range(planned):
-        start = max(f.after + k * step, start + busy)
+    hold, start, missed = min(f.for_, duration), -math.inf, 0
+    planned = list(line_starts(f, duration, lambda: f.every - f.jitter))
+    for at in planned:
+        start = max(at, start + busy)
         missed += start + hold > duration
-    return planned, missed
+    return len(planned), missed
 
 
 def fault_spec(**fields: Any) -> FaultSpec:
