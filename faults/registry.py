@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from contracts.measured import Stop
 from faults import failovers, ops
 from harness import netrules
 
@@ -20,6 +21,7 @@ class FaultKind:
     # itself: victims chosen from live metadata; producers, consumers, copiers: the workload's client processes
     aims: Literal["brokers", "consumers", "producers", "copiers", "itself"] = "brokers"
     restarts: Literal["none", "once", "each"] = "none"  # broker restarts an op waits for: none, one, each broker
+    restart_after: Stop = "kill"  # how its brokers stop before those restarts: which measured figure plans them
     lazy_disk: bool = False  # needs the brokers' data directories on lazyfs
     net_delay: bool = False  # needs netdelay in the brokers' containers
     params: frozenset[str] = frozenset()  # the kind-specific FaultSpec fields its op reads
@@ -41,9 +43,9 @@ def _port(ctx: ops.Ctx, node_id: int) -> int:
 _isolate = ops.grudge_fault(lambda ctx, t: ops.isolate_grudge(ctx.cluster, t))
 KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("kill", ops.process("kill"), restarts="once"),
-    FaultKind("terminate", ops.process("terminate"), restarts="once"),
+    FaultKind("terminate", ops.process("terminate"), restarts="once", restart_after="clean"),
     FaultKind("pause", ops.process("pause")),
-    FaultKind("restart", ops.restart, restarts="once"),
+    FaultKind("restart", ops.restart, restarts="once", restart_after="clean"),
     FaultKind("power-loss", ops.power_loss, restarts="once", lazy_disk=True, params=frozenset({"torn"})),
     FaultKind("disk-full", ops.disk_fault(lambda s: "full"), restarts="once", lazy_disk=True),
     FaultKind("disk-slow", ops.disk_fault(lambda s: f"slow {s.latency_ms}"), lazy_disk=True,
@@ -61,7 +63,7 @@ KINDS: dict[str, FaultKind] = {k.name: k for k in (
               params=frozenset({"kbit"})),
     FaultKind("tcp-reset", ops.link_fault(lambda ctx, s, t: netrules.block_port(_port(ctx, t), reset=True))),
     FaultKind("block-clients", ops.link_fault(lambda ctx, s, t: netrules.block_port(_port(ctx, t)))),
-    FaultKind("rolling-restart", ops.rolling("terminate"), aims="itself", restarts="each"),
+    FaultKind("rolling-restart", ops.rolling("terminate"), aims="itself", restarts="each", restart_after="clean"),
     FaultKind("hard-rolling-restart", ops.rolling("kill"), aims="itself", restarts="each"),
     FaultKind("last-replica-standing", ops.last_replica_standing, aims="itself", restarts="once"),
     FaultKind("last-replica-power-loss", ops.last_replica_power_loss, aims="itself", restarts="once",

@@ -221,7 +221,7 @@ class Cluster:
         """Restart brokers together (a KRaft voter cannot finish starting without a quorum), wait for each,
         then re-apply the network rules in force for them."""
         nodes = [self.node(i) for i in node_ids]
-        began = time.monotonic()
+        began, after = time.monotonic(), "clean" if nodes and all(n.stopped_cleanly for n in nodes) else "kill"
         self._await_unregistered(nodes)
         for n in nodes:
             n.begin_start()
@@ -230,7 +230,7 @@ class Cluster:
             self.firewall.apply(n)
         recovering, self._power_cut = self._power_cut & set(node_ids), self._power_cut - set(node_ids)
         if nodes and not recovering:  # validation plans ordinary restarts; a power loss's recovery takes longer
-            measured.record_restart(self.spec.version, self.spec.metadata, time.monotonic() - began)
+            measured.record_restart(self.spec.version, self.spec.metadata, after, time.monotonic() - began)
 
     def _await_unregistered(self, nodes: list[KafkaNode]) -> None:
         """ZooKeeper mode: wait until ZooKeeper has dropped the registrations of SIGKILLed brokers, however late a

@@ -90,6 +90,7 @@ class KafkaNode(DockerContainer):
         self.properties: dict[str, str] = {}
         self._log_mark = container_log.mark()  # where the log ended when the latest start began
         self._killed_at: float | None = None
+        self.stopped_cleanly = False  # its last stop was a clean shutdown (not a kill, a power cut or a crash)
         self.lazy_disk = False
         self._run_args: dict = {}  # docker-py run() arguments beyond the builder's (with_kwargs replaces them whole)
         # An exec racing a pause can hang runc with the container's exec lock held (cd89059): never both at once
@@ -226,11 +227,12 @@ class KafkaNode(DockerContainer):
     def kill(self) -> None:
         """SIGKILL the node's process; return once the container has exited."""
         self._stop_with(lambda: self.container.kill(signal="SIGKILL"))
-        self._killed_at = time.monotonic()
+        self._killed_at, self.stopped_cleanly = time.monotonic(), False
 
     def terminate(self, timeout_s: int = 60) -> None:
         """SIGTERM (a clean, controlled shutdown); return once the container has exited."""
         self._stop_with(lambda: self.container.stop(timeout=timeout_s))
+        self.stopped_cleanly = True
 
     def _stop_with(self, action) -> None:
         self.resume()
@@ -338,6 +340,7 @@ class KafkaNode(DockerContainer):
         self._await_zk_session_expiry()
         self._log_mark = container_log.mark(self.container)
         self.container.start()
+        self.stopped_cleanly = False  # until its next clean stop: a crash later is not one
 
     def zk_session_lapse(self) -> float | None:
         """When a SIGKILLed ZooKeeper-mode broker's session has expired on an unloaded ZooKeeper (time.monotonic();

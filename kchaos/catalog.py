@@ -61,20 +61,24 @@ def config_problems(s: Scenario) -> list[str]:
     return out
 
 
+AFTER = {"kill": "after a kill", "clean": "after a clean stop"}
+
+
 def pace_problems(s: Scenario) -> list[str]:
     """Fault lines whose ops (each busy for its hold and the broker restarts it waits for) fall so far behind `every`
     that planned ops would not fire before the run ends. A line that only drifts late runs: its rows say when."""
-    restart, seen = restart_seconds(s.kafka.version, s.kafka.mode)
-    how = "measured here" if seen else "assumed: none measured here yet"
     out = []
     for i, f in enumerate(s.faults):
-        busy = KINDS[f.fault].busy_s(f.for_, s.kafka.brokers, restart)
+        kind = KINDS[f.fault]
+        restart, seen = restart_seconds(s.kafka.version, s.kafka.mode, kind.restart_after)
+        busy = kind.busy_s(f.for_, s.kafka.brokers, restart)
         planned, missed = _unreached(f, busy, s.duration)
         if missed:
+            how = "measured here" if seen else "assumed: none measured here yet"
             out.append(f"faults.{i}: {f.fault} keeps its line busy about {busy:.0f} s (for={f.for_:g} s and broker "
-                       f"restarts of {restart:g} s, {how}, Kafka {s.kafka.version} {s.kafka.mode}), longer than "
-                       f"every={f.every:g} s minus jitter, so {missed} of its {planned} ops would not fire before "
-                       f"the run ends; use every >= {math.ceil(busy + f.jitter) + 1} s")
+                       f"restarts of {restart:g} s {AFTER[kind.restart_after]}, {how}, Kafka {s.kafka.version} "
+                       f"{s.kafka.mode}), longer than every={f.every:g} s minus jitter, so {missed} of its {planned} "
+                       f"ops would not fire before the run ends; use every >= {math.ceil(busy + f.jitter) + 1} s")
     return out
 
 

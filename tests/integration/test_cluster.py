@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from contracts import measured
 from harness import freezer
 from harness.metadata import wait_for
 
@@ -57,6 +59,24 @@ def test_leader_kill_moves_leadership_and_restart_rejoins_isr(healed):
                                                     lambda: old not in c.metadata.isr(topic, 0), TIMEOUT)
     c.start_node(old)
     wait_for("the restarted broker rejoining the ISR", lambda: old in c.metadata.isr(topic, 0), TIMEOUT)
+
+
+def test_a_restart_is_measured_as_after_a_kill_or_after_a_clean_stop(healed, tmp_path, monkeypatch):
+    monkeypatch.setattr(measured, "_file", lambda: tmp_path / "restart-seconds.json")
+    c = healed
+    c.node(1).terminate()
+    c.start_node(1)
+    c.node(2).kill()
+    c.start_node(2)
+    c.node(3).terminate()
+    c.node(3).begin_start()  # a clean stop, then a crash: its next restart is not after a clean stop
+    c.node(3).wait_started()
+    c.node(3).kill()
+    c.start_node(3)
+    figures = json.loads((tmp_path / "restart-seconds.json").read_text())
+    mode = f"{c.spec.version}:{c.spec.metadata}"
+    assert sorted(figures) == [f"{mode}:after-clean", f"{mode}:after-kill"]
+    assert (len(figures[f"{mode}:after-clean"]), len(figures[f"{mode}:after-kill"])) == (1, 2)
 
 
 def test_paused_follower_leaves_isr_and_rejoins(healed):

@@ -29,8 +29,9 @@ def test_zookeeper_mode_comes_up_and_controller_failover_elects_another(tmp_path
         assert new in set(c.node_ids()) - {old}
         c.start_node(old)  # at once: the killed broker's ephemeral znode must not make the restart exit
         wait_for("the killed broker back in the ISR", lambda: old in c.metadata.isr(topic, 0) or None, TIMEOUT)
-    assert measured.restart_seconds("3.9.2", "zookeeper")[1], "the restart was not measured for its metadata mode"
-    assert not measured.restart_seconds("3.9.2", "kraft")[1]
+    assert measured.restart_seconds("3.9.2", "zookeeper", "kill")[1], "the restart was not measured for its mode"
+    assert not measured.restart_seconds("3.9.2", "kraft", "kill")[1]
+    assert not measured.restart_seconds("3.9.2", "zookeeper", "clean")[1], "a restart after a kill counted as clean"
 
 
 def test_kraft_controller_is_a_voter_and_failover_elects_another():

@@ -19,9 +19,9 @@ def scenario(metadata: str, duration: str = "60s", **kill: str) -> dict:
             "duration": duration}
 
 
-def measure(mode: str, seconds: float, times: int = 3) -> None:
+def measure(mode: str, seconds: float, times: int = 3, after: measured.Stop = "kill") -> None:
     for _ in range(times):
-        measured.record_restart("3.9.2", mode, seconds)
+        measured.record_restart("3.9.2", mode, after, seconds)
 
 
 def test_a_line_that_drifts_late_but_fires_every_op_runs():
@@ -32,8 +32,8 @@ def test_a_line_that_drifts_late_but_fires_every_op_runs():
 def test_a_line_whose_drift_would_leave_ops_unfired_is_refused():
     measure("zookeeper", 16.0)
     with pytest.raises(UsageError, match=r"faults\.0: kill keeps its line busy about 21 s \(for=5 s and broker "
-                                         r"restarts of 16 s, measured here, Kafka 3\.9\.2 zookeeper\).* so 9 of its "
-                                         r"180 ops would not fire before the run ends; use every >= 22 s"):
+                                         r"restarts of 16 s after a kill, measured here, Kafka 3\.9\.2 zookeeper\).* "
+                                         r"so 9 of its 180 ops would not fire before the run ends; use every >= 22 s"):
         validate(scenario("zookeeper", duration="3600s"), "s")
 
 
@@ -45,8 +45,19 @@ def test_restarts_are_measured_per_metadata_mode():
     validate(scenario("kraft"), "s")
 
 
+def test_a_kill_line_is_planned_with_restarts_after_kills_and_a_rolling_restart_with_clean_ones():
+    measure("kraft", 40.0, after="clean")  # slow restarts after clean stops do not slow a kill line's plan
+    assert pace_problems(validate(scenario("kraft"), "s")) == []
+    rolling = {"fault": "rolling-restart", "every": "60s", "after": "5s"}
+    with pytest.raises(UsageError, match=r"rolling-restart keeps its line busy about 125 s \(for=5 s and broker "
+                                         r"restarts of 40 s after a clean stop, measured here"):
+        validate({**scenario("kraft", duration="300s"), "faults": [rolling]}, "s")
+    measure("kraft", 10.0, times=10, after="clean")
+    assert pace_problems(validate({**scenario("kraft", duration="300s"), "faults": [rolling]}, "s")) == []
+
+
 def restart_figures() -> tuple[tuple[float, bool], tuple[float, bool]]:
-    return measured.restart_seconds("3.9.2", "zookeeper"), measured.restart_seconds("3.9.2", "kraft")
+    return measured.restart_seconds("3.9.2", "zookeeper", "kill"), measured.restart_seconds("3.9.2", "kraft", "kill")
 
 
 def test_unreached_counts_ops_that_start_too_late_to_hold():
