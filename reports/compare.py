@@ -96,6 +96,19 @@ def summary(tests: Tests, trends: tuple[int, list[Tendency]], runs: int, can_tes
     return out
 
 
+def blocks(lines: list[str]) -> list[tuple[str, list[str]]]:
+    """The summary's lines as HTML blocks: ("p", [text]) for a paragraph, ("ul", items) for a run of "- " lines."""
+    out: list[tuple[str, list[str]]] = []
+    for line in filter(None, lines):
+        if not line.startswith("- "):
+            out.append(("p", [line]))
+        elif out and out[-1][0] == "ul":
+            out[-1][1].append(line[2:])
+        else:
+            out.append(("ul", [line[2:]]))
+    return out
+
+
 def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path]:
     """comparison.html (linking each run's report, with box plots) and comparison.md."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -119,5 +132,5 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
 
     html.write_text(ENV.get_template("compare.html.j2").render(
         versions=versions, grid=grid, cell=cell, worst=worst, link=link, figures=figures, plots=plots,
-        summary=said))
+        summary=blocks(said)))
     return html, md

@@ -1,5 +1,6 @@
-"""report.html as a person sees it: Debian's Chromium (installed on first use) opens reports of hand-built runs and
-finds the headline, the badge and the timeline, with no broken image."""
+"""report.html and comparison.html as a person sees them: Debian's Chromium (installed on first use) opens reports
+of hand-built runs and finds the headline, the badge and the timeline, and a comparison's summary above its table,
+with no broken image."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from contracts.history import Event
 from harness.apt import apt_install
 from kchaos import pipeline
 from kchaos.catalog import validate
+from reports.compare import write_compare
 from tests.histories import clean
+from tests.unit.test_compare_and_junit import result
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
@@ -83,4 +86,23 @@ def test_the_report_says_the_harness_memory_over_the_run(spark, browser, tmp_pat
     text = page.inner_text("#memory")
     assert "4 samples" in text and "100.0 MiB at the start, peak 130.0 MiB" in text and "MiB per hour" in text, text
     assert text.endswith("harness -2.5 MiB, producer-0 -2.5 MiB."), text
+    page.close()
+
+
+def test_the_comparison_says_what_differs_above_its_table(browser, tmp_path):
+    # a: 4.3.1 loses 600-680 acknowledged writes, 3.9.2 30,000-32,000 (p = 2/252, q = 4p over four tests); b: alike
+    results = [result("a", "4.3.1", "true", s, lost=600 + 20 * s) for s in range(5)]
+    results += [result("a", "3.9.2", "true", s, lost=30_000 + 500 * s) for s in range(5)]
+    results += [result("b", v, "true", s, lost=s) for v in ("4.3.1", "3.9.2") for s in range(5)]
+    for r in results:
+        r.run_dir = str(tmp_path / "runs" / r.scenario / r.kafka / str(r.seed))
+    page = browser.new_page()
+    page.goto(write_compare(results, tmp_path / "compare")[0].as_uri())
+    said = page.locator("#differs")
+    assert said.locator("p").first.inner_text().startswith("What differs between versions beyond its seeds' spread")
+    assert said.locator("ul > li").all_inner_texts() == [
+        "a: acknowledged writes lost median 31,000 on Kafka 3.9.2 vs 640 on 4.3.1 (Mann-Whitney U p=0.00794, q=0.0317)"]
+    assert said.bounding_box()["y"] + said.bounding_box()["height"] < page.locator("table").bounding_box()["y"] < 900
+    images = page.evaluate("[...document.images].map(i => i.complete && i.naturalWidth > 0)")
+    assert images == [True, True]  # a box plot per scenario, each drawn
     page.close()
