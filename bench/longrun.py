@@ -16,7 +16,7 @@ from contracts.versions import DEFAULT_VERSION
 
 LONG = os.environ.get("BENCH_LONG", "60m")
 BASELINE = "2m"
-SCENARIO = os.environ.get("BENCH_LONG_SCENARIO", "acks-all-leader-kill")
+SCENARIO = os.environ.get("BENCH_LONG_SCENARIO", "bench/longrun.yaml")  # a kill line that keeps pace for hours
 KEPT = Path("bench/out/longrun")  # both runs, replaced by the next measurement
 FLAT_MIB_PER_H = 10.0  # a slope under this, over an hour, is flat: noise, not growth
 
