@@ -206,6 +206,7 @@ def _workload(scenario: Scenario, cluster: Cluster, history: HistoryWriter, ops,
                 p.stop()
             nemesis.stop(INTERRUPTED_WAIT_S if sys.exc_info()[0] else schedule.STOP_WAIT_S)
             info.nemesis_errors = nemesis.errors
+        memory.workload_over()
         _settle(scenario, cluster, history, info, clients, (sampler, memory), phase, run_dir)
     except BaseException as exc:  # an interrupt or a failure: no heal, drain or dump; the cluster is removed next
         _engine_evidence(info, run_dir, str(exc))

@@ -106,8 +106,9 @@ def client_requests(events: DataFrame) -> dict[str, int] | None:
 def memory(events: DataFrame) -> dict | None:
     """The harness's and its clients' resident memory over the run: samples, first and peak (MiB), the least squares
     slope of their sum in MiB per hour, and each process's growth (MiB), over the workload's steady samples: from its
-    second minute (start-up is not growth) to before the last sample (taken after the drain, when clients may be
-    gone). No slope or growth under three such samples or SLOPE_FROM_H of them; None when the run took no sample."""
+    second minute (start-up is not growth) to its end (samples marked `end` are taken after the workload, when
+    clients are gone and the harness drains). No slope or growth under three such samples or SLOPE_FROM_H of them;
+    None when the run took no sample."""
     names = ("harness", "clients")
     rows = (events.filter(F.col("kind") == Event.MEMORY.value)
             .select("t", *[F.get_json_object("detail", f"$.{n}").cast("long").alias(n) for n in names],

@@ -64,12 +64,17 @@ class MemorySampler(Worker):
     def __init__(self, clients: Callable[[], dict[str, int]], history: HistoryWriter, every_s: float = 60.0) -> None:
         super().__init__("memory-sampler")
         self.clients, self.history, self.every_s = clients, history, every_s
+        self._workload_over = False
+
+    def workload_over(self) -> None:
+        """The producers have stopped: later samples are marked `end` (the heal, drain and dump are no workload)."""
+        self._workload_over = True
 
     def sample(self, end: bool = False) -> None:
-        """One `memory` event (`end`: the last, taken when the run stops sampling, after its drain)."""
+        """One `memory` event (`end`: taken after the workload, the last when the run stops sampling)."""
         each = {name: rss([pid]) for name, pid in self.clients().items()}
         detail = ({"harness": rss([os.getpid()]), "clients": sum(each.values()), "each": each}
-                  | ({"end": True} if end else {}))
+                  | ({"end": True} if end or self._workload_over else {}))
         self.history.event("harness", Event.MEMORY, detail=orjson.dumps(detail).decode())
 
     def _run(self) -> None:

@@ -101,19 +101,21 @@ def test_the_statistics_callback_sums_brokers_and_records_only_moves():
 
 def test_memory_peak_and_slope_over_the_runs_steady_samples(spark, tmp_path):
     # harness + clients: 50 MiB at start-up, then 100, 130, 120 MiB at 1, 31 and 61 min (least squares 20 MiB per
-    # hour), then 200 MiB after the drain: the peak, but neither it nor the start-up sample is in the slope. Each
+    # hour), then 130 and 200 MiB after the workload: 200 the peak, but neither they nor the start-up sample are in
+    # the slope. Each
     # process's growth is from minute 1 to 61: a client there at 61 only (restarted under another name) has none
     h = History().send(0, 0, 0, 0)
     for minute, harness, each, end in ((0, 40, {"producer-0": 10}, {}), (1, 60, {"producer-0": 40}, {}),
                                        (31, 70, {"producer-0": 60}, {}),
                                        (61, 65, {"producer-0": 45, "consumer-1": 10}, {}),
+                                       (61.5, 120, {"consumer-1": 10}, {"end": True}),
                                        (62, 200, {}, {"end": True})):
-        h.t = minute * 60 * 1000 * MS
+        h.t = int(minute * 60 * 1000 * MS)
         h.event("harness", Event.MEMORY, detail=json.dumps({
             "harness": harness * 2**20, "clients": sum(each.values()) * 2**20,
             "each": {name: mib * 2**20 for name, mib in each.items()}, **end}))
     m = analyze(spark, h.write(tmp_path / "history")).metrics
-    assert m["memory"] == {"samples": 5, "first_mib": 50.0, "peak_mib": 200.0, "harness_peak_mib": 200.0,
+    assert m["memory"] == {"samples": 6, "first_mib": 50.0, "peak_mib": 200.0, "harness_peak_mib": 200.0,
                            "slope_mib_per_h": 20.0, "growth_mib": {"harness": 5.0, "producer-0": 5.0}}
     assert analyze(spark, History().send(0, 0, 0, 0).write(tmp_path / "none")).metrics["memory"] is None
     short = History().send(0, 0, 0, 0)  # three steady samples over two minutes: no hourly slope
@@ -142,3 +144,17 @@ def test_the_memory_sampler_counts_the_harness_and_live_clients_only():
     assert kind == Event.MEMORY and with_child["harness"] > 20 * 2**20 and with_child["clients"] > 2**20
     assert with_child["each"] == {"child": with_child["clients"]}
     assert without["clients"] == 0 and without["each"] == {"gone": 0}
+
+
+def test_memory_samples_after_the_workload_are_marked_and_left_out_of_the_slope():
+    events = []
+
+    class Recorder:
+        def event(self, source, kind, **kw):
+            events.append(json.loads(kw["detail"]))
+
+    sampler = MemorySampler(lambda: {}, Recorder())
+    sampler.sample()
+    sampler.workload_over()  # the producers stopped: the heal, drain and replica dump follow
+    sampler.sample()
+    assert ["end" in e for e in events] == [False, True]
