@@ -108,9 +108,13 @@ def differences(grid: dict[str, dict[str, list[RunResult]]]) -> Tests:
                     continue
                 p = float(mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
                 tested.append((scenario, figure, a, b, statistics.median(xa), statistics.median(xb), p))
+    return Tests(len(tested), [Difference(*t, q=q) for t, q in _with_q(tested) if t[-1] < SIGNIFICANT])
+
+
+def _with_q(tested: list[tuple]) -> list[tuple[tuple, float]]:
+    """Each test (its p-value last) with its Benjamini-Hochberg q over all of them."""
     qs = false_discovery_control([t[-1] for t in tested]) if tested else []
-    return Tests(len(tested), [Difference(*t, q=float(q)) for t, q in zip(tested, qs, strict=True)
-                               if t[-1] < SIGNIFICANT])
+    return [(t, float(q)) for t, q in zip(tested, qs, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -134,19 +138,17 @@ class Tendency:
 def tendencies(grid: dict[str, dict[str, list[RunResult]]]) -> tuple[int, list[Tendency]]:
     """(tests made, tendencies found): per figure and version pair, a two-sided sign test over the scenarios both
     versions ran of which one's median is higher; found where its Benjamini-Hochberg q stays under SIGNIFICANT."""
-    cells = {(scenario, v): spreads(runs) for scenario, row in grid.items() for v, runs in row.items()}
+    cells = {scenario: {v: spreads(runs) for v, runs in row.items()} for scenario, row in grid.items()}
     tested = []
-    for a, b in itertools.combinations(sorted({v for _, v in cells}), 2):
+    for a, b in itertools.combinations(sorted({v for row in cells.values() for v in row}), 2):
         for figure in FIGURES:
-            pairs = [(statistics.median(xa), statistics.median(xb)) for scenario in grid
-                     if (xa := cells.get((scenario, a), {}).get(figure, Spread(())).values)
-                     and (xb := cells.get((scenario, b), {}).get(figure, Spread(())).values)]
+            pairs = [(statistics.median(xa), statistics.median(xb)) for row in cells.values() if a in row and b in row
+                     if (xa := row[a][figure].values) and (xb := row[b][figure].values)]
             above, below = sum(ma > mb for ma, mb in pairs), sum(ma < mb for ma, mb in pairs)
             if above + below:
                 p = float(binomtest(above, above + below).pvalue)
                 tested.append((figure, a, b, above, below, p) if above >= below else (figure, b, a, below, above, p))
-    qs = false_discovery_control([t[-1] for t in tested]) if tested else []
-    return len(tested), [Tendency(*t, q=float(q)) for t, q in zip(tested, qs, strict=True) if q < SIGNIFICANT]
+    return len(tested), [Tendency(*t, q=q) for t, q in _with_q(tested) if q < SIGNIFICANT]
 
 
 def testable(grid: dict[str, dict[str, list[RunResult]]]) -> bool:
