@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tarfile
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -138,14 +139,14 @@ class Metadata:
     def _quorum_state(node: KafkaNode) -> dict:
         """A voter's quorum-state file ({} if unreadable), through the engine's archive endpoint: a `docker exec`
         racing a nemesis pause of the node hangs runc, and with it every engine call on that container. Kafka
-        rewrites the file in place, so a read can catch it empty or half-written during an election; a few reads
+        replaces the file during an election, so a read can come cut short or broken (see `read_file`); a few reads
         apart get the whole file."""
         for _ in range(QUORUM_READS):
             try:
                 return json.loads(node.read_file(QUORUM_STATE))
             except docker.errors.NotFound:
                 return {}
-            except ValueError:
+            except (ValueError, tarfile.ReadError):
                 time.sleep(0.2)
         return {}
 

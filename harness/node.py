@@ -185,7 +185,8 @@ class KafkaNode(DockerContainer):
             yield tar.extractfile(member) if member else None
 
     def read_file(self, path: str) -> bytes:
-        """A file's bytes."""
+        """A file's bytes. The engine sizes the archive by the file it finds before opening the one it sends: a file
+        replaced by rename meanwhile comes cut short, or breaks the archive (tarfile.ReadError)."""
         with self._archived(path) as src:
             return src.read() if src else b""
 
@@ -269,7 +270,13 @@ class KafkaNode(DockerContainer):
         return lazydisk.Loss(loss["files"], loss["bytes"], loss["torn"])
 
     def net_delay(self, queue: int) -> netdelay.Delayed:
-        """What the node's netdelay for `queue` has let through so far (nothing, when none has run)."""
+        """What the node's netdelay for `queue` has let through so far (nothing, when none has run). netdelay
+        replaces its file several times a second, so a read that met a replacement (see `read_file`) is read again."""
+        retrying = Retrying(stop=stop_after_attempt(5), wait=wait_fixed(0.05), reraise=True,
+                            retry=retry_if_exception_type((ClusterError, tarfile.ReadError)))
+        return retrying(self._read_net_delay, queue)
+
+    def _read_net_delay(self, queue: int) -> netdelay.Delayed:
         try:
             text = self.read_file(netdelay.stats_file(queue)).decode(errors="replace")
         except docker.errors.NotFound:
