@@ -37,7 +37,7 @@ integration: setup
 	$(BIN)/pytest -q tests/integration
 
 test: lint setup
-	$(BIN)/pytest -q tests
+	$(BIN)/pytest -q --durations=15 tests
 
 bench: setup
 	$(BIN)/python -m bench.run
