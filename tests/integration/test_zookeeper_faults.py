@@ -6,6 +6,7 @@ import random
 import threading
 import uuid
 
+import pytest
 from confluent_kafka import Producer
 
 from faults.ops import Ctx
@@ -16,7 +17,8 @@ from kchaos.catalog import fault_spec
 from tests.integration.conftest import FAST_ISR
 
 
-def test_last_replica_power_loss_with_the_controller_among_the_cut_off_followers():
+@pytest.mark.parametrize("fault", ["last-replica-standing", "last-replica-power-loss"])
+def test_last_replica_with_the_controller_among_the_cut_off_followers(fault):
     """The leader must still hear the controller answer its AlterIsr, and the op must see the ISR shrink."""
     with Cluster(ClusterSpec(version="3.9.2", metadata="zookeeper", config=FAST_ISR, lazy_disk=True)) as c:
         controller = c.metadata.controller()
@@ -27,12 +29,14 @@ def test_last_replica_power_loss_with_the_controller_among_the_cut_off_followers
         writer = threading.Thread(target=write_until, args=(c.bootstrap_servers(), topic, done), daemon=True)
         writer.start()  # followers fall out of the ISR only when the leader has records they lack
         try:
-            row = KINDS["last-replica-power-loss"].op(ctx, fault_spec(fault="last-replica-power-loss", for_="10s"), [])
+            row = KINDS[fault].op(ctx, fault_spec(fault=fault, for_="10s"), [])
         finally:
             done.set()
             writer.join(30)
         assert (row["leader"], sorted(row["followers"])) == (leader, sorted([controller, third]))
-        assert row["leader_while_down"] == -1  # once its session expired: no eligible leader replicas here
+        assert c.stopped() == []
+        if fault == "last-replica-power-loss":
+            assert row["leader_while_down"] == -1  # once its session expired: no eligible leader replicas here
 
 
 def write_until(bootstrap: str, topic: str, done: threading.Event) -> None:
