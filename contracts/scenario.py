@@ -368,6 +368,9 @@ class Scenario(Strict):
         if self.producer.idempotence and release(version) < (0, 11):
             return (f"producer.idempotence=true (KIP-98) needs Kafka 0.11 or later, not kafka.version={version!r}; "
                     "set producer.idempotence: false")
+        if metadata and self.kafka.metadata and metadata != self.kafka.metadata:
+            return (f"the scenario runs in {self.kafka.metadata} mode only (kafka.metadata: {self.kafka.metadata}), "
+                    f"not {metadata}: ask for Kafka {version} without ':{metadata}'")
         metadata = metadata or self.kafka.metadata or default_metadata(version)
         if metadata == "kraft" and (zk := [f.fault for f in self.faults if f.fault in ZOOKEEPER_FAULTS]):
             return (f"fault {zk[0]} reads and triggers elections through ZooKeeper; kafka.version={version!r} runs "

@@ -66,7 +66,10 @@ def run_many(scenarios: list[Scenario], root: Path, suite: str, ops=None,
 
 
 def cmd_run(a) -> int:
-    scenarios = override(load(resolve_scenario(a.scenario)), a.kafka, a.seed, a.duration)
+    loaded = load(resolve_scenario(a.scenario))
+    if a.kafka and (problem := loaded[0].version_problem(*kafka_target(a.kafka))):
+        raise UsageError(f"--kafka {a.kafka}: {problem}")
+    scenarios = override(loaded, a.kafka, a.seed, a.duration)
     if a.dry_run:
         return show_plans(scenarios)
     return exit_code(run_many(scenarios, a.runs_dir, scenarios[0].name, allow_unknown=a.allow_unknown),

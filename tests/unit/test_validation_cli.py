@@ -98,6 +98,10 @@ def test_a_bad_scenario_file(tmp_path, capsys, monkeypatch, body, says):
     (["run", "acks-all-leader-kill", "--kafka", "3.9.2:zk"], "Expected --kafka VERSION, VERSION:kraft or "
                                                              "VERSION:zookeeper (e.g. 3.9.2:zookeeper) but got --kafka "
                                                              "'3.9.2:zk'"),
+    (["run", "latency-slow-controller", "--kafka", "3.9.2:zookeeper"], "--kafka 3.9.2:zookeeper: the scenario runs "
+                                                                          "in kraft mode only (kafka.metadata: kraft),"
+                                                                          " not zookeeper: ask for Kafka 3.9.2 without"
+                                                                          " ':zookeeper'"),
     (["compare", "--kafka", ""], "Expected comma-separated Kafka versions like '4.3.1,3.9.2:zookeeper' but got "
                                  "--kafka ''"),
     (["analyze", "{dir}"], "is not a run directory (no scenario.json)"),

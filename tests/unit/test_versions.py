@@ -65,3 +65,10 @@ def test_kafka_version_with_a_mode_runs_that_version_in_that_mode_and_a_bad_mode
     only_zk = load(catalog()["kip101-power-loss-divergence"])[0]  # its op watches ZooKeeper
     assert not only_zk.runs_on("3.9.2") and only_zk.runs_on("3.9.2", "zookeeper")
     assert "KRaft" in only_zk.version_problem("3.9.2", "kraft")
+
+
+def test_a_scenario_that_sets_its_metadata_mode_runs_in_that_mode_only():
+    (kraft,) = load(catalog()["latency-slow-controller"])  # a fetch timeout elects KRaft controllers only
+    assert kraft.runs_on("3.9.2") and kraft.runs_on("3.9.2", "kraft") and not kraft.runs_on("3.9.2", "zookeeper")
+    assert "mode only" in kraft.version_problem("3.9.2", "zookeeper")
+    assert "KRaft" in kraft.version_problem("2.8.2")
