@@ -11,8 +11,10 @@ from contracts.errors import ClusterError
 from contracts.versions import DEFAULT_VERSION, default_metadata, metadata_problem, release
 
 INTERNAL_PORT, CONTROLLER_PORT, ZK_PORT = 9092, 9093, 2181
-# Kafka's default before KIP-537 (18 s since 2.5): a SIGKILLed broker can restart that much sooner (see KafkaNode).
-ZK_SESSION_MS = 6000
+# How long a silent broker keeps its session, so how soon its partitions move, in either metadata mode: ZooKeeper's
+# session (Kafka's default before KIP-537, 18 s since 2.5: a SIGKILLed broker can restart that much sooner, see
+# KafkaNode) and KRaft's broker session (9 s by default). Equal, so a comparison of the modes compares Kafka.
+SESSION_MS = 6000
 ZK_TICK_MS = 2000  # ZooKeeper's tickTime: it expires a session at the first tick past its timeout
 # KIP-848 groups take their session and heartbeat from the brokers (45 s and 5 s by default, settings known since
 # 3.7): the same 10 s and 1 s the harness gives classic members, so a crashed member's partitions move within a run.
@@ -96,7 +98,7 @@ def broker_properties(spec: ClusterSpec, node_id: int, alias: str, external_port
     listeners = {"INTERNAL": INTERNAL_PORT, "EXTERNAL": external_port}
     if spec.metadata == "zookeeper":
         props |= {"broker.id": str(node_id), "zookeeper.connect": f"zookeeper:{ZK_PORT}",
-                  "zookeeper.session.timeout.ms": str(ZK_SESSION_MS)}
+                  "zookeeper.session.timeout.ms": str(SESSION_MS)}
     else:
         voters = spec.controllers()
         if node_id in voters:
@@ -106,6 +108,7 @@ def broker_properties(spec: ClusterSpec, node_id: int, alias: str, external_port
             "node.id": str(node_id),
             "controller.quorum.voters": ",".join(f"{v}@kafka-{v}:{CONTROLLER_PORT}" for v in voters),
             "controller.listener.names": "CONTROLLER",
+            "broker.session.timeout.ms": str(SESSION_MS),
         }
     props |= {
         "listeners": ",".join(f"{name}://0.0.0.0:{port}" for name, port in listeners.items()),

@@ -128,3 +128,13 @@ def test_our_own_broker_settings_are_configs_every_supported_version_defines():
         assert ours <= broker_properties(ClusterSpec(version), 1, "kafka-1", 9094).keys(), version
         assert ours <= images.config_names(version).broker, version
     assert not set(CONSUMER_GROUP_TIMING) & broker_properties(ClusterSpec("2.8.2"), 1, "kafka-1", 9094).keys()
+
+
+def test_a_silent_broker_keeps_its_session_as_long_in_either_metadata_mode():
+    """ZooKeeper's session and KRaft's broker session decide how soon a dead broker's partitions move: unequal, a
+    comparison of the modes would show the harness's settings as a difference between Kafkas."""
+    zk = broker_properties(ClusterSpec("3.9.2", metadata="zookeeper"), 1, "kafka-1", 9094)
+    kraft = broker_properties(ClusterSpec("3.9.2", metadata="kraft"), 1, "kafka-1", 9094)
+    assert zk["zookeeper.session.timeout.ms"] == kraft["broker.session.timeout.ms"] == "6000"
+    for version in SUPPORTED_VERSIONS:
+        assert "broker.session.timeout.ms" in images.config_names(version).broker, version
