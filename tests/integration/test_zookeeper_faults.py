@@ -19,7 +19,8 @@ from tests.integration.conftest import FAST_ISR
 
 @pytest.mark.parametrize("fault", ["last-replica-standing", "last-replica-power-loss"])
 def test_last_replica_with_the_controller_among_the_cut_off_followers(fault):
-    """The leader must still hear the controller answer its AlterIsr, and the op must see the ISR shrink."""
+    """Whoever the controller is, the op must see the ISR shrink to the leader and bring the leader back (a cut-off
+    power-loss leader must still hear the controller answer its AlterIsr)."""
     with Cluster(ClusterSpec(version="3.9.2", metadata="zookeeper", config=FAST_ISR, lazy_disk=True)) as c:
         controller = c.metadata.controller()
         leader, third = [n for n in c.node_ids() if n != controller]
