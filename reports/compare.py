@@ -7,7 +7,17 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from contracts.versions import release, target_label
-from reports.compare_stats import SIGNIFICANT, Tendency, Tests, box_plots, differences, spreads, tendencies, testable
+from reports.compare_stats import (
+    SIGNIFICANT,
+    Tendency,
+    Tests,
+    box_plots,
+    differences,
+    grid_spreads,
+    spreads,
+    tendencies,
+    testable,
+)
 from reports.render import ENV, page
 from reports.result import RunResult
 
@@ -113,7 +123,8 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
     """comparison.html (linking each run's report, with box plots) and comparison.md."""
     directory.mkdir(parents=True, exist_ok=True)
     versions, grid = table(results)
-    said = summary(differences(grid), tendencies(grid), len(results), testable(grid))
+    cells = grid_spreads(grid)
+    said = summary(differences(cells), tendencies(cells), len(results), testable(grid))
     lines = ["| scenario | " + " | ".join(f"Kafka {v}" for v in versions) + " |",
              "|---|" + "---|" * len(versions)]
     for name, row in grid.items():
@@ -125,7 +136,7 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
                   "`*` marks anomalies Kafka's guarantees allow under the scenario's settings; figures are the median "
                   "(and range) over a cell's seeds.\n\n" + "\n".join(lines) + "\n")
     html = directory / "comparison.html"
-    plots = box_plots(grid, versions, directory)
+    plots = box_plots(cells, versions, directory)
 
     def link(run: RunResult) -> str:  # relative, so the comparison and its runs can move together (CI artifacts)
         return os.path.relpath(page(run), directory)

@@ -95,13 +95,21 @@ def spreads(runs: list[RunResult]) -> dict[str, Spread]:
     return {name: Spread(tuple(v for r in done if (v := fn(r)) is not None)) for name, fn in FIGURES.items()}
 
 
-def differences(grid: dict[str, dict[str, list[RunResult]]]) -> Tests:
+Grid = dict[str, dict[str, list[RunResult]]]  # scenario -> version -> its runs
+Spreads = dict[str, dict[str, dict[str, Spread]]]  # scenario -> version -> figure -> its values over seeds
+
+
+def grid_spreads(grid: Grid) -> Spreads:
+    """Every cell's figures over its seeds."""
+    return {scenario: {v: spreads(runs) for v, runs in row.items()} for scenario, row in grid.items()}
+
+
+def differences(cells: Spreads) -> Tests:
     """A two-sided Mann-Whitney U test of every (scenario, figure, version pair) whose values vary; those with
     p < SIGNIFICANT, each with its Benjamini-Hochberg q over all the tests."""
     tested = []
-    for scenario, row in grid.items():
-        cells = {v: spreads(runs) for v, runs in row.items()}
-        for (a, ca), (b, cb) in itertools.combinations(sorted(cells.items()), 2):
+    for scenario, row in cells.items():
+        for (a, ca), (b, cb) in itertools.combinations(sorted(row.items()), 2):
             for figure in FIGURES:
                 xa, xb = ca[figure].values, cb[figure].values
                 if len(xa) < 2 or len(xb) < 2 or len(set(xa) | set(xb)) < 2:
@@ -135,10 +143,9 @@ class Tendency:
                 f"{self.more + self.fewer} scenarios whose medians differ (sign test p={self.p:.3g}, q={self.q:.3g})")
 
 
-def tendencies(grid: dict[str, dict[str, list[RunResult]]]) -> tuple[int, list[Tendency]]:
+def tendencies(cells: Spreads) -> tuple[int, list[Tendency]]:
     """(tests made, tendencies found): per figure and version pair, a two-sided sign test over the scenarios both
     versions ran of which one's median is higher; found where its Benjamini-Hochberg q stays under SIGNIFICANT."""
-    cells = {scenario: {v: spreads(runs) for v, runs in row.items()} for scenario, row in grid.items()}
     tested = []
     for a, b in itertools.combinations(sorted({v for row in cells.values() for v in row}), 2):
         for figure in FIGURES:
@@ -151,14 +158,14 @@ def tendencies(grid: dict[str, dict[str, list[RunResult]]]) -> tuple[int, list[T
     return len(tested), [Tendency(*t, q=q) for t, q in _with_q(tested) if q < SIGNIFICANT]
 
 
-def testable(grid: dict[str, dict[str, list[RunResult]]]) -> bool:
+def testable(grid: Grid) -> bool:
     """Whether some scenario has two versions with seeds enough that the rank test could reach p < SIGNIFICANT at
     all (its smallest two-sided p is 2 / C(m + n, m): 4 seeds a side, not 3)."""
     return any(2 / math.comb(len(a) + len(b), len(a)) < SIGNIFICANT
                for row in grid.values() for a, b in itertools.combinations(row.values(), 2))
 
 
-def box_plots(grid: dict[str, dict[str, list[RunResult]]], versions: list[str], directory: Path) -> dict[str, str]:
+def box_plots(grid: Spreads, versions: list[str], directory: Path) -> dict[str, str]:
     """One PNG per scenario run on several seeds: a box per version for each figure. Returns scenario -> file name."""
     import matplotlib
     matplotlib.use("Agg")
@@ -166,7 +173,7 @@ def box_plots(grid: dict[str, dict[str, list[RunResult]]], versions: list[str], 
 
     files = {}
     for i, (scenario, row) in enumerate(grid.items()):
-        cells = {v: spreads(row[v]) for v in versions if v in row}
+        cells = {v: row[v] for v in versions if v in row}
         if max((len(s["acknowledged writes lost"].values) for s in cells.values()), default=0) < 2:
             continue
         fig, axes = plt.subplots(1, len(FIGURES), figsize=(3.2 * len(FIGURES), 2.8))
