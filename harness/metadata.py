@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import tarfile
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import docker
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, PartitionMetadata
 from tenacity import RetryError, Retrying, retry_if_exception, retry_if_result, stop_after_delay, wait_fixed
@@ -141,14 +139,10 @@ class Metadata:
         racing a nemesis pause of the node hangs runc, and with it every engine call on that container. Kafka
         replaces the file during an election, so a read can come cut short or broken (see `read_file`); a few reads
         apart get the whole file."""
-        for _ in range(QUORUM_READS):
-            try:
-                return json.loads(node.read_file(QUORUM_STATE))
-            except docker.errors.NotFound:
-                return {}
-            except (ValueError, tarfile.ReadError):
-                time.sleep(0.2)
-        return {}
+        try:
+            return node.read_json(QUORUM_STATE, attempts=QUORUM_READS, wait_s=0.2) or {}
+        except (ValueError, tarfile.ReadError):
+            return {}
 
     def assignment(self, topic: str, partition: int) -> list[int]:
         """A partition's replicas in assignment order, the order a controller elects in: as the topic was created

@@ -4,7 +4,6 @@ delay. Built once from harness/docker/netdelay with Go and mounted into the cont
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,10 +66,12 @@ def fragment(q: int, delay_ms: int, jitter_ms: int, port: int) -> str:
             f"iptables -A {CHAIN} -p tcp ! -i lo -m multiport --ports {port} -j NFQUEUE --queue-num {q}")
 
 
-def read(text: str, alias: str) -> Delayed:
-    """netdelay's stats file, or a ClusterError naming the broker when it is missing or unreadable."""
+def read(stats: dict | None, alias: str) -> Delayed:
+    """netdelay's parsed stats (nothing let through when it has none), or a ClusterError naming the broker when
+    they lack a field."""
+    if stats is None:
+        return Delayed(0, 0.0, 0)
     try:
-        s = json.loads(text)
-        return Delayed(int(s["packets"]), float(s["held_mean_ms"]), int(s["errors"]))
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise ClusterError(f"netdelay on {alias} left no readable stats: {text.strip()[-300:]!r}") from exc
+        return Delayed(int(stats["packets"]), float(stats["held_mean_ms"]), int(stats["errors"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ClusterError(f"netdelay on {alias} left no readable stats: {str(stats)[:300]!r}") from exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import json
 import os
 import re
 import shutil
@@ -190,6 +191,18 @@ class KafkaNode(DockerContainer):
         with self._archived(path) as src:
             return src.read() if src else b""
 
+    def read_json(self, path: str, attempts: int, wait_s: float) -> dict | None:
+        """A JSON file of the node (None when it is missing), read again up to `attempts` times while a replacement
+        cuts it short or breaks its archive (see `read_file`); the last such error is raised."""
+        def read() -> dict | None:
+            try:
+                return json.loads(self.read_file(path))
+            except docker.errors.NotFound:
+                return None
+        retrying = Retrying(stop=stop_after_attempt(attempts), wait=wait_fixed(wait_s), reraise=True,
+                            retry=retry_if_exception_type((ValueError, tarfile.ReadError)))
+        return retrying(read)
+
     def copy_file(self, path: str, dest: Path) -> None:
         """A file of the node, streamed to `dest` on this host (a segment tar of an hours-long run is gigabytes: it
         never sits in memory)."""
@@ -271,17 +284,12 @@ class KafkaNode(DockerContainer):
 
     def net_delay(self, queue: int) -> netdelay.Delayed:
         """What the node's netdelay for `queue` has let through so far (nothing, when none has run). netdelay
-        replaces its file several times a second, so a read that met a replacement (see `read_file`) is read again."""
-        retrying = Retrying(stop=stop_after_attempt(5), wait=wait_fixed(0.05), reraise=True,
-                            retry=retry_if_exception_type((ClusterError, tarfile.ReadError)))
-        return retrying(self._read_net_delay, queue)
-
-    def _read_net_delay(self, queue: int) -> netdelay.Delayed:
+        replaces its stats file several times a second: `read_json` reads again a read that met a replacement."""
         try:
-            text = self.read_file(netdelay.stats_file(queue)).decode(errors="replace")
-        except docker.errors.NotFound:
-            return netdelay.Delayed(0, 0.0, 0)
-        return netdelay.read(text, self.alias)
+            stats = self.read_json(netdelay.stats_file(queue), attempts=5, wait_s=0.05)
+        except (ValueError, tarfile.ReadError) as exc:
+            raise ClusterError(f"netdelay on {self.alias} left no readable stats: {str(exc)[:300]!r}") from exc
+        return netdelay.read(stats, self.alias)
 
     def lazyfs(self, command: str) -> dict:
         """Send the node's lazyfs a command (poweroff, full, "slow MS", heal, dirty) and return its answer."""

@@ -27,7 +27,8 @@ def test_the_rule_waits_for_the_bound_queue_and_sends_only_that_port_to_it():
 
 
 def test_stats_read_or_a_clear_error_naming_the_broker():
-    held = netdelay.read('{"packets": 12, "held_mean_ms": 201.5, "errors": 0}', "kafka-2")
+    held = netdelay.read({"packets": 12, "held_mean_ms": 201.5, "errors": 0}, "kafka-2")
     assert held == netdelay.Delayed(12, 201.5, 0)
+    assert netdelay.read(None, "kafka-2") == netdelay.Delayed(0, 0.0, 0)
     with pytest.raises(ClusterError, match="netdelay on kafka-2"):
-        netdelay.read("cat: no such file", "kafka-2")
+        netdelay.read({"queue": 2}, "kafka-2")
