@@ -14,6 +14,7 @@ from reports.compare_stats import (
     box_plots,
     differences,
     grid_spreads,
+    measured,
     spreads,
     tendencies,
     testable,
@@ -42,7 +43,10 @@ def cell(runs: list[RunResult]) -> str:
     miss = f"; missed expect in {missed}/{len(runs)}" if missed else ""
     errors = sum(1 for r in runs if r.error)
     miss += f"; harness error in {errors}/{len(runs)}" if errors else ""
-    unavailable = max((r.metrics.unavailable_s for r in runs if r.metrics), default=None)
+    kept = measured(runs)
+    unplanned = len(runs) - errors - len(kept)
+    miss += f"; chaos not as planned in {unplanned}/{len(runs)} (no figures from those)" if unplanned else ""
+    unavailable = max((r.metrics.unavailable_s for r in kept if r.metrics), default=None)
     return f"{head}{miss}; {seen or 'no anomalies'}" + (f"; unavailable ≤ {unavailable} s" if unavailable is not None
                                                          else "")
 
@@ -71,7 +75,7 @@ def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list
 
 
 def figures(runs: list[RunResult]) -> str:
-    """Median (range) over a cell's seeds of each figure that varies between versions ("" for one seed)."""
+    """Median (range) over a cell's measured seeds of each figure that varies between versions ("" for one seed)."""
     if len(runs) < 2:
         return ""
     return "; ".join(f"{name} {sp.text}" for name, sp in spreads(runs).items() if sp.values)
@@ -134,7 +138,7 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
     md = directory / "comparison.md"
     md.write_text("# kafka-chaos version comparison\n\n" + "\n".join(said) + "\n\n"
                   "`*` marks anomalies Kafka's guarantees allow under the scenario's settings; figures are the median "
-                  "(and range) over a cell's seeds.\n\n" + "\n".join(lines) + "\n")
+                  "(and range) over a cell's seeds whose chaos happened as planned.\n\n" + "\n".join(lines) + "\n")
     html = directory / "comparison.html"
     plots = box_plots(cells, versions, directory)
 

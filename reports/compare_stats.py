@@ -89,9 +89,15 @@ class Tests:
         return [d for d in self.found if d.q >= SIGNIFICANT]
 
 
+def measured(runs: list[RunResult]) -> list[RunResult]:
+    """The runs whose figures describe Kafka: complete, with the chaos as planned (a fault that failed or never
+    fired measures the harness: an op waiting out its own timeout reads as a long unavailability)."""
+    return [r for r in runs if not r.error and not (r.facts and r.facts.chaos_problems)]
+
+
 def spreads(runs: list[RunResult]) -> dict[str, Spread]:
-    """Each figure's values over a cell's completed runs."""
-    done = [r for r in runs if not r.error]
+    """Each figure's values over a cell's measured runs."""
+    done = measured(runs)
     return {name: Spread(tuple(v for r in done if (v := fn(r)) is not None)) for name, fn in FIGURES.items()}
 
 

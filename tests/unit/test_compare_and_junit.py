@@ -198,6 +198,27 @@ def test_a_scenario_whose_own_mode_is_another_asked_column_runs_there_only():
     assert column_elsewhere("3.9.2:kraft", kraft, ["3.9.2:kraft", "3.9.2:zookeeper"]) is None
 
 
+def test_runs_whose_chaos_did_not_happen_as_planned_give_no_figures_and_no_difference(tmp_path):
+    from reports.frames import Facts
+
+    # 4.3.1's faults failed in every seed (an op waiting out its timeout: long "unavailability", no loss)
+    failed_op = Facts(drain_ran=True, drain_complete=True, partitions_not_drained=[], replicas_dumped=True,
+                      recovered=True, assign_readers=[],
+                      chaos_problems=["kill planned at 10.0 s on brokers [] failed: ClusterError: Timed out"])
+    results = [result("a", "4.3.1", "unknown", s, lost=0).model_copy(
+        update={"metrics": Metrics(unavailable_s=60.0 + s), "facts": failed_op}) for s in range(5)]
+    results += [result("a", "3.9.2", "true", s, lost=30_000 + 500 * s) for s in range(5)]
+    for r in results:
+        r.run_dir = str(tmp_path / "runs" / r.kafka / str(r.seed))
+    _, md = write_compare(results, tmp_path / "compare")
+    text = md.read_text()
+    row_a = next(ln for ln in text.splitlines() if ln.startswith("| a |"))
+    failed_cell = row_a.split(" | ")[1]
+    assert "chaos not as planned in 5/5 (no figures from those)" in failed_cell
+    assert "unavailable" not in failed_cell and "acknowledged writes lost" not in failed_cell
+    assert "0 Mann-Whitney U tests" in text and "on Kafka 4.3.1" not in text
+
+
 def test_results_of_older_runs_that_named_undrained_partitions_by_number_still_load(tmp_path):
     from reports.frames import Facts
 
