@@ -12,6 +12,7 @@ from pyspark.sql import SparkSession
 
 from contracts.errors import EngineError, ImageError, UsageError
 from contracts.scenario import Scenario, copy_topic
+from kchaos import exits
 from kchaos.run import RunInfo, Tick, execute, run_dir_for
 from reports import guarantees, render
 from reports import spark as spark_jvm
@@ -154,7 +155,8 @@ def run_and_check(scenario: Scenario, root: Path, on_tick=lambda t: None, ops=No
     """Execute a scenario into runs/<name>/<stamp>-<seed>/ and check it. With `keep_going`, a run the harness
     could not complete (a broker that never came up, a fault that did not take effect) ends as a failed result
     naming the error instead of raising, so a suite goes on to its next scenario; bad input or a missing
-    Docker engine still raise."""
+    Docker engine still raise, and so does any error once a signal is ending the command: raised while the run
+    cleaned up after the signal, it stands in for the signal's SystemExit, and a suite must not go on."""
     run_dir = run_dir_for(root, scenario)
     started = time.monotonic()
     warming: list[threading.Thread | None] = []
@@ -167,7 +169,7 @@ def run_and_check(scenario: Scenario, root: Path, on_tick=lambda t: None, ops=No
     try:
         execute(scenario, run_dir, tick, ops)
     except Exception as exc:
-        if not keep_going or isinstance(exc, UsageError | EngineError | ImageError):
+        if not keep_going or exits.SIGNALLED or isinstance(exc, UsageError | EngineError | ImageError):
             raise
         run_dir.mkdir(parents=True, exist_ok=True)  # the error may have come before the run wrote anything
         result = harness_error(scenario, run_dir, exc, round(time.monotonic() - started, 1))

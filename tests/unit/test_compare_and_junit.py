@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import signal
 from xml.etree import ElementTree as ET
 
 import pytest
 
 from contracts.errors import ClusterError, UsageError
-from kchaos import pipeline
+from kchaos import exits, pipeline
 from kchaos.catalog import validate
 from kchaos.matrix import column_elsewhere, merged, parse_shard, shard
 from reports.compare import write_compare
@@ -100,6 +101,21 @@ def test_a_run_the_harness_could_not_complete_is_an_error_and_the_suite_goes_on(
     html, md = write_compare([r], tmp_path / "compare")
     assert "| e | UNKNOWN; harness error in 1/1; no anomalies |" in md.read_text()
     assert f'href="../runs/e/{out.run_dir.name}/results.json"' in html.read_text()
+
+
+def test_an_error_raised_while_a_signal_ends_the_run_ends_the_suite_too(tmp_path, monkeypatch):
+    # SIGTERM raised SystemExit; the run's cleanup then failed (its directory was gone), and that error replaced it
+    def cleanup_failed_after_sigterm(scenario, run_dir, on_tick, ops):
+        exits.SIGNALLED.append(signal.SIGTERM)
+        raise FileNotFoundError(f"{run_dir}/.run.json.tmp")
+
+    monkeypatch.setattr(exits, "SIGNALLED", [])
+    monkeypatch.setattr(pipeline, "warm_spark", lambda master: None)
+    monkeypatch.setattr(pipeline, "execute", cleanup_failed_after_sigterm)
+    scenario = validate({"name": "e", "kafka": {"version": "3.9.2"}}, "test")
+    with pytest.raises(FileNotFoundError):
+        pipeline.run_and_check(scenario, tmp_path / "runs", keep_going=True)
+    assert not (tmp_path / "runs").exists()  # no result saying the harness failed: the command was stopped
 
 
 def test_a_report_is_never_replaced_by_one_judged_on_less_history(tmp_path):
