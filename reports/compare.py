@@ -9,13 +9,13 @@ from pathlib import Path
 from contracts.versions import release, target_label
 from reports.compare_stats import (
     SIGNIFICANT,
+    Spread,
     Tendency,
     Tests,
     box_plots,
     differences,
     grid_spreads,
     measured,
-    spreads,
     tendencies,
     testable,
 )
@@ -74,11 +74,11 @@ def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list
     return versions, dict(sorted(grid.items()))
 
 
-def figures(runs: list[RunResult]) -> str:
+def figures(runs: list[RunResult], spread: dict[str, Spread]) -> str:
     """Median (range) over a cell's measured seeds of each figure that varies between versions ("" for one seed)."""
     if len(runs) < 2:
         return ""
-    return "; ".join(f"{name} {sp.text}" for name, sp in spreads(runs).items() if sp.values)
+    return "; ".join(f"{name} {sp.text}" for name, sp in spread.items() if sp.values)
 
 
 def summary(tests: Tests, trends: tuple[int, list[Tendency]], runs: int, can_test: bool) -> list[str]:
@@ -133,7 +133,7 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
              "|---|" + "---|" * len(versions)]
     for name, row in grid.items():
         lines.append(f"| {name} | " + " | ".join(
-            (cell(row[v]) + (f"; {f}" if (f := figures(row[v])) else "")) if v in row else "not run"
+            (cell(row[v]) + (f"; {f}" if (f := figures(row[v], cells[name][v])) else "")) if v in row else "not run"
             for v in versions) + " |")
     md = directory / "comparison.md"
     md.write_text("# kafka-chaos version comparison\n\n" + "\n".join(said) + "\n\n"
@@ -146,6 +146,6 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
         return os.path.relpath(page(run), directory)
 
     html.write_text(ENV.get_template("compare.html.j2").render(
-        versions=versions, grid=grid, cell=cell, worst=worst, link=link, figures=figures, plots=plots,
+        versions=versions, grid=grid, cells=cells, cell=cell, worst=worst, link=link, figures=figures, plots=plots,
         summary=blocks(said)))
     return html, md

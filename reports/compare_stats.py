@@ -171,20 +171,20 @@ def testable(grid: Grid) -> bool:
                for row in grid.values() for a, b in itertools.combinations(row.values(), 2))
 
 
-def box_plots(grid: Spreads, versions: list[str], directory: Path) -> dict[str, str]:
+def box_plots(cells: Spreads, versions: list[str], directory: Path) -> dict[str, str]:
     """One PNG per scenario run on several seeds: a box per version for each figure. Returns scenario -> file name."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     files = {}
-    for i, (scenario, row) in enumerate(grid.items()):
-        cells = {v: row[v] for v in versions if v in row}
-        if max((len(s["acknowledged writes lost"].values) for s in cells.values()), default=0) < 2:
+    for i, (scenario, row) in enumerate(cells.items()):
+        shown = {v: row[v] for v in versions if v in row}
+        if max((len(s["acknowledged writes lost"].values) for s in shown.values()), default=0) < 2:
             continue
         fig, axes = plt.subplots(1, len(FIGURES), figsize=(3.2 * len(FIGURES), 2.8))
         for ax, figure in zip(axes, FIGURES, strict=True):
-            ax.boxplot([cells[v][figure].values or (0.0,) for v in cells], tick_labels=list(cells))
+            ax.boxplot([shown[v][figure].values or (0.0,) for v in shown], tick_labels=list(shown))
             ax.set_title(figure, fontsize=9)
             ax.tick_params(labelsize=8)
         fig.suptitle(scenario, fontsize=10)
