@@ -33,7 +33,6 @@ from kchaos.matrix import column_elsewhere, merged, parse_shard, shard
 from kchaos.pipeline import check, run_and_check
 from kchaos.shrink import shrink
 from reports import class_archive
-from reports.compare import write_compare
 from reports.render import step_summary, write_junit
 from reports.result import RunResult
 from workloads.client_process import bound_malloc_arenas
@@ -172,6 +171,8 @@ def cmd_shrink(a) -> int:
 def cmd_compare(a) -> int:
     results = merged(a.merge) if a.merge else run_matrix(a)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    from reports.compare import write_compare  # scipy's second of imports, for this command only
+
     html, md = write_compare(results, a.runs_dir / f"compare-{stamp}")
     say(f"comparison: {html} and {md}")
     return exit_code(results, a.allow_unknown)

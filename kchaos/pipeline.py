@@ -19,7 +19,6 @@ from reports import spark as spark_jvm
 from reports.analysis import Analysis, analyze, is_large
 from reports.frames import Readers
 from reports.result import Metrics, RunResult, Span
-from reports.warmup import analyze_small
 from workloads.consumer import reader_name
 
 
@@ -55,9 +54,12 @@ def spark_session(master: str | None = None, large: bool = False) -> SparkSessio
 def warm_spark(master: str | None = None) -> threading.Thread:
     """Start the Spark session and analyze a small history with it in the background while a run's workload goes
     on, so the run's own analysis neither waits for a JVM nor pays for its cold JIT and code generation; a failure
-    here is left for the analysis's own call to report."""
+    here is left for the analysis's own call to report. The report's modules (matplotlib, pandas) load here too,
+    not before the run."""
     def start() -> None:
         with contextlib.suppress(Exception):
+            from reports.warmup import analyze_small
+
             spark = spark_session(master)
             if not _WARMED.is_set():
                 analyze_small(spark)

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
-from scipy import stats
 
 from contracts.history import Event
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 GAP_NS = 1_000_000_000  # no successful ack for longer than this is an unavailability window
 BUCKET_NS = 100_000_000  # the resolution of those windows
@@ -121,7 +124,8 @@ def memory(events: DataFrame) -> dict | None:
     steady = [(r, (r["t"] - rows[0]["t"]) / 3.6e12, mib) for r, mib in zip(rows, total, strict=True)
               if not r["end"] and r["t"] - rows[0]["t"] >= STEADY_FROM_NS]
     long_enough = len(steady) >= 3 and steady[-1][1] - steady[0][1] >= SLOPE_FROM_H
-    slope = stats.linregress([h for _, h, _ in steady], [m for _, _, m in steady]).slope if long_enough else None
+    slope = (statistics.linear_regression([h for _, h, _ in steady], [m for _, _, m in steady]).slope
+             if long_enough else None)
     return {"samples": len(rows), "first_mib": round(total[0], 1), "peak_mib": round(max(total), 1),
             "harness_peak_mib": round(max(r["harness"] for r in rows) / 2**20, 1),
             "slope_mib_per_h": None if slope is None else round(float(slope), 1),

@@ -9,7 +9,6 @@ from xml.etree import ElementTree as ET
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from reports import charts
 from reports.analysis import SAMPLED_SENDS
 from reports.headline import headline
 from reports.result import RunResult
@@ -47,6 +46,8 @@ def flatten(settings: dict, prefix: str = "") -> list[tuple[str, Any]]:
 def write_report(result: RunResult, series: dict, run_dir: Path) -> Path:
     """A self-contained HTML page: the headline and badge, the timeline, anomalies with examples, faults planned and
     done, settings. Every path in it is relative to the run directory."""
+    from reports import charts  # matplotlib and pandas: imported when a report is drawn, not by every command
+
     faults = charts.fault_rows(series["faults"], series["t0"])
     sentence, doc = headline(result, faults)
     html = ENV.get_template("report.html.j2").render(

@@ -1,5 +1,5 @@
 """A small clean history whose analysis trains a Spark driver JVM: its class archive at setup, its JIT and Spark's
-generated-code cache while a run's workload goes on."""
+generated-code cache while a run's workload goes on; its timeline loads matplotlib meanwhile too."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from contracts.history import HistoryWriter
+from reports import charts
 from reports.analysis import analyze
 
 
@@ -26,6 +27,7 @@ def small_history(directory: Path, sends: int = 200) -> Path:
 
 
 def analyze_small(spark: SparkSession) -> None:
-    """Analyze a small history once: the next analysis in this JVM finds its code compiled."""
+    """Analyze a small history once and draw its timeline: the next analysis in this JVM finds its code compiled,
+    and the next report finds matplotlib loaded."""
     with tempfile.TemporaryDirectory() as tmp:
-        analyze(spark, small_history(Path(tmp)))
+        charts.timeline(analyze(spark, small_history(Path(tmp))).series, [])

@@ -3,6 +3,9 @@ and nothing started (the Docker engine is never even asked for)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from contracts.versions import SUPPORTED_VERSIONS
@@ -138,3 +141,11 @@ def test_a_silent_broker_keeps_its_session_as_long_in_either_metadata_mode():
     assert zk["zookeeper.session.timeout.ms"] == kraft["broker.session.timeout.ms"] == "6000"
     for version in SUPPORTED_VERSIONS:
         assert "broker.session.timeout.ms" in images.config_names(version).broker, version
+
+
+def test_the_cli_answers_without_loading_the_report_and_statistics_modules():
+    """A bad input's one line must not wait for scipy, matplotlib or pandas (seconds of imports): the report's
+    modules load in a run's warm-up thread, the statistics in `kchaos compare`."""
+    probe = "import sys, kchaos.cli; print(' '.join(m for m in ('scipy', 'matplotlib', 'pandas') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""
