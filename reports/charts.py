@@ -8,17 +8,16 @@ import io
 import json
 import logging
 
-import matplotlib
+import pandas as pd
+from matplotlib import colormaps
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
-matplotlib.use("Agg")
+from reports.frames import fault_outcome, partition_name
+
 logging.getLogger("matplotlib").setLevel(logging.ERROR)  # font-cache notices are not the run's news
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
-
-from reports.frames import fault_outcome, partition_name  # noqa: E402
 
 OUTCOME_COLORS = {"ok": "tab:green", "info": "tab:orange", "fail": "tab:red"}
 ELECTION = "crimson"
@@ -28,7 +27,6 @@ RAN = ("fired", "failed", "no-effect")  # outcomes of ops that ran (a band); the
 def _png(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90)
-    plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
@@ -114,7 +112,7 @@ def latency(ax, sample: pd.DataFrame, t0: int) -> None:
 def leaders(ax, meta: pd.DataFrame, t0: int, end: float) -> None:
     """Per partition of each topic: its leader over time (a colour per broker, grey when leaderless), the ISR size as
     a step line within the lane, and a line across the lane at each election (a change of leader)."""
-    cmap = plt.get_cmap("tab10")
+    cmap = colormaps["tab10"]
     lanes = [(tp, g.sort_values("t")) for tp, g in meta.groupby(["topic", "partition"])] if not meta.empty else []
     for y, (_, g) in enumerate(lanes):
         times = [*_s(g["t"], t0).tolist(), end]
@@ -139,8 +137,9 @@ def timeline(series: dict, windows: list) -> str:
     end = float(max(ends))
     lanes = len({_lane(f) for _, f in faults.iterrows()}) or 1
     parts = len(meta.groupby(["topic", "partition"])) if not meta.empty else 1
-    fig, axes = plt.subplots(4, 1, figsize=(11, 2.2 + 0.3 * lanes + 4.4 + 0.35 * parts), sharex=True,
-                             gridspec_kw={"height_ratios": [0.4 + 0.3 * lanes, 2.2, 2.2, 0.5 + 0.35 * parts]})
+    fig = Figure(figsize=(11, 2.2 + 0.3 * lanes + 4.4 + 0.35 * parts))  # not pyplot's: no global state to share
+    axes = fig.subplots(4, 1, sharex=True,
+                        gridspec_kw={"height_ratios": [0.4 + 0.3 * lanes, 2.2, 2.2, 0.5 + 0.35 * parts]})
     fault_lanes(axes[0], faults, t0, elections(meta, t0))
     throughput(axes[1], series["per_second"], windows, end)
     latency(axes[2], series["sample"], t0)
