@@ -173,16 +173,15 @@ def testable(grid: Grid) -> bool:
 
 def box_plots(cells: Spreads, versions: list[str], directory: Path) -> dict[str, str]:
     """One PNG per scenario run on several seeds: a box per version for each figure. Returns scenario -> file name."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # imported here: `kchaos compare` alone draws these
 
     files = {}
     for i, (scenario, row) in enumerate(cells.items()):
         shown = {v: row[v] for v in versions if v in row}
         if max((len(s["acknowledged writes lost"].values) for s in shown.values()), default=0) < 2:
             continue
-        fig, axes = plt.subplots(1, len(FIGURES), figsize=(3.2 * len(FIGURES), 2.8))
+        fig = Figure(figsize=(3.2 * len(FIGURES), 2.8))  # as the report's timeline: no pyplot, no global state
+        axes = fig.subplots(1, len(FIGURES))
         for ax, figure in zip(axes, FIGURES, strict=True):
             ax.boxplot([shown[v][figure].values or (0.0,) for v in shown], tick_labels=list(shown))
             ax.set_title(figure, fontsize=9)
@@ -191,6 +190,5 @@ def box_plots(cells: Spreads, versions: list[str], directory: Path) -> dict[str,
         fig.tight_layout()
         name = f"box-{i:02d}.png"
         fig.savefig(directory / name, dpi=80)
-        plt.close(fig)
         files[scenario] = name
     return files
