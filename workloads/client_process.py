@@ -36,6 +36,11 @@ HUNG_EXIT = 75  # the exit status of a child whose client hung in a call (worklo
 # A client allocates a few container objects per message (payloads, callbacks, history rows) and keeps up to
 # MAX_QUEUED sends in flight: at Python's default threshold (700) cyclic GC ran every ~10 sends and re-scanned them.
 GC_THRESHOLD = (50_000, 20, 100)
+# A restarted client (after a hung call or a kill) is a new process that remembers nothing of its predecessor's
+# sends: incarnation i numbers its seqs and transactions from i * NUMBERING_STRIDE, so no (producer, seq) or
+# (producer, txn) of one incarnation is reused by the next (2000000017 is the third process's send 17).
+NUMBERING_STRIDE = 10**9
+Client = ProducerClient | TxnProducerClient | ConsumerClient | CopierClient
 # glibc gives each of librdkafka's threads an arena of its own, which keeps a burst's freed memory resident; two
 # arenas bound that (glibc's M_ARENA_MAX option of mallopt).
 M_ARENA_MAX, ARENAS = -8, 2
@@ -46,15 +51,17 @@ def bound_malloc_arenas() -> None:
     ctypes.CDLL(None).mallopt(M_ARENA_MAX, ARENAS)
 
 
-def _client(kind: Kind, cid: int, spec_json: str, topics: tuple[str, ...], partitions: int, bootstrap: str,
-            history: HistoryWriter) -> ProducerClient | TxnProducerClient | ConsumerClient | CopierClient:
+def _client(kind: Kind, cid: int, incarnation: int, spec_json: str, topics: tuple[str, ...], partitions: int,
+            bootstrap: str, history: HistoryWriter) -> Client:
+    """The client of one incarnation of a client process."""
+    first = incarnation * NUMBERING_STRIDE
     if kind == "copier":
-        return CopierClient(cid, CopierSpec.model_validate_json(spec_json), topics[0], bootstrap, history)
+        return CopierClient(cid, CopierSpec.model_validate_json(spec_json), topics[0], bootstrap, history, first)
     if kind == "producer":
         spec = ProducerSpec.model_validate_json(spec_json)
         if spec.transactional:
-            return TxnProducerClient(cid, spec, topics, partitions, bootstrap, history)
-        return ProducerClient(cid, spec, topics[0], bootstrap, history)
+            return TxnProducerClient(cid, spec, topics, partitions, bootstrap, history, first)
+        return ProducerClient(cid, spec, topics[0], bootstrap, history, first)
     return ConsumerClient(cid, ConsumerSpec.model_validate_json(spec_json), topics, partitions, bootstrap, history)
 
 
@@ -84,7 +91,7 @@ def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topics: tuple
     gc.freeze()  # what the fork server preloaded (confluent-kafka, pyarrow, pydantic) is never garbage
     gc.set_threshold(*GC_THRESHOLD)
     history = HistoryWriter(Path(history_dir), flush_s=FLUSH_S[kind], part=f"{kind}-{cid}-{incarnation}")
-    client = _client(kind, cid, spec_json, topics, partitions, bootstrap, history).start()
+    client = _client(kind, cid, incarnation, spec_json, topics, partitions, bootstrap, history).start()
     while not flags[STOP] and _alive(runner):
         flags[READY] = client.positioned.is_set()
         counts[:] = [getattr(client, "acked", 0), getattr(client, "errors", 0)]

@@ -39,12 +39,15 @@ class CopierClient(Worker):
     """One instance of the stage; a fatal error or a transaction of unknown fate replaces its producer and its
     consumer (the group then hands its partitions on from their committed offsets)."""
 
-    def __init__(self, cid: int, spec: CopierSpec, topic: str, bootstrap: str, history: HistoryWriter) -> None:
+    def __init__(self, cid: int, spec: CopierSpec, topic: str, bootstrap: str, history: HistoryWriter,
+                 first: int = 0) -> None:
+        """`first`: the number of its first transaction."""
         self.name = copier_name(cid)
         super().__init__(self.name)
         self.cid, self.spec, self.topic, self.out = cid, spec, topic, copy_topic(topic)
         self.bootstrap, self.history = bootstrap, history
-        self.txn = self.acked = self.errors = 0
+        self.txn = self.first = first
+        self.acked = self.errors = 0
         self._rng = random.Random(cid)
 
     def _event(self, kind: Event, detail: str = "", parts: tuple[TopicPartition, ...] = ()) -> None:
@@ -74,7 +77,7 @@ class CopierClient(Worker):
         consumer.subscribe([self.topic], on_assign=lambda c, ps: self._event(Event.ASSIGN, parts=tuple(ps)),
                            on_revoke=lambda c, ps: self._event(Event.REVOKE, parts=tuple(ps)),
                            on_lost=lambda c, ps: self._event(Event.LOST, parts=tuple(ps)))
-        if self.txn:
+        if self.txn != self.first:
             self._event(Event.RECREATED, "after a fatal error or a transaction of unknown fate")
         return consumer, producer
 

@@ -71,10 +71,12 @@ class RequestStats:
 class ProducerClient(Worker):
     """One producer thread: rate-limited sends, outcomes from delivery reports, recreation after fatal errors."""
 
-    def __init__(self, pid: int, spec: ProducerSpec, topic: str, bootstrap: str, history: HistoryWriter) -> None:
+    def __init__(self, pid: int, spec: ProducerSpec, topic: str, bootstrap: str, history: HistoryWriter,
+                 first: int = 0) -> None:
+        """`first`: the seq of its first send."""
         super().__init__(f"producer-{pid}")
         self.pid, self.spec, self.topic, self.bootstrap, self.history = pid, spec, topic, bootstrap, history
-        self.seq = 0
+        self.seq = first
         self.acked = 0
         self.errors = 0
         self._pending: dict[int, int] = {}  # seq -> t_invoke of the sends awaiting a delivery report

@@ -106,11 +106,13 @@ class TxnProducerClient(Worker):
     """One transactional producer thread; a fatal error or an unknown fate replaces its producer instance."""
 
     def __init__(self, pid: int, spec: ProducerSpec, topics: tuple[str, ...], partitions: int, bootstrap: str,
-                 history: HistoryWriter) -> None:
+                 history: HistoryWriter, first: int = 0) -> None:
+        """`first`: the seq of its first send and the number of its first transaction."""
         super().__init__(f"producer-{pid}")
         self.pid, self.spec, self.topics, self.partitions = pid, spec, topics, partitions
         self.bootstrap, self.history = bootstrap, history
-        self.seq = self.txn = self.acked = self.errors = 0
+        self.seq = self.txn = self.first = first
+        self.acked = self.errors = 0
         self._rng = random.Random(pid)
         self._pending: dict[int, tuple[int, int, str]] = {}  # seq -> (t_invoke, txn, topic) awaiting a report
         self._stats = RequestStats(history, f"producer-{pid}", topics[0])
@@ -141,7 +143,7 @@ class TxnProducerClient(Worker):
             self._event(Event.CLIENT_ERROR, f"init_transactions: {exc}")
             self._release(producer)
             return None
-        if self.txn:
+        if self.txn != self.first:
             self._event(Event.RECREATED, "after a fatal error or a transaction of unknown fate")
         return producer
 

@@ -7,8 +7,11 @@ import os
 import signal
 import time
 
-from contracts.scenario import ProducerSpec
-from workloads.client_process import ClientProcess
+import pytest
+
+from contracts.history import HistoryWriter, read_jsonl
+from contracts.scenario import CopierSpec, ProducerSpec
+from workloads.client_process import NUMBERING_STRIDE, ClientProcess, _client
 from workloads.worker import HUNG_S, CallWatch
 
 NOWHERE = "127.0.0.1:1"  # loopback, nothing listens
@@ -44,6 +47,29 @@ def test_a_stopped_client_ends_on_its_own_and_counts_what_it_sent(tmp_path):
     client.stop()
     client.join()
     assert not client.alive and client.errors > 0  # every send timed out against nothing
+
+
+def test_a_restarted_client_process_never_reuses_a_seq_of_the_one_it_replaced(tmp_path):
+    client = ClientProcess("producer", 0, ProducerSpec(rate=100, message_timeout_ms=1000), ("t",), 1, NOWHERE,
+                           tmp_path)
+    for _ in range(2):  # as a client fault, or the runner after a hung call, restarts one
+        client.start()
+        assert client.wait_ready(60)
+        time.sleep(3)  # its first sends time out against nothing, and their rows are flushed
+        client.kill()
+    client.start()
+    client.stop()
+    client.join()
+    seqs = read_jsonl(tmp_path, "sends").column("seq").to_pylist()
+    assert len(seqs) == len(set(seqs)) and {s // NUMBERING_STRIDE for s in seqs} >= {0, 1}
+
+
+@pytest.mark.parametrize("kind, spec", [("producer", ProducerSpec(transactional=True, idempotence=True)),
+                                        ("copier", CopierSpec())])
+def test_each_incarnation_numbers_its_transactions_from_a_range_of_its_own(tmp_path, kind, spec):
+    history = HistoryWriter(tmp_path)
+    client = _client(kind, 0, 2, spec.model_dump_json(), ("t",), 1, NOWHERE, history)
+    assert client.txn == 2 * NUMBERING_STRIDE and getattr(client, "seq", client.txn) == client.txn
 
 
 def test_a_pause_returns_once_the_process_is_stopped(tmp_path):
