@@ -8,6 +8,7 @@ from pathlib import Path
 
 from contracts.versions import release, target_label
 from reports.compare_stats import (
+    SIGN_MIN,
     SIGNIFICANT,
     Spread,
     Tendency,
@@ -87,8 +88,8 @@ def summary(tests: Tests, trends: tuple[int, list[Tendency]], runs: int, can_tes
     scenarios, then the differences only suggestive."""
     sure, maybe = tests.beyond_noise, tests.suggestive
     how = (f"{tests.made} Mann-Whitney U tests over {runs} runs, each of one figure of one scenario between two "
-           f"versions; a difference counts when its p-value corrected for their number (Benjamini-Hochberg q) stays "
-           f"under {SIGNIFICANT}")
+           f"versions whose seeds could reach p < {SIGNIFICANT}; a difference counts when its p-value corrected for "
+           f"their number (Benjamini-Hochberg q) stays under {SIGNIFICANT}")
     if not can_test:
         out = [f"Too few seeds for a rank test to tell versions apart in one scenario ({runs} runs; Mann-Whitney U "
                f"reaches p < {SIGNIFICANT} only with 4 seeds a version): compare the figures below by eye, or run "
@@ -99,8 +100,8 @@ def summary(tests: Tests, trends: tuple[int, list[Tendency]], runs: int, can_tes
         out = [f"No single difference between versions is beyond doubt once every test is counted ({how})."]
     if trends[1]:
         out += ["", f"Across scenarios (per figure and two versions, a sign test over the scenarios both ran of which "
-                    f"had the higher median; Benjamini-Hochberg q under {SIGNIFICANT} over the {trends[0]} such "
-                    "tests):", "", *(f"- {t.text}" for t in trends[1])]
+                    f"had the higher median, where {SIGN_MIN} or more medians differ; Benjamini-Hochberg q under "
+                    f"{SIGNIFICANT} over the {trends[0]} such tests):", "", *(f"- {t.text}" for t in trends[1])]
     if maybe:
         many = f"{len(maybe)} difference{'s' if len(maybe) > 1 else ''}"
         out += ["", f"Also p < {SIGNIFICANT}, but not beyond chance among so many tests: {many}, "

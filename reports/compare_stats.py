@@ -111,18 +111,33 @@ def grid_spreads(grid: Grid) -> Spreads:
 
 
 def differences(cells: Spreads) -> Tests:
-    """A two-sided Mann-Whitney U test of every (scenario, figure, version pair) whose values vary; those with
-    p < SIGNIFICANT, each with its Benjamini-Hochberg q over all the tests."""
+    """A two-sided Mann-Whitney U test of every (scenario, figure, version pair) whose values vary and whose seeds
+    could reach p < SIGNIFICANT; those under it, each with its Benjamini-Hochberg q over all the tests."""
     tested = []
     for scenario, row in cells.items():
         for (a, ca), (b, cb) in itertools.combinations(sorted(row.items()), 2):
             for figure in FIGURES:
                 xa, xb = ca[figure].values, cb[figure].values
-                if len(xa) < 2 or len(xb) < 2 or len(set(xa) | set(xb)) < 2:
+                if not _rank_can_reject(len(xa), len(xb)) or len(set(xa) | set(xb)) < 2:
                     continue
                 p = float(mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
                 tested.append((scenario, figure, a, b, statistics.median(xa), statistics.median(xb), p))
     return Tests(len(tested), [Difference(*t, q=q) for t, q in _with_q(tested) if t[-1] < SIGNIFICANT])
+
+
+# A test that cannot reach p < SIGNIFICANT tells nothing, yet would raise every other test's q (Tarone's
+# point): the rank and sign tests leave out the pairs too small for it.
+def _rank_can_reject(m: int, n: int) -> bool:
+    """Whether a two-sided rank test of m against n values can reach p < SIGNIFICANT (its least p: 2 / C(m+n, m))."""
+    return m > 0 and n > 0 and 2 / math.comb(m + n, m) < SIGNIFICANT
+
+
+def _sign_can_reject(n: int) -> bool:
+    """Whether a two-sided sign test over n scenarios can reach p < SIGNIFICANT (its least p: 2 / 2**n)."""
+    return n > 0 and 2 / 2**n < SIGNIFICANT
+
+
+SIGN_MIN = next(n for n in range(1, 64) if _sign_can_reject(n))  # the fewest scenarios a sign test can speak on
 
 
 def _with_q(tested: list[tuple]) -> list[tuple[tuple, float]]:
@@ -151,14 +166,15 @@ class Tendency:
 
 def tendencies(cells: Spreads) -> tuple[int, list[Tendency]]:
     """(tests made, tendencies found): per figure and version pair, a two-sided sign test over the scenarios both
-    versions ran of which one's median is higher; found where its Benjamini-Hochberg q stays under SIGNIFICANT."""
+    versions ran of which one's median is higher, where enough medians differ for it to reach p < SIGNIFICANT;
+    found where its Benjamini-Hochberg q stays under SIGNIFICANT."""
     tested = []
     for a, b in itertools.combinations(sorted({v for row in cells.values() for v in row}), 2):
         for figure in FIGURES:
             pairs = [(statistics.median(xa), statistics.median(xb)) for row in cells.values() if a in row and b in row
                      if (xa := row[a][figure].values) and (xb := row[b][figure].values)]
             above, below = sum(ma > mb for ma, mb in pairs), sum(ma < mb for ma, mb in pairs)
-            if above + below:
+            if _sign_can_reject(above + below):
                 p = float(binomtest(above, above + below).pvalue)
                 tested.append((figure, a, b, above, below, p) if above >= below else (figure, b, a, below, above, p))
     return len(tested), [Tendency(*t, q=q) for t, q in _with_q(tested) if q < SIGNIFICANT]
@@ -167,7 +183,7 @@ def tendencies(cells: Spreads) -> tuple[int, list[Tendency]]:
 def testable(grid: Grid) -> bool:
     """Whether some scenario has two versions with seeds enough that the rank test could reach p < SIGNIFICANT at
     all (its smallest two-sided p is 2 / C(m + n, m): 4 seeds a side, not 3)."""
-    return any(2 / math.comb(len(a) + len(b), len(a)) < SIGNIFICANT
+    return any(_rank_can_reject(len(a), len(b))
                for row in grid.values() for a, b in itertools.combinations(row.values(), 2))
 
 

@@ -185,6 +185,27 @@ def test_a_version_higher_in_most_scenarios_is_a_tendency_though_no_scenario_alo
            "differ (sign test p=0.0391, q=0.0391)" in text
 
 
+def test_tests_that_could_never_reach_significance_do_not_dilute_the_ones_that_can(tmp_path):
+    # as above (8 of 9 scenarios, q = p = 0.0391), beside a regression run on two other versions (a sign test over
+    # two scenarios: p >= 0.5) and a cell of 2 seeds against 5 (a rank test's least p: 2 / C(7, 2) = 0.095)
+    results = [result(f"s{i}", v, "true", s, lost=s + (10 if v == "4.3.1" else 0)) for i in range(8)
+               for v in ("4.3.1", "3.9.2") for s in range(3)]
+    results += [result("z", v, "true", s, lost=s + (0 if v == "4.3.1" else 10)) for v in ("4.3.1", "3.9.2")
+                for s in range(3)]
+    results += [result("r", v, "false" if v == "2.0.0" else "true", s, lost=900 if v == "2.0.0" else 0)
+                for v in ("2.0.0", "2.0.1") for s in range(5)]
+    results += [result("a", "2.0.0", "true", s, lost=600 + 20 * s) for s in range(5)]
+    results += [result("a", "2.0.1", "true", s, lost=30_000 + 500 * s) for s in range(2)]
+    for r in results:
+        r.run_dir = str(tmp_path / "runs" / r.scenario / r.kafka / str(r.seed))
+    text = write_compare(results, tmp_path / "compare")[1].read_text()
+    assert "- acknowledged writes lost: higher on Kafka 4.3.1 than on 3.9.2 in 8 of 9 scenarios whose medians " \
+           "differ (sign test p=0.0391, q=0.0391)" in text and "where 6 or more medians differ" in text
+    assert "(2 Mann-Whitney U tests over 71 runs" in text  # r's, 5 seeds against 5; none of a's 5 against 2
+    assert "- r: acknowledged writes lost median 900 on Kafka 2.0.0 vs 0 on 2.0.1 (Mann-Whitney U p=0.00398, " \
+           "q=0.00795)" in text
+
+
 def test_shards_deal_every_cell_to_exactly_one_machine_and_merge_tabulates_them(tmp_path):
     base = validate({"name": "s", "duration": "30s"}, "s")
     cells = [(v, base.model_copy(update={"seed": seed})) for v in ("4.3.1", "3.9.2") for seed in range(5)]
