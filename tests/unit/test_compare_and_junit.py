@@ -131,6 +131,21 @@ def test_a_report_is_never_replaced_by_one_judged_on_less_history(tmp_path):
     pipeline._refuse_emptier(fewer, tmp_path)
 
 
+def compared(results: list[RunResult], tmp_path) -> str:
+    """The comparison's Markdown for `results`, each run placed under tmp_path/runs."""
+    for r in results:
+        r.run_dir = str(tmp_path / "runs" / r.scenario / r.kafka / str(r.seed))
+    return write_compare(results, tmp_path / "compare")[1].read_text()
+
+
+def higher_in_8_of_9() -> list[RunResult]:
+    """3 seeds a version: 4.3.1 loses 10 more writes in 8 scenarios and 10 fewer in a ninth."""
+    results = [result(f"s{i}", v, "true", s, lost=s + (10 if v == "4.3.1" else 0)) for i in range(8)
+               for v in ("4.3.1", "3.9.2") for s in range(3)]
+    return results + [result("z", v, "true", s, lost=s + (0 if v == "4.3.1" else 10)) for v in ("4.3.1", "3.9.2")
+                      for s in range(3)]
+
+
 def test_compare_marks_a_difference_its_seeds_cannot_explain_and_not_one_they_can(tmp_path):
     # 5 seeds each: version 4.3.1 loses 600-700 acknowledged writes, 3.9.2 30,000-32,000: p = 2/252 (exact)
     results = [result("a", "4.3.1", "true", s, lost=600 + 20 * s) for s in range(5)]
@@ -159,9 +174,7 @@ def test_among_many_tests_a_difference_seeds_show_is_only_suggestive(tmp_path):
     results = [result("a", "4.3.1", "true", s, lost=600 + 20 * s) for s in range(5)]
     results += [result("a", "3.9.2", "true", s, lost=30_000 + 500 * s) for s in range(5)]
     results += [result(f"n{i}", v, "true", s, lost=s) for i in range(20) for v in ("4.3.1", "3.9.2") for s in range(5)]
-    for r in results:
-        r.run_dir = str(tmp_path / "runs" / r.scenario / r.kafka / str(r.seed))
-    text = write_compare(results, tmp_path / "compare")[1].read_text()
+    text = compared(results, tmp_path)
     assert "No single difference between versions is beyond doubt" in text and "42 Mann-Whitney U tests" in text
     assert "Also p < 0.05, but not beyond chance among so many tests: 1 difference, where chance alone gives about " \
            "2 of 42 tests" in text
@@ -173,13 +186,7 @@ def test_among_many_tests_a_difference_seeds_show_is_only_suggestive(tmp_path):
 def test_a_version_higher_in_most_scenarios_is_a_tendency_though_no_scenario_alone_shows_it(tmp_path):
     # 8 scenarios, 3 seeds a version: 4.3.1 loses 10 more writes in each, too few seeds for any one scenario's rank
     # test (p >= 0.1), but not for a sign test over the scenarios; one scenario the other way: 8 of 9, p = 20 / 2**9
-    results = [result(f"s{i}", v, "true", s, lost=s + (10 if v == "4.3.1" else 0)) for i in range(8)
-               for v in ("4.3.1", "3.9.2") for s in range(3)]
-    results += [result("z", v, "true", s, lost=s + (0 if v == "4.3.1" else 10)) for v in ("4.3.1", "3.9.2")
-                for s in range(3)]
-    for r in results:
-        r.run_dir = str(tmp_path / "runs" / r.scenario / r.kafka / str(r.seed))
-    text = write_compare(results, tmp_path / "compare")[1].read_text()
+    text = compared(higher_in_8_of_9(), tmp_path)
     assert "Too few seeds for a rank test to tell versions apart in one scenario" in text
     assert "- acknowledged writes lost: higher on Kafka 4.3.1 than on 3.9.2 in 8 of 9 scenarios whose medians " \
            "differ (sign test p=0.0391, q=0.0391)" in text
@@ -188,17 +195,12 @@ def test_a_version_higher_in_most_scenarios_is_a_tendency_though_no_scenario_alo
 def test_tests_that_could_never_reach_significance_do_not_dilute_the_ones_that_can(tmp_path):
     # as above (8 of 9 scenarios, q = p = 0.0391), beside a regression run on two other versions (a sign test over
     # two scenarios: p >= 0.5) and a cell of 2 seeds against 5 (a rank test's least p: 2 / C(7, 2) = 0.095)
-    results = [result(f"s{i}", v, "true", s, lost=s + (10 if v == "4.3.1" else 0)) for i in range(8)
-               for v in ("4.3.1", "3.9.2") for s in range(3)]
-    results += [result("z", v, "true", s, lost=s + (0 if v == "4.3.1" else 10)) for v in ("4.3.1", "3.9.2")
-                for s in range(3)]
+    results = higher_in_8_of_9()
     results += [result("r", v, "false" if v == "2.0.0" else "true", s, lost=900 if v == "2.0.0" else 0)
                 for v in ("2.0.0", "2.0.1") for s in range(5)]
     results += [result("a", "2.0.0", "true", s, lost=600 + 20 * s) for s in range(5)]
     results += [result("a", "2.0.1", "true", s, lost=30_000 + 500 * s) for s in range(2)]
-    for r in results:
-        r.run_dir = str(tmp_path / "runs" / r.scenario / r.kafka / str(r.seed))
-    text = write_compare(results, tmp_path / "compare")[1].read_text()
+    text = compared(results, tmp_path)
     assert "- acknowledged writes lost: higher on Kafka 4.3.1 than on 3.9.2 in 8 of 9 scenarios whose medians " \
            "differ (sign test p=0.0391, q=0.0391)" in text and "where 6 or more medians differ" in text
     assert "(2 Mann-Whitney U tests over 71 runs" in text  # r's, 5 seeds against 5; none of a's 5 against 2
