@@ -5,6 +5,7 @@
 # A slice is I (1..48: slice I of the catalog's version x scenario x seed matrix) or the name of a regression
 # scenario (its affected and fixed versions, seeds 42 to 46).
 # Usage, from the repository's root, one cluster at a time: bash docs/comparison/run-shard.sh SLICE
+# KEEP_WORK=DIR copies the whole work directory (histories and broker logs too) to DIR before it is removed.
 set -euo pipefail
 SLICE=${1:?usage: bash docs/comparison/run-shard.sh I (1..48) or the name of a regression scenario}
 SHARDS=48
@@ -15,7 +16,7 @@ case $SLICE in
 esac
 [ -e "$dest" ] && { echo "$dest exists: slice $SLICE has run; remove it to run it again" >&2; exit 2; }
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${KEEP_WORK:-}" ] && mkdir -p "$KEEP_WORK" && cp -r "$work"/. "$KEEP_WORK"/; rm -rf "$work"' EXIT
 started=$(date +%s)
 code=0
 if [ "$dest" = "docs/comparison/runs/shard-$SLICE" ]; then
