@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
@@ -131,11 +132,16 @@ def test_a_report_is_never_replaced_by_one_judged_on_less_history(tmp_path):
     pipeline._refuse_emptier(fewer, tmp_path)
 
 
-def compared(results: list[RunResult], tmp_path) -> str:
-    """The comparison's Markdown for `results`, each run placed under tmp_path/runs."""
+def placed(results: list[RunResult], tmp_path) -> tuple[Path, Path]:
+    """The comparison's HTML and Markdown for `results`, each run placed under tmp_path/runs."""
     for r in results:
         r.run_dir = str(tmp_path / "runs" / r.scenario / r.kafka / str(r.seed))
-    return write_compare(results, tmp_path / "compare")[1].read_text()
+    return write_compare(results, tmp_path / "compare")
+
+
+def compared(results: list[RunResult], tmp_path) -> str:
+    """The comparison's Markdown text for `results`."""
+    return placed(results, tmp_path)[1].read_text()
 
 
 def higher_in_8_of_9() -> list[RunResult]:
@@ -152,9 +158,7 @@ def test_compare_marks_a_difference_its_seeds_cannot_explain_and_not_one_they_ca
     results += [result("a", "3.9.2", "true", s, lost=30_000 + 500 * s) for s in range(5)]
     # overlapping figures: no difference
     results += [result("b", v, "true", s, lost=s) for v in ("4.3.1", "3.9.2") for s in range(5)]
-    for r in results:
-        r.run_dir = str(tmp_path / "runs" / r.scenario / r.kafka / str(r.seed))
-    html, md = write_compare(results, tmp_path / "compare")
+    html, md = placed(results, tmp_path)
     text = md.read_text()
     assert "Too few seeds" not in text
     said = [ln for ln in text.splitlines() if ln.startswith("- ")]

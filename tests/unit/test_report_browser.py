@@ -15,9 +15,8 @@ from contracts.history import Event
 from harness.apt import apt_install
 from kchaos import pipeline
 from kchaos.catalog import validate
-from reports.compare import write_compare
 from tests.histories import clean
-from tests.unit.test_compare_and_junit import result
+from tests.unit.test_compare_and_junit import placed, result
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
@@ -94,10 +93,8 @@ def test_the_comparison_says_what_differs_above_its_table(browser, tmp_path):
     results = [result("a", "4.3.1", "true", s, lost=600 + 20 * s) for s in range(5)]
     results += [result("a", "3.9.2", "true", s, lost=30_000 + 500 * s) for s in range(5)]
     results += [result("b", v, "true", s, lost=s) for v in ("4.3.1", "3.9.2") for s in range(5)]
-    for r in results:
-        r.run_dir = str(tmp_path / "runs" / r.scenario / r.kafka / str(r.seed))
     page = browser.new_page()
-    page.goto(write_compare(results, tmp_path / "compare")[0].as_uri())
+    page.goto(placed(results, tmp_path)[0].as_uri())
     said = page.locator("#differs")
     assert said.locator("p").first.inner_text().startswith("What differs between versions beyond its seeds' spread")
     assert said.locator("ul > li").all_inner_texts() == [
