@@ -167,9 +167,9 @@ def _throughput_lines(sides: dict, warm: dict, seconds: float, payload: int, rec
         return (f"| {label} | {med[side]:,.0f} | {', '.join(f'{x:,.0f}' for x in sides[side])} | "
                 f"{', '.join(f'{x:,.0f}' for x in warm[side])} |")
 
-    def ratio(n: int) -> str:
+    def ratio(n: int, target: float) -> str:
         r = med[n] / med["theirs"]
-        return f"{r:.2f}x (target >= 0.8x: {'met' if r >= 0.8 else 'NOT met'})"
+        return f"{r:.3f}x (target >= {target}x: {'met' if r >= target else 'NOT met'})"
 
     return ["## Workload throughput with full history vs ProducerPerformance", "",
             f"Measured {time.strftime('%Y-%m-%d')}.", "",
@@ -184,8 +184,8 @@ def _throughput_lines(sides: dict, warm: dict, seconds: float, payload: int, rec
             row("Kafka ProducerPerformance, 1 process (baseline)", "theirs"),
             row("kafka-chaos, 1 producer + history", 1),
             row("kafka-chaos, 2 producers + history (a scenario's default)", 2), "",
-            f"Ratio, 1 producer: {ratio(1)}. Ratio, 2 producers: {ratio(2)}. All of it shares this machine's 2 "
-            "cores with the 3 brokers.", ""]
+            f"Ratio, 1 producer: {ratio(1, 0.8)}. Ratio, 2 producers: {ratio(2, 0.85)}. All of it "
+            "shares this machine's 2 cores with the 3 brokers.", ""]
 
 
 def _settled(rates: list[float], at_least: int) -> bool:
