@@ -102,7 +102,7 @@ def _lines(sends: int, wall: float, app_s: float, jobs: list[Job], tasks: int) -
     for j in jobs:
         by_site.setdefault(j.site, []).append(j)
     top = sorted(by_site.items(), key=lambda kv: -sum(j.seconds for j in kv[1]))[:TOP]
-    return ["## Where the analysis time goes", "", f"Measured {time.strftime('%Y-%m-%d')}.", "",
+    return [f"## Where the analysis time goes ({sends:,} sends)", "", f"Measured {time.strftime('%Y-%m-%d')}.", "",
             f"Command: `BENCH=profile BENCH_SIZES={sends:.0e} make bench`: one PySpark analysis (the product's "
             f"settings) of the synthetic history of {sends:,} sends the analysis section uses, with Spark's event "
             "log on; the baseline is the process's own wall time.", "",
