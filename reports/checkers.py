@@ -118,8 +118,8 @@ def _at_timeout(f: Frames) -> DataFrame:
     broker cannot de-duplicate. Only the duplicated values are matched with the timeouts."""
     timeouts = f.sends.filter((F.col("outcome") == "info") & (F.col("error") == "_MSG_TIMED_OUT")).select(
         "producer", F.col("t_complete").alias("t"), F.col("t_complete").alias("t_out"))
-    awaited = f.sends.join(f.values.filter("moved").select(*VALUE), VALUE, "left_semi").select(
-        *VALUE, F.col("t_invoke").alias("t"), "t_complete")
+    awaited = f.sends.join(f.keys("moved"), VALUE, "left_semi").select(*VALUE, F.col("t_invoke").alias("t"),
+                                                                       "t_complete")
     # each awaited value against its producer's first timeout at or after its send: a running minimum from the
     # latest time back (a join of every value with every timeout, or a frame to the end, is quadratic)
     later = Window.partitionBy("producer").orderBy(F.desc("t"), F.col("t_out").isNull()).rowsBetween(
@@ -225,7 +225,7 @@ def _committed_reads(f: Frames) -> DataFrame:
 def aborted_read(f: Frames) -> Finding:
     """A value read whose send definitely failed, or that a read_committed reader read from an aborted transaction
     (Jepsen's G1a)."""
-    aborted = f.ours.join(f.values.filter("failed").select(*VALUE), VALUE, "left_semi")
+    aborted = f.ours.join(f.keys("failed"), VALUE, "left_semi")
     if f.facts.transactional and f.facts.committed_readers:
         aborted = aborted.unionByName(_committed_reads(f).join(_in_txns(f, (Fate.ABORTED,)), VALUE, "left_semi"))
     return Finding(aborted.select(*READ_COLS).distinct(), ["reader", "offset"])
@@ -268,7 +268,7 @@ def unexpected(f: Frames) -> Finding:
     """A value read that is not ours, is damaged, or (in a run that got to its drain) no producer attempted: a run
     cut off earlier may have killed producers before they recorded their last sends."""
     foreign = f.reads.filter((F.col("producer") < 0) | ~F.col("checksum_ok"))
-    never_sent = f.ours.join(f.values.filter("NOT sent").select(*VALUE), VALUE, "left_semi")
+    never_sent = f.ours.join(f.keys("NOT sent"), VALUE, "left_semi")
     rows = foreign.unionByName(never_sent) if f.facts.drain_ran else foreign
     return Finding(rows.select(*READ_COLS, "checksum_ok"), ["reader", "offset"])
 
@@ -299,7 +299,7 @@ def committed_unread(f: Frames) -> Finding | None:
         return None
     committed = f.events.filter(F.col("kind") == Event.COMMITTED.value).select(
         "topic", "partition", F.col("offset").alias("committed"))
-    never_live = f.values.filter("final AND NOT live").select(*VALUE)
+    never_live = f.keys("final AND NOT live")
     skipped = (f.ours.filter(F.col("phase") == "final").join(never_live, VALUE, "left_semi")
                .select(*VALUE, *POSITION).distinct()
                .join(F.broadcast(committed), ["topic", "partition"]).filter(F.col("offset") < F.col("committed")))
