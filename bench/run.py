@@ -253,7 +253,7 @@ def _analysis_verdict(sizes: list[int], results: dict) -> list[str]:
         (p_s, _, p_ok), (s_s, s_gib, s_ok) = results[n, "pandas"], results[n, "spark"]
         if n in RATIO_TARGETS and p_ok:
             met = s_ok and s_s <= RATIO_TARGETS[n] * p_s
-            lines.append(f"{n:,} sends: Spark {s_s:.1f} s is {s_s / p_s:.1f}x pandas' {p_s:.1f} s (target at most "
+            lines.append(f"{n:,} sends: Spark {s_s:.1f} s is {s_s / p_s:.2f}x pandas' {p_s:.1f} s (target at most "
                          f"{RATIO_TARGETS[n]}x: {'met' if met else 'NOT met'}).")
         if n == LARGEST_TARGET[0]:
             met = s_ok and s_s <= LARGEST_TARGET[1]
