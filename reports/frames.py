@@ -291,12 +291,16 @@ class Frames:
     faults: DataFrame  # the fault ops as they fired
     fates: DataFrame  # the sends of transactions, with their transaction's fate and when its commit was asked for
     copied: DataFrame | None = None  # eos-copy: the output as a read_committed drain read it, by input position
-    few: bool = False  # `values` holds at most MAX_SUSPECTS rows: its subsets are broadcast to the big tables' joins
 
     @cached_property
     def placed(self) -> DataFrame:
         """The sightings that put a value at a position."""
         return self.obs.filter("placed")
+
+    @cached_property
+    def few(self) -> bool:
+        """`values` holds at most MAX_SUSPECTS rows: its subsets are broadcast to the big tables' joins."""
+        return self.values.count() <= MAX_SUSPECTS
 
     def keys(self, cond: str) -> DataFrame:
         """The values matching `cond` as join keys, broadcast when `few` (a checkpoint hides their size from Spark,
@@ -361,5 +365,4 @@ def build(spark: SparkSession, history: Path, readers: Readers | None = None,
         obs = _suspect_rows(obs, sends, need_live=facts.group_commits != "none", always=bool(prefilter))
     values = _per_value(obs).filter(suspect).localCheckpoint()
     return Frames(sends, reads, events, ours, obs, values, _per_position(obs).localCheckpoint(), ends, facts,
-                  ["drain", *readers.contiguous], t["metadata"], t["faults"], _fates(sends, t["txns"]), copied,
-                  few=values.count() <= MAX_SUSPECTS)
+                  ["drain", *readers.contiguous], t["metadata"], t["faults"], _fates(sends, t["txns"]), copied)
