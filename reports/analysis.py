@@ -56,7 +56,7 @@ def settle(findings: dict[str, Finding | None]) -> dict[str, Anomaly]:
                   .collect()}
     occurred = {k: Anomaly(n, []) for k, n in counts.items() if n}
     if occurred:
-        shown = reduce(DataFrame.unionAll, [live[k].labelled(k) for k in occurred]).collect()
+        shown = reduce(DataFrame.unionAll, [live[k].labelled(k, a.count) for k, a in occurred.items()]).collect()
         for r in sorted(shown, key=lambda r: (r["anomaly"], r["i"])):
             row = json.loads(r["json"])
             if r["i"] < 0:

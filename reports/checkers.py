@@ -11,7 +11,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from contracts.history import Event, Fate
-from reports.frames import EXAMPLES, POSITION, REPLICA, SOURCES, VALUE, Frames, with_tid
+from reports.frames import EXAMPLES, MAX_SUSPECTS, POSITION, REPLICA, SOURCES, VALUE, Frames, with_tid
 
 
 @dataclass
@@ -26,16 +26,17 @@ class Finding:
     shown: list[str] | None = None
     extent: Callable[[DataFrame], DataFrame] | None = None  # rows -> one row: partitions, t_first, t_last
 
-    def labelled(self, anomaly: str) -> DataFrame:
+    def labelled(self, anomaly: str, count: int) -> DataFrame:
         """Its first EXAMPLES rows, widened by `detail`, then its span (where it has an extent): rows of (anomaly, i,
-        JSON), i the example's place and -1 the span, so every anomaly's share of the report is one union."""
+        JSON), i the example's place and -1 the span, so every anomaly's share of the report is one union. `count`:
+        how many rows it has; up to MAX_SUSPECTS are broadcast into the extent's join with the raw rows."""
         first = self.rows.orderBy(*self.order).limit(EXAMPLES)
         if self.detail is not None:
             first = self.detail(F.broadcast(first))
         place = F.row_number().over(Window.partitionBy(F.lit(anomaly)).orderBy(*(self.shown or self.order)))
         out = first.select(F.lit(anomaly).alias("anomaly"), place.alias("i"), _as_json(first))
         if self.extent is not None:
-            span = self.extent(self.rows)
+            span = self.extent(F.broadcast(self.rows) if count <= MAX_SUSPECTS else self.rows)
             out = out.unionByName(span.select(F.lit(anomaly).alias("anomaly"), F.lit(-1).alias("i"), _as_json(span)))
         return out
 

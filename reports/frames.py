@@ -316,7 +316,7 @@ class Frames:
     def send_extent(self, keys: DataFrame) -> DataFrame:
         """Where and when the sends of the values in `keys` were acknowledged: their partitions, first and last
         completion (one row; a headline's facts, over every value, not only the examples)."""
-        return self.sends.join(keys.select(*VALUE).distinct(), VALUE, "left_semi").agg(
+        return self.sends.join(keys.select(*VALUE), VALUE, "left_semi").agg(
             F.sort_array(F.collect_set("partition")).alias("partitions"),
             F.min("t_complete").alias("t_first"), F.max("t_complete").alias("t_last"))
 
