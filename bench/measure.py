@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import resource
 import subprocess
 import sys
@@ -11,9 +12,11 @@ import time
 import psutil
 
 
-def run(args: list[str], timeout_s: float = 7200, max_gib: float | None = None) -> tuple[float, float, str]:
-    """(seconds, peak RSS in GiB of the process and its children, stdout) of `python -m <args>`; `max_gib` caps
-    its address space, so an engine that cannot cope fails alone instead of starving the machine."""
+def run(args: list[str], timeout_s: float = 7200, max_gib: float | None = None,
+        env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """(seconds, peak RSS in GiB of the process and its children, stdout) of `python -m <args>` (with `env` added
+    to this process's environment); `max_gib` caps its address space, so an engine that cannot cope fails alone
+    instead of starving the machine."""
 
     def cap() -> None:
         if max_gib:
@@ -22,7 +25,7 @@ def run(args: list[str], timeout_s: float = 7200, max_gib: float | None = None) 
 
     t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, preexec_fn=cap)
+                            text=True, preexec_fn=cap, env={**os.environ, **(env or {})})
     peak = peak_rss(proc, tree=True, every_s=0.2, timeout_s=timeout_s)
     out = proc.stdout.read() if proc.stdout else ""
     return time.monotonic() - t0, peak / 2**30, out if proc.returncode == 0 else f"FAILED ({proc.returncode})"

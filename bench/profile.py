@@ -80,11 +80,8 @@ def profile(sends: int) -> list[str]:
         synthetic.generate(sends, Path(tmp) / "history")
         logs = Path(tmp) / "events"
         logs.mkdir()
-        os.environ["KCHAOS_SPARK_EVENT_LOG"] = str(logs)
-        try:
-            wall, _, _ = measure.run(["bench.engines", "spark", str(Path(tmp) / "history")])
-        finally:
-            del os.environ["KCHAOS_SPARK_EVENT_LOG"]
+        wall, _, _ = measure.run(["bench.engines", "spark", str(Path(tmp) / "history")],
+                                 env={"KCHAOS_SPARK_EVENT_LOG": str(logs)})
         files = sorted(f for f in logs.rglob("*") if f.is_file())  # a rolling log is a directory of parts
         events = [json.loads(line) for f in files for line in f.read_text().splitlines() if line]
         _, _, out = measure.run(["bench.engines", "spark-twice", str(Path(tmp) / "history")])

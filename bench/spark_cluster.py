@@ -86,17 +86,11 @@ def standalone(directory: Path, workers: int = WORKERS) -> Iterator[str]:
                 d.kill()
 
 
-def results(history: Path, master: str | None) -> tuple[float, dict]:
+def results(history: Path, master: str | None, timeout_s: float = 7200) -> tuple[float, dict]:
     """The wall time of one analysis process (`bench.engines spark-results`) on `master` (None: local[*]) and
     what it found."""
     env = {"KCHAOS_SPARK_MASTER": master, "SPARK_EXECUTOR_MEMORY": WORKER_MEMORY} if master else {}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        secs, _, out = measure.run(["bench.engines", "spark-results", str(history)])
-    finally:
-        for k, v in saved.items():
-            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    secs, _, out = measure.run(["bench.engines", "spark-results", str(history)], timeout_s, env=env)
     try:
         return secs, json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):

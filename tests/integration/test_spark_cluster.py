@@ -18,8 +18,8 @@ def test_standalone_cluster_gives_the_local_results(standalone, tmp_path):
     h = clean().drop("reads", producer=0, seq=0).drop("replicas", producer=0, seq=0)
     h.read("drain", 1, 6, 0, 1)  # and a duplicate
     history = h.write(tmp_path / "history")
-    _, local = spark_cluster.results(history, None)
-    _, remote = spark_cluster.results(history, standalone)
+    _, local = spark_cluster.results(history, None, timeout_s=600)
+    _, remote = spark_cluster.results(history, standalone, timeout_s=600)
     assert remote["master"] == standalone and local["master"].startswith("local")
     assert spark_cluster.differences(local, remote) == []
     assert local["anomalies"]["lost-write"]["count"] == 1 and local["anomalies"]["duplicate"]["count"] == 1
