@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import tempfile
 import time
@@ -18,17 +17,11 @@ import pyspark
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from bench import measure, synthetic
+from harness.broker_config import free_port
 
 SPARK_HOME = Path(pyspark.__file__).parent
 READY_S = 90.0  # how long the master may take to count every worker alive
 WORKERS, WORKER_MEMORY = 2, "4g"  # the benchmark's cluster: one core each, as this machine has two
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def alive_workers(ui_port: int) -> int:
