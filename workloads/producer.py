@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 
 import orjson
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from contracts.clientlog import QUIET
 from contracts.history import NO_OFFSET, NO_PARTITION, NO_TXN, Event, HistoryWriter, now_ns, row_format
-from contracts.payload import encode
+from contracts.payload import SEP, encode
 from contracts.scenario import ProducerSpec
 from workloads.worker import Worker
 
@@ -152,14 +151,14 @@ class ProducerClient(Worker):
         self.seq += count
         seqs = range(first, self.seq)
         t0 = now_ns()
-        batch = [{"value": encode(pid, seq, size), "callback": self._on_delivery(seq, t0)} for seq in seqs]
+        batch = [{"value": encode(pid, seq, size)} for seq in seqs]
         if self.spec.keyed:
             for seq, msg in zip(seqs, batch, strict=True):
                 msg["key"] = self._key(seq)
         self._pending.update(dict.fromkeys(seqs, t0))
         # If the call itself raises, which sends it enqueued is unknown: they stay pending, and each ends with its
         # delivery report or, without one, as `info` at the end.
-        producer.produce_batch(self.topic, batch)
+        producer.produce_batch(self.topic, batch, on_delivery=self._delivered)
         refused = [(seq, msg["_error"]) for seq, msg in zip(seqs, batch, strict=True) if "_error" in msg]
         if refused:
             self.errors += len(refused)
@@ -169,23 +168,22 @@ class ProducerClient(Worker):
             self.history.write_many("sends", [self._row(seq, NO_PARTITION, t0, t1, "fail", err.name())
                                               for seq, err in refused])
 
-    def _on_delivery(self, seq: int, t0: int) -> Callable[[KafkaError | None, Message], None]:
-        """The delivery report of one send: `ok` without error, otherwise `info` (it may have been written).
-        Message.offset() and .partition() are None when librdkafka has none (-1); the row says -1."""
-        def delivered(err: KafkaError | None, msg: Message) -> None:
-            offset = msg.offset()
-            if err is None and offset is not None:
-                self.acked += 1
-                self._write_ok(self._ok_line % (seq, self._keys_json[seq % 16], msg.partition(), t0, now_ns(), offset))
-            else:  # an error, or acked without an offset (acks=0; also seen for idempotent sends after a failover)
-                ok = err is None
-                self.acked += ok
-                self.errors += not ok
-                partition = msg.partition()
-                self.history.write("sends", self._row(seq, NO_PARTITION if partition is None else partition, t0,
-                                                      now_ns(), "ok" if ok else "info", None if ok else err.name()))
-            del self._pending[seq]  # only once its row is queued: a send never ends without one
-        return delivered
+    def _delivered(self, err: KafkaError | None, msg: Message) -> None:
+        """Every send's delivery report, its seq read back from its value: `ok` without error, otherwise `info` (it
+        may have been written). Message.offset() and .partition() are None when librdkafka has none (-1)."""
+        seq = int(msg.value().split(SEP, 2)[1])
+        t0, offset = self._pending[seq], msg.offset()
+        if err is None and offset is not None:
+            self.acked += 1
+            self._write_ok(self._ok_line % (seq, self._keys_json[seq % 16], msg.partition(), t0, now_ns(), offset))
+        else:  # an error, or acked without an offset (acks=0; also seen for idempotent sends after a failover)
+            ok = err is None
+            self.acked += ok
+            self.errors += not ok
+            partition = msg.partition()
+            self.history.write("sends", self._row(seq, NO_PARTITION if partition is None else partition, t0,
+                                                  now_ns(), "ok" if ok else "info", None if ok else err.name()))
+        del self._pending[seq]  # only once its row is queued: a send never ends without one
 
     def _key(self, seq: int) -> str | None:
         return f"{self.pid}-{seq % 16}" if self.spec.keyed else None

@@ -7,6 +7,7 @@ import time
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from contracts.history import HistoryWriter, read_jsonl
+from contracts.payload import encode
 from contracts.scenario import ProducerSpec
 from workloads.producer import MAX_CLIENT_ERRORS, ProducerClient
 
@@ -84,8 +85,8 @@ def test_sends_librdkafka_refuses_are_fail_and_the_enqueued_rest_info(tmp_path):
 class RaisingBatch(BrokenPoll):
     """A real Producer whose produce_batch enqueues half of each batch and then raises."""
 
-    def produce_batch(self, topic: str, messages: list[dict]) -> int:
-        queued = self._real.produce_batch(topic, messages[: len(messages) // 2])
+    def produce_batch(self, topic: str, messages: list[dict], **kwargs) -> int:
+        queued = self._real.produce_batch(topic, messages[: len(messages) // 2], **kwargs)
         raise RuntimeError(f"failed after queuing {queued}")
 
 
@@ -106,9 +107,9 @@ def test_an_ok_send_s_encoded_row_reads_back_as_its_columns(tmp_path):
     history = HistoryWriter(tmp_path)
     client = ProducerClient(7, ProducerSpec(keyed=True), 'odd%s"topic', NOWHERE, history)
     client._pending.update({19: 100, 20: 100})
-    client._on_delivery(19, 100)(None, Message(topic="t", partition=2, offset=12345678901))
+    client._delivered(None, Message(topic="t", value=encode(7, 19), partition=2, offset=12345678901))
     # acks=0: acked without an offset, which Message.offset() gives as None
-    client._on_delivery(20, 100)(None, Message(topic="t", partition=1, offset=-1001))
+    client._delivered(None, Message(topic="t", value=encode(7, 20), partition=1, offset=-1001))
     history.close(compact=False)
     rows = sorted(sends_of(tmp_path), key=lambda r: r["seq"])
     assert rows[0]["t_complete"] >= 100 and rows[1]["t_complete"] >= 100
@@ -126,7 +127,8 @@ def test_a_failed_send_without_a_partition_is_info_on_partition_minus_one(tmp_pa
     history = HistoryWriter(tmp_path)
     client = ProducerClient(0, ProducerSpec(), "t", NOWHERE, history)
     client._pending[5] = 100
-    client._on_delivery(5, 100)(KafkaError(KafkaError._MSG_TIMED_OUT), Message(topic="t", partition=-1, offset=-1001))
+    timed_out = Message(topic="t", value=encode(0, 5), partition=-1, offset=-1001)
+    client._delivered(KafkaError(KafkaError._MSG_TIMED_OUT), timed_out)
     history.close(compact=False)
     [row] = sends_of(tmp_path)
     assert (row["outcome"], row["error"], row["partition"], row["offset"]) == ("info", "_MSG_TIMED_OUT", -1, -1)
