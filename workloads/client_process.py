@@ -42,13 +42,21 @@ GC_THRESHOLD = (50_000, 20, 100)
 NUMBERING_STRIDE = 10**9
 Client = ProducerClient | TxnProducerClient | ConsumerClient | CopierClient
 # glibc gives each of librdkafka's threads an arena of its own, which keeps a burst's freed memory resident; two
-# arenas bound that (glibc's M_ARENA_MAX option of mallopt).
+# arenas bound that (glibc's M_ARENA_MAX option of mallopt). What a burst freed inside them (a producer's sends
+# queued while a partition had no leader) stays resident until malloc_trim hands it back: a child does so every TRIM_S.
 M_ARENA_MAX, ARENAS = -8, 2
+TRIM_S = 10.0
+LIBC = ctypes.CDLL(None)
 
 
 def bound_malloc_arenas() -> None:
     """Let this process's threads share ARENAS glibc malloc arenas (set before they allocate)."""
-    ctypes.CDLL(None).mallopt(M_ARENA_MAX, ARENAS)
+    LIBC.mallopt(M_ARENA_MAX, ARENAS)
+
+
+def trim_malloc() -> None:
+    """Return the free memory of every glibc arena to the kernel."""
+    LIBC.malloc_trim(0)
 
 
 def _client(kind: Kind, cid: int, incarnation: int, spec_json: str, topics: tuple[str, ...], partitions: int,
@@ -92,7 +100,11 @@ def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topics: tuple
     gc.set_threshold(*GC_THRESHOLD)
     history = HistoryWriter(Path(history_dir), flush_s=FLUSH_S[kind], part=f"{kind}-{cid}-{incarnation}")
     client = _client(kind, cid, incarnation, spec_json, topics, partitions, bootstrap, history).start()
+    trim_at = time.monotonic() + TRIM_S
     while not flags[STOP] and _alive(runner):
+        if time.monotonic() >= trim_at:
+            trim_malloc()
+            trim_at += TRIM_S
         flags[READY] = client.positioned.is_set()
         counts[:] = [getattr(client, "acked", 0), getattr(client, "errors", 0)]
         if hung := client.watch.hung():  # as an application's liveness check would: end it, to be restarted
