@@ -1,7 +1,7 @@
 """`make bench`: each figure beside the baseline it names, measured in the same run; writes BENCHMARKS.md.
 
 Sections can be chosen with BENCH=bringup,throughput,analysis,overhead,smoke,disk,latency and, not in the default
-set, profile, longrun (its length BENCH_LONG, default 60m) and standalone; sizes with BENCH_SIZES=1e6,1e7,5e7
+set, profile, longrun (its length BENCH_LONG, default 60m), memsteps and standalone; sizes with BENCH_SIZES=1e6,1e7,5e7
 (profile takes the first).
 """
 
@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import longrun, measure, profile, spark_cluster, synthetic
+from bench import longrun, measure, memsteps, profile, spark_cluster, synthetic
 from contracts.scenario import ProducerSpec
 from contracts.versions import DEFAULT_VERSION
 from harness import netdelay
@@ -342,7 +342,7 @@ def main() -> None:
     sizes = [int(float(s)) for s in os.environ.get("BENCH_SIZES", "1e6,1e7,5e7").split(",")]
     sections = {"bringup": bringup, "throughput": throughput, "analysis": lambda: analysis(sizes),
                 "overhead": overhead, "smoke": smoke, "disk": disk, "latency": latency,
-                "profile": lambda: profile.profile(sizes[0]), "longrun": longrun.longrun,
+                "profile": lambda: profile.profile(sizes[0]), "longrun": longrun.longrun, "memsteps": memsteps.memsteps,
                 "standalone": lambda: spark_cluster.section(sizes)}
     fresh = {}
     for name in chosen:
