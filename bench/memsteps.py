@@ -1,6 +1,5 @@
 """`BENCH=memsteps`: one producer process's resident memory through windows where no broker answers, beside the same
-process's calm minutes before them (the baseline): a long run's memory may only step up with what such a window
-queues, and must come back down."""
+process's calm minutes before them (the baseline): how far what such a window queues raises a long run's memory."""
 
 from __future__ import annotations
 
