@@ -10,7 +10,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from contracts.clientlog import QUIET
 from contracts.history import NO_OFFSET, NO_PARTITION, NO_TXN, Event, HistoryWriter, now_ns, row_format
-from contracts.payload import SEP, encode
+from contracts.payload import encode, seq_of
 from contracts.scenario import ProducerSpec
 from workloads.worker import Worker
 
@@ -171,7 +171,7 @@ class ProducerClient(Worker):
     def _delivered(self, err: KafkaError | None, msg: Message) -> None:
         """Every send's delivery report, its seq read back from its value: `ok` without error, otherwise `info` (it
         may have been written). Message.offset() and .partition() are None when librdkafka has none (-1)."""
-        seq = int(msg.value().split(SEP, 2)[1])
+        seq = seq_of(msg.value())
         t0, offset = self._pending[seq], msg.offset()
         if err is None and offset is not None:
             self.acked += 1

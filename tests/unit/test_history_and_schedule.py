@@ -23,7 +23,7 @@ from kafka.record.util import calc_crc32c
 from contracts import history
 from contracts.errors import ClusterError
 from contracts.history import HistoryWriter, jsonl, read_jsonl
-from contracts.payload import decode, encode
+from contracts.payload import decode, encode, seq_of
 from faults import schedule
 from faults.registry import KINDS
 from harness import cluster as cluster_module
@@ -37,6 +37,7 @@ from kchaos.catalog import fault_spec
 def test_payload_roundtrip_and_damage_detected():
     v = encode(3, 1234, 80)
     assert len(v) >= 80 and decode(v) == (3, 1234, True)
+    assert seq_of(v) == 1234 and seq_of(encode(0, 2000000017, 8)) == 2000000017
     damaged = v[:-1] + b"y"
     assert decode(damaged) == (3, 1234, False)
     assert decode(v.replace(b"1234", b"1235", 1)) == (3, 1235, False)
