@@ -57,17 +57,22 @@ def final_drain(bootstrap: str, topic: str, partitions: int, history: HistoryWri
     ends = _ends(consumer, topic, list(range(partitions)), deadline)
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
     position = {p: 0 for p in ends}
+    assigned = [TopicPartition(topic, p) for p in ends]
     poll = 0
     try:
         while True:
             poll, deadline = _read_to(consumer, topic, ends, position, history, poll, deadline, timeout_s)
             if time.monotonic() >= deadline or any(position[p] < ends[p] for p in ends):
                 break
+            # paused, no fetch waits out fetch.wait.max.ms on a leader's connection, where the next offset request
+            # would queue behind it: the settle's fetches end within it
+            consumer.pause(assigned)
             time.sleep(SETTLE_S)
             later = _ends(consumer, topic, list(ends), deadline)
             if all(later.get(p, end) <= end for p, end in ends.items()):
                 break  # every end held still: the drain read the whole log
             ends = {p: max(end, later.get(p, end)) for p, end in ends.items()}
+            consumer.resume(assigned)
     finally:
         consumer.close()
     reached = {p: p in ends and position[p] >= ends[p] for p in range(partitions)}

@@ -13,12 +13,14 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from confluent_kafka import Producer
 
 from contracts.history import CLIENT_TROUBLE, HistoryWriter, read_jsonl
 from contracts.scenario import ConsumerSpec, ProducerSpec
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 from reports.analysis import analyze
+from workloads import drain
 from workloads.consumer import ConsumerClient
 from workloads.drain import final_drain
 from workloads.producer import ProducerClient
@@ -100,6 +102,36 @@ def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_of
     assert not replicas.transactional.any()
     for _, seqs in replicas[replicas.broker == 1].groupby(["producer_id", "partition"]).sequence:
         assert sorted(seqs) == list(range(len(seqs)))
+
+
+def test_drain_reads_what_lands_while_its_ends_settle(kraft, tmp_path, monkeypatch):
+    kraft.metadata.create_topic("moving", 3, 3)
+    producer = Producer({"bootstrap.servers": kraft.bootstrap_servers(), "acks": "all", "log_level": 0})
+
+    def write(n: int) -> None:
+        for i in range(n):
+            producer.produce("moving", b"%d" % i, partition=i % 3)
+        assert producer.flush(30) == 0
+
+    settles: list[float] = []
+
+    def settle(seconds: float) -> None:  # the first settle finds 300 more records behind the ends it read to
+        if not settles:
+            write(300)
+        settles.append(seconds)
+        time.sleep(seconds)
+
+    write(300)
+    monkeypatch.setattr(drain, "time", type("Clock", (), {"sleep": staticmethod(settle),
+                                                           "monotonic": staticmethod(time.monotonic)}))
+    h = HistoryWriter(tmp_path / "history")
+    reached = final_drain(kraft.bootstrap_servers(), "moving", 3, h)
+    h.close()
+    assert all(reached.values()) and len(settles) == 2
+    reads = pq.read_table(tmp_path / "history" / "reads.parquet").to_pandas()
+    events = pq.read_table(tmp_path / "history" / "events.parquet").to_pandas()
+    assert len(reads) == 600 and reads.groupby("partition").offset.max().to_dict() == {0: 199, 1: 199, 2: 199}
+    assert events[events.kind == "final-end"].offset.tolist() == [200, 200, 200]
 
 
 def test_sends_with_the_cluster_stopped_end_info_or_fail_never_ok(kraft, tmp_path):
