@@ -18,6 +18,9 @@ from reports import class_archive
 # that C2 and the parallel collector pay back (BENCHMARKS.md).
 SHORT_JOBS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"  # many analyses in one JVM fill 48 MB
 LONG_JOBS = "-XX:+UseParallelGC"
+# An analysis compiles about 260 generated classes; Spark's cache of 100 evicts them before the next analysis in the
+# same JVM (a run's, after its warm-up; a suite's) can use them
+CODEGEN_CACHE = "1000"
 LOG_CONFIG = Path(__file__).parent / "log4j2.properties"  # errors only: the console is kafka-chaos's
 
 
@@ -86,6 +89,7 @@ def session(master: str | None = None, driver_memory: str | None = None, large: 
                      ("spark.driver.bindAddress", "127.0.0.1"),
                      ("spark.driver.host", "127.0.0.1"),
                      ("spark.sql.session.timeZone", "UTC"),
+                     ("spark.sql.codegen.cache.maxEntries", CODEGEN_CACHE),
                      ("spark.driver.extraJavaOptions", java_options)]))
     if event_log := os.environ.get("KCHAOS_SPARK_EVENT_LOG"):  # a directory: Spark's event log, for bench.profile
         conf.setAll([("spark.eventLog.enabled", "true"), ("spark.eventLog.dir", event_log),
