@@ -19,7 +19,7 @@ from contracts.errors import ClusterError
 from harness import images, labels, lazydisk, netdelay, watchdog
 from harness.broker_config import ZK_PORT, ZOOKEEPER_PROPERTIES, ClusterSpec, broker_properties, cluster_id, free_port
 from harness.firewall import Firewall
-from harness.metadata import Metadata
+from harness.metadata import SETTLING_EVERY_S, Metadata
 from harness.node import KafkaNode
 from harness.replicas import Parsed, Segment, node_segments, parse_segment
 from harness.zookeeper import ZooKeeper
@@ -129,7 +129,7 @@ class Cluster:
             return seen == want
 
         try:
-            self.metadata.wait_for("every broker registered", registered, timeout_s)
+            self.metadata.wait_for("every broker registered", registered, timeout_s, SETTLING_EVERY_S)
         except ClusterError as exc:
             missing = sorted(want - seen) or sorted(want)
             tails = "\n".join(f"--- kafka-{m} ---\n{self.node(m).log_tail(15)}" for m in missing)

@@ -21,6 +21,9 @@ QUORUM_READS = 5
 QUORUM_STATE = "/var/lib/kafka/data/__cluster_metadata-0/quorum-state"
 
 
+SETTLING_EVERY_S = 0.1  # how often a wait for a cluster's own settling (registration, ISR, leaders) asks again
+
+
 def wait_for(what: str, check: Callable[[], Any], timeout_s: float = 60.0, every_s: float = 0.5) -> Any:
     """Poll `check()` (tenacity) until it returns a truthy value; cluster and client errors count as not yet. On
     timeout say what was awaited and what was last seen."""
@@ -184,7 +187,7 @@ class Metadata:
         try:
             wait_for(f"every leader of {topic} answering for its partition", lambda: all(
                 consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5, cached=False)
-                for p in range(partitions)), timeout_s)
+                for p in range(partitions)), timeout_s, SETTLING_EVERY_S)
         finally:
             consumer.close()
 
@@ -193,7 +196,7 @@ class Metadata:
         def full() -> bool:
             parts = self.partitions(topic)
             return bool(parts) and all(p.leader >= 0 and set(p.isrs) == set(p.replicas) for p in parts.values())
-        wait_for(f"a full ISR on every partition of {topic}", full, timeout_s)
+        wait_for(f"a full ISR on every partition of {topic}", full, timeout_s, SETTLING_EVERY_S)
 
 
 # Admin errors of a cluster still settling, worth another try: fewer brokers registered than a topic's replicas, and
