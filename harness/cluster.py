@@ -137,15 +137,13 @@ class Cluster:
                                f"(registered: {sorted(seen)}).\n{tails}") from exc
 
     def stop(self) -> None:
-        """Remove every node and the network; safe to call twice and after a failed start. A node that cannot be
-        removed does not keep the others: the first such error is raised once everything else is gone."""
-        errors = []
+        """Remove every node (together) and the network; safe to call twice and after a failed start. A node that
+        cannot be removed does not keep the others: the first such error is raised once everything else is gone."""
         self._engine_calls.shutdown(wait=True)  # a create a signal interrupted the wait for has returned
-        for node in self._all_nodes():
-            try:
-                node.remove()
-            except Exception as exc:
-                errors.append(exc)
+        nodes = self._all_nodes()
+        with cf.ThreadPoolExecutor(max_workers=len(nodes) or 1, thread_name_prefix="remove") as pool:
+            removals = [pool.submit(node.remove) for node in nodes]
+        errors = [e for e in (r.exception() for r in removals) if e is not None]
         if self.network is not None and self._network_up:
             with contextlib.suppress(Exception):  # already gone is fine; labels.clean() is the fallback
                 self.network.remove()
