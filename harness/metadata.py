@@ -21,7 +21,7 @@ QUORUM_READS = 5
 QUORUM_STATE = "/var/lib/kafka/data/__cluster_metadata-0/quorum-state"
 
 
-SETTLING_EVERY_S = 0.1  # how often a wait for a cluster's own settling (registration, ISR, leaders) asks again
+SETTLING_EVERY_S = 0.1  # how often bring-up asks again: brokers registered, a new topic's full ISR and leaders
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout_s: float = 60.0, every_s: float = 0.5) -> Any:
@@ -175,7 +175,7 @@ class Metadata:
                 except KafkaException as exc:  # an earlier attempt may have created it after all
                     if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                         raise
-        self.wait_full_isr(name, timeout_s)
+        self.wait_full_isr(name, timeout_s, SETTLING_EVERY_S)
         self.wait_leaders_serving(name, partitions, timeout_s)
 
     def wait_leaders_serving(self, topic: str, partitions: int, timeout_s: float = 60.0) -> None:
@@ -191,12 +191,13 @@ class Metadata:
         finally:
             consumer.close()
 
-    def wait_full_isr(self, topic: str, timeout_s: float = 60.0) -> None:
-        """Wait until every partition of a topic has a leader and all its replicas in the ISR."""
+    def wait_full_isr(self, topic: str, timeout_s: float = 60.0, every_s: float = 0.5) -> None:
+        """Wait until every partition of a topic has a leader and all its replicas in the ISR, asking every `every_s`
+        (each ask inspects every broker's container and opens an admin client: during faults, not too often)."""
         def full() -> bool:
             parts = self.partitions(topic)
             return bool(parts) and all(p.leader >= 0 and set(p.isrs) == set(p.replicas) for p in parts.values())
-        wait_for(f"a full ISR on every partition of {topic}", full, timeout_s, SETTLING_EVERY_S)
+        wait_for(f"a full ISR on every partition of {topic}", full, timeout_s, every_s)
 
 
 # Admin errors of a cluster still settling, worth another try: fewer brokers registered than a topic's replicas, and
