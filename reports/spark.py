@@ -90,6 +90,7 @@ def session(master: str | None = None, driver_memory: str | None = None, large: 
                      ("spark.driver.host", "127.0.0.1"),
                      ("spark.sql.session.timeZone", "UTC"),
                      ("spark.sql.codegen.cache.maxEntries", CODEGEN_CACHE),
+                     ("spark.sql.execution.arrow.pyspark.enabled", "true"),  # the charts' frames as Arrow batches
                      ("spark.driver.extraJavaOptions", java_options)]))
     if event_log := os.environ.get("KCHAOS_SPARK_EVENT_LOG"):  # a directory: Spark's event log, for bench.profile
         conf.setAll([("spark.eventLog.enabled", "true"), ("spark.eventLog.dir", event_log),
