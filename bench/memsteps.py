@@ -32,11 +32,11 @@ def _steps(c: Cluster, process: ClientProcess) -> tuple[list[float], list[float]
         calm.append(_mib(process))
     paused = [calm[-1]]
     for window in WINDOWS_S:
-        for n in c.node_ids():
-            c.node(n).pause()
+        for node in c.nodes:
+            node.pause()
         time.sleep(window)
-        for n in c.node_ids():
-            c.node(n).resume()
+        for node in c.nodes:
+            node.resume()
         time.sleep(SETTLE_S)
         paused.append(_mib(process))
     return calm, paused
