@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import os
 import signal
 import sys
@@ -50,10 +51,12 @@ def interrupted() -> int:
 def leave(code: int) -> NoReturn:
     """Exit with `code`. A command a signal ended leaves by os._exit once its exit handlers have run: threads the
     signal cut short (the Spark warm-up waiting on its JVM, a client library's) can abort the interpreter's
-    shutdown with SIGABRT, and by then the containers are removed and the history is closed."""
+    shutdown with SIGABRT, and by then the containers are removed and the history is closed. Otherwise every object
+    is frozen first: the interpreter's last garbage collection would walk all of them for nothing."""
     if SIGNALLED:
         atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+    gc.freeze()
     sys.exit(code)
