@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import json
 import sys
 import threading
@@ -12,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from contracts.errors import ClusterError
-from contracts.history import Event, HistoryWriter, now_ns
+from contracts.history import Event, HistoryWriter, now_ns, signals_deferred
 from contracts.scenario import Scenario, copier_id, copy_topic, transactional_id
 from faults import schedule
 from faults.ports import Clients
@@ -87,6 +88,7 @@ def execute(scenario: Scenario, run_dir: Path, on_tick: Callable[[Tick], None] =
     info = RunInfo(scenario.name, scenario.seed, scenario.kafka.version)
     info.save(run_dir)
     history = HistoryWriter(run_dir / "history")
+    compacted: cf.Future | None = None
     mark = time.monotonic()
 
     def phase(name: str) -> None:
@@ -106,6 +108,7 @@ def execute(scenario: Scenario, run_dir: Path, on_tick: Callable[[Tick], None] =
                            any(k.lazy_disk for k in kinds), any(k.net_delay for k in kinds))
         with Cluster(spec) as cluster:
             _workload(scenario, cluster, history, ops, info, phase, on_tick, run_dir)
+            compacted = _compact_meanwhile(history)  # nothing writes to the history once the workload is over
         info.status = "complete"
     except BaseException as exc:
         info.status = "error" if isinstance(exc, Exception) else "interrupted"
@@ -113,9 +116,22 @@ def execute(scenario: Scenario, run_dir: Path, on_tick: Callable[[Tick], None] =
         raise
     finally:
         phase("done")
-        history.close()
+        if compacted:
+            with signals_deferred():  # as a compaction in this thread would
+                compacted.result()
+        else:
+            history.close()
         info.save(run_dir)
     return info
+
+
+def _compact_meanwhile(history: HistoryWriter) -> cf.Future:
+    """Close and compact the history on a thread of its own, beside the cluster's teardown (a signal lands in the
+    main thread, and the compaction goes on to its end)."""
+    pool = cf.ThreadPoolExecutor(1, thread_name_prefix="history-compaction")
+    compacted = pool.submit(history.close)
+    pool.shutdown(wait=False)
+    return compacted
 
 
 CLIENT_START_S = 60.0
@@ -134,8 +150,8 @@ def _stop_consumers(consumers: list[ClientProcess]) -> None:
 def _dump_replicas(cluster: Cluster, topic: str, history: HistoryWriter) -> None:
     """Every replica's records into `replicas`; without them the verdict is unknown, not lost (an event says so)."""
     try:
-        def sink(rows: list[dict]) -> None:
-            history.write_many("replicas", rows)
+        def sink(lines: list[bytes]) -> None:
+            history.write_lines("replicas", lines)
             history.flush()
 
         cluster.dump_replica_logs(topic, sink)
