@@ -179,6 +179,10 @@ class HistoryWriter:
                                     "targets": ",".join(map(str, targets)), "detail": json.dumps(detail),
                                     "line": line, "planned": planned, "outcome": outcome})
 
+    def write_lines(self, table: str, lines: list[bytes]) -> None:
+        """Queue rows of one table that their caller already encoded, each a JSON object and a newline."""
+        self._lines[table].extend(lines)
+
     def line_writer(self, table: str) -> Callable[[bytes], None]:
         """What queues one row of `table` that its caller already encoded as a JSON object and a newline: the
         producer's hot path, one C call per row."""

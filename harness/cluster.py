@@ -276,12 +276,12 @@ class Cluster:
         for node in self._all_nodes():
             (directory / f"{node.alias}.log").write_text(node.log_text())
 
-    def dump_replica_logs(self, topic: str, sink: Callable[[list[dict]], None]) -> None:
-        """Every record of every replica of a topic, from each running broker's segment files, handed to `sink`
-        ROWS_AT_ONCE at a time: copied to this host's disk in parallel (a failed copy raises before any row is
-        handed on), then read a segment at a time, partition by partition, one broker after another, so a batch the
-        followers hold byte for byte is decoded once, and no more than one segment of an hours-long run's log, and
-        one partition's parses, are held at once."""
+    def dump_replica_logs(self, topic: str, sink: Callable[[list[bytes]], None]) -> None:
+        """Every record of every replica of a topic, from each running broker's segment files, handed to `sink` as
+        JSON lines of `replicas` rows, ROWS_AT_ONCE at a time: copied to this host's disk in parallel (a failed copy
+        raises before any row is handed on), then read a segment at a time, partition by partition, one broker after
+        another, so a batch the followers hold byte for byte is decoded once, and no more than one segment of an
+        hours-long run's log, and one partition's parses, are held at once."""
         running = [n for n in self.nodes if n.state() == "running"]
         tmp = labels.scratch(self.spec.run_id)  # the run's watchdog removes it if the run is killed meanwhile
         tmp.mkdir(parents=True, exist_ok=True)

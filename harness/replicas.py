@@ -13,6 +13,7 @@ from kafka.record.memory_records import MemoryRecords
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 from contracts.errors import ClusterError
+from contracts.history import row_format
 from contracts.payload import decode
 from harness.node import KafkaNode
 
@@ -21,11 +22,11 @@ COPY = "/tmp/kchaos-segments.tar"  # the tar is made inside the broker, then str
 SEGMENT = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)/\d+\.log$")  # skips -delete and -future directories
 
 
-# (partition, a batch's head) -> its records' columns after (broker, topic, partition). Followers store the
-# leader's batches byte for byte, so the brokers of one dump share one parse of each batch.
-COLUMNS = ("offset", "leader_epoch", "producer", "seq", "checksum_ok", "producer_id", "producer_epoch", "sequence",
-           "transactional")
+# (partition, a batch's head) -> its records' cells after (broker, topic, partition), in the `replicas` table's
+# column order, booleans as JSON. Followers store the leader's batches byte for byte, so the brokers of one dump
+# share one parse of each batch.
 Parsed = dict[tuple[int, bytes], list[tuple]]
+JSON_BOOL = {True: b"true", False: b"false"}
 BATCH_HEAD = struct.Struct(">qi")  # base offset, then the length of the rest of the batch
 # A batch's first bytes name it: base offset, length and CRC in every message format (v2: also the leader epoch
 # and magic, the CRC at 17..21; v0 and v1: the CRC at 12..16), so the cache keeps 21 bytes a batch, not its body.
@@ -33,12 +34,13 @@ KEY_BYTES = 21
 
 
 def parse_segment(data: bytes, broker: int, topic: str, partition: int,
-                  parsed: Parsed | None = None) -> Iterator[dict]:
-    """Rows (broker, topic, partition, *COLUMNS) of one segment file: each record's place, payload, and its batch's
+                  parsed: Parsed | None = None) -> Iterator[bytes]:
+    """The `replicas` rows of one segment file, each a JSON line: each record's place, payload, and its batch's
     Kafka producer id, epoch and the record's sequence (-1 without an idempotent producer).
     Control batches (transaction markers) carry no payload and are skipped; a torn last batch is ignored. A batch
     already in `parsed` (the same batch at the same partition, from another replica) is not decoded again."""
     parsed = {} if parsed is None else parsed
+    line = row_format("replicas", {"broker": broker, "topic": topic, "partition": partition})
     pos = 0
     while pos + BATCH_HEAD.size <= len(data):
         end = pos + BATCH_HEAD.size + BATCH_HEAD.unpack_from(data, pos)[1]
@@ -49,8 +51,8 @@ def parse_segment(data: bytes, broker: int, topic: str, partition: int,
         if records is None:
             records = parsed[key] = _records(data[pos:end])
         pos = end
-        for r in records:
-            yield {"broker": broker, "topic": topic, "partition": partition, **dict(zip(COLUMNS, r, strict=True))}
+        for cells in records:
+            yield line % cells
 
 
 def _records(raw: bytes) -> list[tuple]:
@@ -60,13 +62,13 @@ def _records(raw: bytes) -> list[tuple]:
         return []
     epoch, pid = getattr(batch, "leader_epoch", -1), getattr(batch, "producer_id", -1)
     pid_epoch, base_seq = getattr(batch, "producer_epoch", -1), getattr(batch, "base_sequence", -1)
-    transactional = bool(getattr(batch, "is_transactional", False))
+    transactional = JSON_BOOL[bool(getattr(batch, "is_transactional", False))]
     out = []
     for record in batch:
         d = decode(record.value)
         sequence = base_seq + record.offset - batch.base_offset if base_seq >= 0 else -1
-        out.append((record.offset, epoch, d.producer if d else -1, d.seq if d else -1, bool(d and d.checksum_ok),
-                    pid, pid_epoch, sequence, transactional))
+        out.append((record.offset, epoch, d.producer if d else -1, d.seq if d else -1,
+                    JSON_BOOL[bool(d and d.checksum_ok)], pid, pid_epoch, sequence, transactional))
     return out
 
 

@@ -69,7 +69,7 @@ def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_of
     consumer.stop()
     consumer.join(30)
     reached = final_drain(boot, TOPIC, 3, h)
-    kraft.dump_replica_logs(TOPIC, lambda rows: h.write_many("replicas", rows))
+    kraft.dump_replica_logs(TOPIC, lambda lines: h.write_lines("replicas", lines))
     h.close()
     assert all(reached.values())
     sends = pq.read_table(tmp_path / "history" / "sends.parquet").to_pandas()

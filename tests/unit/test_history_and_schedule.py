@@ -10,6 +10,7 @@ import sys
 import tarfile
 import tempfile
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 import orjson
@@ -22,7 +23,7 @@ from kafka.record.util import calc_crc32c
 
 from contracts import history
 from contracts.errors import ClusterError
-from contracts.history import HistoryWriter, jsonl, read_jsonl
+from contracts.history import TABLES, HistoryWriter, jsonl, read_jsonl
 from contracts.payload import decode, encode, seq_of
 from faults import schedule
 from faults.registry import KINDS
@@ -105,6 +106,13 @@ def batch(base_offset: int, epoch: int, values: list[bytes], control: bool = Fal
     return bytes(data)
 
 
+def rows_of(lines: Iterable[bytes]) -> list[dict]:
+    """`replicas` rows from their JSON lines, each checked against the table's columns."""
+    rows = [orjson.loads(line) for line in lines]
+    assert all(list(r) == [name for name, _ in TABLES["replicas"]] for r in rows)
+    return rows
+
+
 def tar_of(files: dict[str, bytes]) -> bytes:
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w") as t:
@@ -117,7 +125,7 @@ def tar_of(files: dict[str, bytes]) -> bytes:
 
 def test_segment_files_give_offset_epoch_and_payload_of_each_record():
     seg = batch(0, 4, [encode(0, 5), b"not ours"]) + batch(2, 5, [encode(1, 9)])
-    rows = list(parse_segment(seg + seg[:30], broker=2, topic="chaos", partition=2))  # a torn batch at the end
+    rows = rows_of(parse_segment(seg + seg[:30], broker=2, topic="chaos", partition=2))  # a torn batch at the end
     assert [(r["broker"], r["partition"], r["offset"], r["leader_epoch"], r["producer"], r["seq"], r["checksum_ok"])
             for r in rows] == [(2, 2, 0, 4, 0, 5, True), (2, 2, 1, 4, -1, -1, False), (2, 2, 2, 5, 1, 9, True)]
     # Kafka's producer fields: the batch's id and epoch, base sequence (here its base offset) plus the record's place
@@ -133,17 +141,17 @@ def test_control_batches_and_other_directories_are_skipped(tmp_path):
         "chaos-1.3f2a-delete/00000000000000000000.log": batch(0, 0, [encode(0, 2)]),
         "chaos-other-0/00000000000000000000.log": batch(0, 0, [encode(0, 3)])}))
     rows = [r for s in segments_of_tar(archive, "chaos")
-            for r in parse_segment(s.read(), broker=1, topic="chaos", partition=s.partition)]
+            for r in rows_of(parse_segment(s.read(), broker=1, topic="chaos", partition=s.partition))]
     assert sorted((r["partition"], r["offset"], r["seq"]) for r in rows) == [(0, 0, 0), (1, 0, 1)]
 
 
 def test_replicas_holding_the_same_batch_share_its_parse_and_a_diverging_one_is_read_as_it_is():
     same, theirs = batch(0, 3, [encode(0, 0), encode(0, 1)]), batch(2, 3, [encode(1, 7)])
     parsed: dict = {}
-    leader = list(parse_segment(same + theirs, broker=1, topic="chaos", partition=0, parsed=parsed))
-    follower = list(parse_segment(same + batch(2, 3, [encode(1, 8)]), broker=2, topic="chaos", partition=0,
-                                  parsed=parsed))
-    other_partition = list(parse_segment(same, broker=2, topic="chaos", partition=1, parsed=parsed))
+    leader = rows_of(parse_segment(same + theirs, broker=1, topic="chaos", partition=0, parsed=parsed))
+    follower = rows_of(parse_segment(same + batch(2, 3, [encode(1, 8)]), broker=2, topic="chaos", partition=0,
+                                     parsed=parsed))
+    other_partition = rows_of(parse_segment(same, broker=2, topic="chaos", partition=1, parsed=parsed))
     assert [(r["offset"], r["seq"]) for r in leader] == [(0, 0), (1, 1), (2, 7)]
     assert [(r["broker"], r["offset"], r["seq"]) for r in follower] == [(2, 0, 0), (2, 1, 1), (2, 2, 8)]
     assert [(r["partition"], r["offset"]) for r in other_partition] == [(1, 0), (1, 1)]
@@ -168,7 +176,7 @@ class FlakyBroker:
 def test_a_segment_copy_cut_short_is_read_again_and_three_in_a_row_are_a_cluster_error(tmp_path):
     whole = tar_of({"chaos-0/00000000000000000000.log": batch(0, 1, [encode(0, 0), encode(0, 1)])})
     (segment,) = node_segments(FlakyBroker(whole[:700], whole), "chaos", tmp_path)
-    rows = list(parse_segment(segment.read(), broker=1, topic="chaos", partition=segment.partition))
+    rows = rows_of(parse_segment(segment.read(), broker=1, topic="chaos", partition=segment.partition))
     assert [(r["offset"], r["seq"]) for r in rows] == [(0, 0), (1, 1)]
     with pytest.raises(ClusterError, match="cut short 3 times"):
         node_segments(FlakyBroker(whole[:700], whole[:700], whole[:700], whole), "chaos", tmp_path)
@@ -289,13 +297,13 @@ def test_a_dump_hands_on_rows_partition_by_partition_in_chunks_and_nothing_when_
     cluster.spec = ClusterSpec(run_id="r1")
     cluster.nodes = [DumpedBroker(1, archive), DumpedBroker(2, archive)]
     chunks: list[list[dict]] = []
-    cluster.dump_replica_logs("chaos", chunks.append)
+    cluster.dump_replica_logs("chaos", lambda lines: chunks.append(rows_of(lines)))
     assert [[(r["partition"], r["broker"], r["seq"]) for r in c] for c in chunks] == [
         [(0, 1, 0), (0, 1, 2)], [(0, 2, 0), (0, 2, 2)], [(1, 1, 1), (1, 2, 1)]]
     cluster.nodes = [DumpedBroker(1, archive), DumpedBroker(2, *[archive[:700]] * 3)]
     chunks.clear()
     with pytest.raises(ClusterError, match="cut short"):
-        cluster.dump_replica_logs("chaos", chunks.append)
+        cluster.dump_replica_logs("chaos", lambda lines: chunks.append(rows_of(lines)))
     assert chunks == [] and not list(tmp_path.iterdir())  # the segment copies are gone either way
 
 
