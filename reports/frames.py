@@ -7,6 +7,7 @@ and the run's `Facts` (did the final drain reach the end, were the replicas dump
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -363,6 +364,9 @@ def build(spark: SparkSession, history: Path, readers: Readers | None = None,
     suspect = SUSPECT + (" OR NOT live" if facts.group_commits != "none" else "")
     if prefilter is not False:
         obs = _suspect_rows(obs, sends, need_live=facts.group_commits != "none", always=bool(prefilter))
-    values = _per_value(obs).filter(suspect).localCheckpoint()
-    return Frames(sends, reads, events, ours, obs, values, _per_position(obs).localCheckpoint(), ends, facts,
+    with cf.ThreadPoolExecutor(1, thread_name_prefix="positions") as pool:  # the two indexes' jobs side by side
+        placed = pool.submit(lambda: _per_position(obs).localCheckpoint())
+        values = _per_value(obs).filter(suspect).localCheckpoint()
+        places = placed.result()
+    return Frames(sends, reads, events, ours, obs, values, places, ends, facts,
                   ["drain", *readers.contiguous], t["metadata"], t["faults"], _fates(sends, t["txns"]), copied)
