@@ -3,6 +3,7 @@ count from one Spark job and examples only for what occurred. Metrics sit beside
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import json
 from dataclasses import dataclass, field
 from functools import reduce
@@ -71,9 +72,11 @@ def analyze(spark: SparkSession, history: Path, readers: frames.Readers | None =
     """Every anomaly and metric of one history directory. `prefilter`: judge only the suspect rows (True), every
     row (False), or whichever is cheaper for this history (None); the results are the same (the tests prove it)."""
     f = frames.build(spark, history, readers, prefilter)
-    found = {name: check(f) for name, check in CHECKERS.items()}
-    metrics, series = _metrics(f)
-    return Analysis(settle(found), metrics, f.facts, series)
+    with cf.ThreadPoolExecutor(1, thread_name_prefix="metrics") as pool:
+        measured = pool.submit(_metrics, f)  # its jobs run beside the checkers' (a job alone rarely fills the cores)
+        anomalies = settle({name: check(f) for name, check in CHECKERS.items()})
+        metrics, series = measured.result()
+    return Analysis(anomalies, metrics, f.facts, series)
 
 
 def _metrics(f: Frames) -> tuple[dict, dict]:
