@@ -288,8 +288,8 @@ def overhead(scenario: str = "acks-all-leader-kill", duration: str = "120s") -> 
         before = sum(timings.get(k, 0.0) for k in ("start", "images", "cluster", "topic"))
         after = sum(timings.get(k, 0.0) for k in ("heal", "drain", "replicas", "consumers", "teardown"))
         shares.append((total - workload) / total)
-        rows.append(f"| {seed} | {total:.0f} s | {workload:.0f} s | {before:.0f} s | {after:.0f} s | "
-                    f"{total - workload - before - after:.0f} s | {shares[-1]:.0%} |")
+        rows.append(f"| {seed} | {total:.1f} s | {workload:.1f} s | {before:.1f} s | {after:.1f} s | "
+                    f"{total - workload - before - after:.1f} s | {shares[-1]:.1%} |")
     med = statistics.median(shares)
     return ["## Harness overhead on a 2-minute scenario", "", f"Measured {time.strftime('%Y-%m-%d')}.", "",
             f"Command: `BENCH=overhead make bench` ({REPEAT} runs of `kchaos run {scenario} --duration {duration}`, "
@@ -300,7 +300,7 @@ def overhead(scenario: str = "acks-all-leader-kill", duration: str = "120s") -> 
             "| seed | run wall time | workload | bring-up | heal to teardown | start, analysis, reports "
             "| overhead |",
             "|---|---|---|---|---|---|---|", *rows, "",
-            f"Median overhead {med:.0%} of the run (target under 15%: {'met' if med < 0.15 else 'NOT met'}).", ""]
+            f"Median overhead {med:.1%} of the run (target under 15%: {'met' if med < 0.15 else 'NOT met'}).", ""]
 
 
 def smoke() -> list[str]:
