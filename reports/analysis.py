@@ -3,7 +3,6 @@ count from one Spark job and examples only for what occurred. Metrics sit beside
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import json
 from dataclasses import dataclass, field
 from functools import reduce
@@ -17,6 +16,7 @@ from reports.checkers import CHECKERS, Finding
 from reports.frames import Facts, Frames, is_large, partition_name
 from reports.metrics import client_requests, isr_recovery_s, memory, send_metrics
 from reports.provoked import from_metadata
+from reports.spark import side_by_side
 
 __all__ = ["Analysis", "Anomaly", "Facts", "analyze", "is_large"]
 SAMPLED_SENDS = 20_000  # individual sends the latency chart draws, sampled evenly
@@ -72,10 +72,8 @@ def analyze(spark: SparkSession, history: Path, readers: frames.Readers | None =
     """Every anomaly and metric of one history directory. `prefilter`: judge only the suspect rows (True), every
     row (False), or whichever is cheaper for this history (None); the results are the same (the tests prove it)."""
     f = frames.build(spark, history, readers, prefilter)
-    with cf.ThreadPoolExecutor(1, thread_name_prefix="metrics") as pool:
-        measured = pool.submit(_metrics, f)  # its jobs run beside the checkers' (a job alone rarely fills the cores)
-        anomalies = settle({name: check(f) for name, check in CHECKERS.items()})
-        metrics, series = measured.result()
+    anomalies, (metrics, series) = side_by_side(
+        lambda: settle({name: check(f) for name, check in CHECKERS.items()}), lambda: _metrics(f))
     return Analysis(anomalies, metrics, f.facts, series)
 
 

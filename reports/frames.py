@@ -7,7 +7,6 @@ and the run's `Facts` (did the final drain reach the end, were the replicas dump
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from pyspark.sql import functions as F
 from contracts.history import CLIENT_TROUBLE, Event, Fate, Outcome
 from contracts.payload import COPY_BASE
 from reports.history_io import load_all, sends_in
+from reports.spark import side_by_side
 
 EXAMPLES = 20
 PREFILTER_FROM = 1_000_000  # sends; below, one pass over every row is cheaper than fingerprinting first
@@ -364,9 +364,7 @@ def build(spark: SparkSession, history: Path, readers: Readers | None = None,
     suspect = SUSPECT + (" OR NOT live" if facts.group_commits != "none" else "")
     if prefilter is not False:
         obs = _suspect_rows(obs, sends, need_live=facts.group_commits != "none", always=bool(prefilter))
-    with cf.ThreadPoolExecutor(1, thread_name_prefix="positions") as pool:  # the two indexes' jobs side by side
-        placed = pool.submit(lambda: _per_position(obs).localCheckpoint())
-        values = _per_value(obs).filter(suspect).localCheckpoint()
-        places = placed.result()
+    values, places = side_by_side(lambda: _per_value(obs).filter(suspect).localCheckpoint(),
+                                  lambda: _per_position(obs).localCheckpoint())
     return Frames(sends, reads, events, ours, obs, values, places, ends, facts,
                   ["drain", *readers.contiguous], t["metadata"], t["faults"], _fates(sends, t["txns"]), copied)

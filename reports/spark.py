@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import atexit
+import concurrent.futures as cf
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkRuntimeError
@@ -13,6 +16,18 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from reports import class_archive
+
+A = TypeVar("A")
+B = TypeVar("B")
+
+
+def side_by_side(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
+    """Both calls' results, `second` made on a thread of its own meanwhile: their Spark jobs run together, where a
+    small history's job alone leaves a core idle."""
+    with cf.ThreadPoolExecutor(1, thread_name_prefix="side-by-side") as pool:
+        later = pool.submit(second)
+        return first(), later.result()
+
 
 # A run's analysis is many short jobs, done sooner by C1 alone; a history of millions of sends is a few long jobs
 # that C2 and the parallel collector pay back (BENCHMARKS.md).
