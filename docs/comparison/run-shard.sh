@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run one slice of the committed comparison and keep its runs under docs/comparison/runs/SLICE, trimmed to what
+# Run one slice of the committed comparison and keep its runs under runs/comparison/SLICE, trimmed to what
 # `kchaos compare --merge` and a reader need: results.json, scenario.json, schedule.json and run.json of every run,
 # report.html of the runs that failed or were unknown (histories, broker logs and passing reports are dropped).
 # A slice is I (1..48: slice I of the catalog's version x scenario x seed matrix) or the name of a regression
@@ -11,15 +11,15 @@ SLICE=${1:?usage: bash docs/comparison/run-shard.sh I (1..48) or the name of a r
 SHARDS=48
 KAFKA=4.3.1,3.9.2,3.9.2:zookeeper,2.8.2
 case $SLICE in
-  [0-9]*) dest=docs/comparison/runs/shard-$SLICE ;;
-  *) dest=docs/comparison/runs/$SLICE ;;
+  [0-9]*) dest=runs/comparison/shard-$SLICE ;;
+  *) dest=runs/comparison/$SLICE ;;
 esac
 [ -e "$dest" ] && { echo "$dest exists: slice $SLICE has run; remove it to run it again" >&2; exit 2; }
 work=$(mktemp -d)
 trap '[ -n "${KEEP_WORK:-}" ] && mkdir -p "$KEEP_WORK" && cp -r "$work"/. "$KEEP_WORK"/; rm -rf "$work"' EXIT
 started=$(date +%s)
 code=0
-if [ "$dest" = "docs/comparison/runs/shard-$SLICE" ]; then
+if [ "$dest" = "runs/comparison/shard-$SLICE" ]; then
   .venv/bin/kchaos compare --kafka "$KAFKA" --suite nightly --seeds 5 --shard "$SLICE/$SHARDS" --runs-dir "$work" \
     >> "$work/runs.log" 2>&1 || code=$?
 else
@@ -42,4 +42,4 @@ sys.exit(RunResult.load(Path(sys.argv[1])).badge in ("FAIL", "UNKNOWN"))' "$resu
   fi
 done
 echo "$SLICE: $(find "$dest" -name results.json | wc -l) runs in $(( ($(date +%s) - started) / 60 )) min," \
-  "exit $code" | tee -a docs/comparison/shards.log
+  "exit $code" | tee -a runs/comparison/shards.log
