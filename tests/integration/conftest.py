@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import docker
 import pytest
@@ -16,6 +19,33 @@ from harness.labels import OWNER, clean
 
 pytestmark = pytest.mark.integration
 FAST_ISR = {"replica.lag.time.max.ms": "6000"}
+
+
+class Background:
+    """A call on a daemon thread whose outcome the test must collect: `result` re-raises what the call raised and
+    fails the test when the call has not finished in time."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._outcome: dict[str, Any] = {}
+        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], Any]) -> None:
+        try:
+            self._outcome["value"] = fn()
+        except BaseException as e:  # handed to the test by result()
+            self._outcome["error"] = e
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def result(self, timeout: float) -> Any:
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            pytest.fail(f"the background call did not finish within {timeout} s")
+        if "error" in self._outcome:
+            raise self._outcome["error"]
+        return self._outcome.get("value")
 
 
 def pytest_collection_modifyitems(items):

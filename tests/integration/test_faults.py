@@ -22,7 +22,7 @@ from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 from harness.metadata import wait_for
 from kchaos.catalog import fault_spec
-from tests.integration.conftest import FAST_ISR
+from tests.integration.conftest import FAST_ISR, Background
 from workloads.client_process import ClientProcess
 from workloads.consumer import record_committed
 
@@ -52,17 +52,11 @@ def fire(c, topic: str, fault: str, targets: list[int], **spec) -> dict:
     return KINDS[fault].op(ctx, fault_spec(fault=fault, **spec), targets)
 
 
-def in_background(fn):
-    t = threading.Thread(target=fn, daemon=True)
-    t.start()
-    return t
-
-
 def test_partition_fault_shrinks_isr_seen_in_metadata(c, topic):
     follower = next(r for r in c.metadata.replicas(topic, 0) if r != c.metadata.leader(topic, 0))
-    t = in_background(lambda: fire(c, topic, "isolate", [follower], **{"for": 15}))
+    t = Background(lambda: fire(c, topic, "isolate", [follower], **{"for": 15}))
     wait_for("the isolated follower leaving the ISR", lambda: follower not in c.metadata.isr(topic, 0), TIMEOUT)
-    t.join(60)
+    t.result(60)
 
 
 def test_pause_makes_requests_to_that_broker_time_out(c, topic):
@@ -79,14 +73,14 @@ def test_pause_makes_requests_to_that_broker_time_out(c, topic):
 
 def test_tcp_reset_rejects_client_connections(c, topic):
     victim = c.metadata.leader(topic, 0)
-    t = in_background(lambda: fire(c, topic, "tcp-reset", [victim], **{"for": 8}))
+    t = Background(lambda: fire(c, topic, "tcp-reset", [victim], **{"for": 8}))
     time.sleep(1)
     with pytest.raises(KafkaException):
         c.metadata.admin([victim]).list_topics(timeout=3)
     rules = c.node(victim).sh("iptables -L KCHAOS -v -n -x")[1]
     rejected = [ln for ln in rules.splitlines() if "REJECT" in ln and "tcp-reset" in ln]
     assert rejected and int(rejected[0].split()[0]) > 0, rules  # packets were answered with RST
-    t.join(30)
+    t.result(30)
 
 
 def test_bandwidth_cap_bounds_fetch_throughput(c, topic):
@@ -135,11 +129,11 @@ def test_latency_delays_a_produce_round_trip_by_the_configured_amount(c, topic, 
     target = leader if link == "clients" else next(r for r in c.metadata.isr(topic, 0) if r != leader)
     plain = produce_round_trip_ms(c, topic, acks)
     fired: dict = {}
-    t = in_background(lambda: fired.update(fire(c, topic, "latency", [target], link=link, latency_ms=delay_ms,
+    t = Background(lambda: fired.update(fire(c, topic, "latency", [target], link=link, latency_ms=delay_ms,
                                                 **{"for": 15})))
     wait_for("the latency rule", lambda: "NFQUEUE" in c.firewall.rules(target), 20)
     slowed = produce_round_trip_ms(c, topic, acks)
-    t.join(30)
+    t.result(30)
     assert abs(slowed - plain - delay_ms) <= 0.2 * delay_ms, (plain, slowed)
     held = fired["delayed"][str(target)]
     assert held["packets"] > 0 and abs(held["held_mean_ms"] - delay_ms) <= 0.2 * delay_ms, fired
@@ -147,7 +141,7 @@ def test_latency_delays_a_produce_round_trip_by_the_configured_amount(c, topic, 
 
 def test_zombie_leader_is_replaced_while_it_still_accepts_connections(c, topic):
     old = c.metadata.leader(topic, 0)
-    t = in_background(lambda: fire(c, topic, "zombie", [old], **{"for": 25}))
+    t = Background(lambda: fire(c, topic, "zombie", [old], **{"for": 25}))
     new = wait_for("a new leader elected away from the zombie",
                      lambda: (lead := c.metadata.leader(topic, 0)) not in (-1, old) and lead, TIMEOUT)
     assert new != old
@@ -155,7 +149,7 @@ def test_zombie_leader_is_replaced_while_it_still_accepts_connections(c, topic):
         pass  # clients still reach the old leader
     wait_for("the zombie answering metadata requests",  # and it still answers them (a transient error is retried)
              lambda: c.metadata.admin([old]).list_topics(timeout=3).brokers, 8)  # well inside its 25 s
-    t.join(60)
+    t.result(60)
 
 
 # A crashed member's partitions move once its session (10 s for both protocols, see harness.broker_config) expires;
@@ -179,12 +173,12 @@ def test_consumer_kill_crashes_a_member_and_the_group_takes_over_its_partitions(
                    lambda: {e["source"] for e in rows(tmp_path, "events")} == {"consumer-0", "consumer-1"}
                    and len({(r["partition"], r["offset"]) for r in rows(tmp_path, "reads")}) == 200, TIMEOUT)
         ctx = Ctx(c, topic, random.Random(1), threading.Event(), Clients(consumers=consumers))
-        t = in_background(lambda: KINDS["consumer-kill"].op(ctx, fault_spec(fault="consumer-kill", target=0,
+        t = Background(lambda: KINDS["consumer-kill"].op(ctx, fault_spec(fault="consumer-kill", target=0,
                                                                            **{"for": 20}), []))
         wait_for("consumer-0's process gone", lambda: not consumers[0].alive, 10)
         wait_for("consumer-1 holding all 4 partitions after the crash (the session timeout)",
                    lambda: held(tmp_path, "consumer-1") == {0, 1, 2, 3}, TAKEOVER_S)
-        t.join(60)
+        t.result(60)
         assert consumers[0].alive and consumers[0].incarnation == 1
     finally:
         for k in consumers:

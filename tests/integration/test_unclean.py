@@ -12,8 +12,8 @@ from confluent_kafka import Producer
 
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
-from tests.integration.conftest import FAST_ISR
-from tests.integration.test_faults import fire, in_background
+from tests.integration.conftest import FAST_ISR, Background
+from tests.integration.test_faults import fire
 
 
 @pytest.fixture(scope="module")
@@ -43,16 +43,17 @@ def test_unclean_sequence_elects_the_lagging_replica_only_when_allowed(five, unc
             p.produce(topic, b"v")
             p.poll(0.01)
 
-    writer = in_background(produce)
+    writer = Background(produce)
     leaders: list[int] = []
     result: dict = {}
-    t = in_background(lambda: result.update(fire(c, topic, "unclean-sequence", [], **{"for": 12})))
-    while t.is_alive():
+    t = Background(lambda: result.update(fire(c, topic, "unclean-sequence", [], **{"for": 12})))
+    while not t.done():
         with contextlib.suppress(Exception):  # metadata may be briefly unavailable mid-sequence
             leaders.append(c.metadata.leader(topic, 0))
         time.sleep(0.5)
     stop.set()
-    writer.join(5)
+    writer.result(5)
+    t.result(0)
     p.purge()  # its queue would otherwise keep retrying the cluster's ports after the module removed it
     p.flush(2)
     # Within this window the lagging replica can lead only through an unclean election (the preferred-leader
