@@ -7,7 +7,7 @@ KAFKA ?=
 SUPPORTED := 4.3.1,3.9.2
 export TESTCONTAINERS_RYUK_DISABLED := true
 
-.PHONY: setup chaos nightly test unit integration lint bench detect compare clean
+.PHONY: setup chaos nightly test test-all unit integration lint bench detect compare clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -36,8 +36,11 @@ unit: $(VENV)/.installed
 integration: setup
 	$(BIN)/pytest -q tests/integration
 
-test: lint setup
-	$(BIN)/pytest -q --durations=15 tests
+test: lint setup  ## the CI tier: every layer on real brokers, within 30 minutes from a fresh clone
+	$(BIN)/pytest -q --durations=15 -m "not slow" tests
+
+test-all: lint setup  ## every test: the CI tier, then old releases, known bugs, five brokers, ZooKeeper faults
+	$(BIN)/pytest -q --durations=25 tests
 
 bench: setup
 	$(BIN)/python -m bench.run

@@ -10,7 +10,7 @@ from typing import Any
 import docker
 import pytest
 
-from contracts.versions import SUPPORTED_VERSIONS
+from contracts.versions import DEFAULT_VERSION, SUPPORTED_VERSIONS
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 from harness.engine import ensure_engine
@@ -75,9 +75,11 @@ def nothing_left_behind():
     assert not left and not nets, f"left behind: {[c.name for c in left]} {[n.name for n in nets]}"
 
 
-@pytest.fixture(scope="module", params=SUPPORTED_VERSIONS)
+@pytest.fixture(scope="module", params=[v if v == DEFAULT_VERSION else pytest.param(v, marks=pytest.mark.slow)
+                                        for v in SUPPORTED_VERSIONS])
 def cluster(request):
-    """A 3-broker KRaft cluster per supported version, shared by a module's tests (each test heals after itself)."""
+    """A 3-broker KRaft cluster per supported version (the default's in `make test`, the others' in `make test-all`),
+    shared by a module's tests (each test heals after itself)."""
     with Cluster(ClusterSpec(version=request.param, config=FAST_ISR)) as c:
         yield c
 

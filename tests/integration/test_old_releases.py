@@ -10,6 +10,8 @@ from harness.cluster import Cluster
 from harness.images import ensure_kafka_image, local_images
 from tests.integration.test_cluster import roundtrip
 
+pytestmark = pytest.mark.slow  # make test-all only: three eras' images, built with JREs 8 and 11
+
 
 @pytest.mark.parametrize("version, metadata", [("2.0.1", "zookeeper"), ("0.10.2.2", "zookeeper"),
                                                ("4.3.1", "kraft")])

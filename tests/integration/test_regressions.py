@@ -9,6 +9,8 @@ import pytest
 from kchaos.catalog import catalog, load
 from kchaos.pipeline import run_and_check
 
+pytestmark = pytest.mark.slow  # make test-all only: each known bug on its affected and fixed releases
+
 
 # The anomalies that show the bug: any of them, forbidden, on the release that had it; none on the one that fixed it.
 # KIP-101's truncation shows as lost writes when every replica lacks the dropped records, and as one offset holding

@@ -30,7 +30,8 @@ def phase_of(runs) -> str:
 
 
 @pytest.mark.parametrize("phase, sig", [("cluster", signal.SIGTERM), ("faults", signal.SIGINT),
-                                        ("drain", signal.SIGTERM), ("done", signal.SIGINT)])
+                                        pytest.param("drain", signal.SIGTERM, marks=pytest.mark.slow),
+                                        pytest.param("done", signal.SIGINT, marks=pytest.mark.slow)])
 def test_a_signal_to_the_group_ends_the_run_cleanly(tmp_path, phase, sig):
     (tmp_path / "s.yaml").write_text(SCENARIO)
     runs = tmp_path / "runs"

@@ -7,6 +7,8 @@ import pytest
 from bench import spark_cluster
 from tests.histories import clean
 
+pytestmark = pytest.mark.slow  # make test-all only: a standalone Spark cluster beside the local session
+
 
 @pytest.fixture
 def standalone(tmp_path):

@@ -109,6 +109,7 @@ def test_an_exactly_once_stage_copies_every_record_once_through_a_crash(tmp_path
     assert copied >= r.metrics.acked, (copied, r.metrics.acked)  # every input record, aborted copies besides
 
 
+@pytest.mark.slow  # make test-all: the fast tier's two tests above already run the stage and transactions
 def test_a_stage_committing_offsets_outside_its_transactions_is_caught_losing_copies(tmp_path):
     broken = EOS | {"name": "eos-outside", "duration": "15s", "faults": [],
                     "copier": EOS["copier"] | {"offsets": "outside"}}

@@ -15,6 +15,8 @@ from harness.cluster import Cluster
 from tests.integration.conftest import FAST_ISR, Background
 from tests.integration.test_faults import fire
 
+pytestmark = pytest.mark.slow  # make test-all only: five brokers
+
 
 @pytest.fixture(scope="module")
 def five():

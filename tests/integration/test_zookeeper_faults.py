@@ -16,6 +16,8 @@ from harness.cluster import Cluster
 from kchaos.catalog import fault_spec
 from tests.integration.conftest import FAST_ISR
 
+pytestmark = pytest.mark.slow  # make test-all only: ZooKeeper-mode clusters on lazyfs
+
 
 @pytest.mark.parametrize("fault", ["last-replica-standing", "last-replica-power-loss"])
 def test_last_replica_with_the_controller_among_the_cut_off_followers(fault):
