@@ -146,6 +146,11 @@ class ProducerSpec(Strict):
     def _acks_str(cls, v: Any) -> str:
         return "all" if v == -1 else str(v)
 
+    @property
+    def may_rewrite(self) -> bool:
+        """Whether a retry can write a batch a second time: retries without idempotence's de-duplication."""
+        return self.retries > 0 and not self.idempotence
+
 
 class ConsumerSpec(Strict):
     count: int = Field(2, ge=0, le=16)

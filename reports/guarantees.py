@@ -16,6 +16,7 @@ ACKS = DOCS + "#producerconfigs_acks"
 MIN_ISR = DOCS + "#topicconfigs_min.insync.replicas"
 UNCLEAN = DOCS + "#topicconfigs_unclean.leader.election.enable"
 IDEMPOTENCE = DOCS + "#producerconfigs_enable.idempotence"
+RETRIES = DOCS + "#producerconfigs_retries"
 IN_FLIGHT = DOCS + "#producerconfigs_max.in.flight.requests.per.connection"
 REPLICATION = DOCS + "#replication"
 SEMANTICS = DOCS + "#semantics"
@@ -204,11 +205,15 @@ def _torn_transaction(s: Scenario) -> Rule:
 
 @rule("duplicate")
 def _duplicate(s: Scenario) -> Rule:
-    on = s.producer.idempotence
-    return Rule("duplicate", not on,
-                "enable.idempotence=true: the broker de-duplicates retries by producer id and sequence" if on
-                else "enable.idempotence=false: a retried batch whose first attempt was written is written again",
-                IDEMPOTENCE)
+    p = s.producer
+    if p.idempotence:
+        why = "enable.idempotence=true: the broker de-duplicates retries by producer id and sequence"
+    elif p.may_rewrite:
+        why = (f"enable.idempotence=false with retries={p.retries}: a retried batch whose first attempt was "
+               "written is written again")
+    else:
+        why = "enable.idempotence=false with retries=0: each batch is sent once, so no record is written twice"
+    return Rule("duplicate", p.may_rewrite, why, IDEMPOTENCE if p.idempotence or p.may_rewrite else RETRIES)
 
 
 @rule("inconsistent-offset")
@@ -224,7 +229,7 @@ def _inconsistent_offset(s: Scenario) -> Rule:
 @rule("nonmonotonic-send")
 def _nonmonotonic_send(s: Scenario) -> Rule:
     p, loss = s.producer, truncation(s)
-    reorder = not p.idempotence and p.retries > 0 and p.max_in_flight > 1
+    reorder = p.may_rewrite and p.max_in_flight > 1
     why = [*(["retries with max.in.flight.requests.per.connection>1 and no idempotence may reorder batches"]
              if reorder else []), *([f"truncation reuses offsets ({loss.why})"] if loss.reasons else [])]
     doc = IN_FLIGHT if reorder else (loss.doc if loss.reasons else IDEMPOTENCE)

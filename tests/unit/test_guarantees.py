@@ -53,11 +53,18 @@ def test_divergence_and_vanished_reads_only_with_unclean_election():
 
 
 def test_duplicates_and_reorder_need_non_idempotent_retries():
-    plain = allowed(scenario(producer__idempotence=False))
+    plain = allowed(scenario(producer__idempotence=False, producer__retries=3))
     assert "duplicate" in plain and "nonmonotonic-send" in plain
-    single = allowed(scenario(producer__idempotence=False, producer__max_in_flight=1))
+    single = allowed(scenario(producer__idempotence=False, producer__retries=3, producer__max_in_flight=1))
     assert "duplicate" in single and "nonmonotonic-send" not in single
     assert "duplicate" not in allowed(scenario())
+
+
+def test_without_retries_a_non_idempotent_producer_writes_each_record_once():
+    once = scenario(producer__idempotence=False, producer__retries=0)
+    assert not {"duplicate", "nonmonotonic-send"} & allowed(once)
+    rule = next(r for r in rules(once) if r.anomaly == "duplicate")
+    assert "retries=0" in rule.why and rule.doc.endswith("#producerconfigs_retries")
 
 
 def test_group_at_least_once_is_forbidden_unless_the_log_may_be_truncated():
