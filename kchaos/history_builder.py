@@ -2,6 +2,8 @@
 
     b = HistoryBuilder()
     b.send(producer=0, seq=0, partition=0, offset=0)          # an acked send
+    b.send(producer=0, seq=1, partition=0, outcome="info")    # a send whose fate the client never learned
+    b.poll("consumer-0", (0, 0, 0, 0))                         # one poll: (partition, offset, producer, seq)...
     b.read("drain", partition=0, offset=0, producer=0, seq=0)  # the final read found it
     b.drain_end(partition=0, end=1).replicas_dumped()
     b.write_run(Path("my-run"), {"name": "my-app", "producer": {"acks": "all"}})
@@ -10,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,21 +33,27 @@ class HistoryBuilder:
     t: int = 1_000_000_000  # the clock, ns (any monotonic origin: the analysis uses differences only)
     step_ns: int = 10 * MS
     rows: dict[str, list[dict]] = field(default_factory=dict)
+    polls: dict[str, int] = field(default_factory=dict)  # each reader's last poll number
+    in_poll: dict[tuple[str, int], int] = field(default_factory=dict)  # records added to a reader's poll so far
 
     def _add(self, table: str, row: dict) -> HistoryBuilder:
         self.t += self.step_ns
         self.rows.setdefault(table, []).append(row)
         return self
 
-    def send(self, producer: int, seq: int, partition: int, offset: int, outcome: str = "ok",
+    def send(self, producer: int, seq: int, partition: int, offset: int | None = None, outcome: str = "ok",
              error: str | None = None, took_ns: int = 5 * MS, key: str | None = None,
              txn: int = NO_TXN) -> HistoryBuilder:
-        """One send and how it ended: ok (acked at `offset`, or NO_OFFSET), fail (never written) or info (unknown);
-        `txn`: the producer's transaction it was sent in."""
+        """One send and how it ended: ok (acked at `offset`, or NO_OFFSET), fail (never written) or info (unknown),
+        the last two without an offset; `txn`: the producer's transaction it was sent in."""
+        _check_offset(producer, seq, outcome, offset)
+        if any(r["producer"] == producer and r["seq"] == seq for r in self.rows.get("sends", [])):
+            warnings.warn(f"a second send row for producer {producer} seq {seq}: each value is sent once "
+                          "(docs/history-format.md), so the analyzer takes this as a producer bug", stacklevel=2)
         return self._add("sends", {"producer": producer, "seq": seq, "key": key, "topic": self.topic,
                                    "partition": partition, "t_invoke": self.t, "t_complete": self.t + took_ns,
                                    "outcome": outcome, "error": None if outcome == "ok" else error,
-                                   "offset": offset if outcome == "ok" else NO_OFFSET, "txn": txn})
+                                   "offset": NO_OFFSET if offset is None else offset, "txn": txn})
 
     def transaction(self, producer: int, txn: int, fate: Fate | str, asked_commit: bool = True) -> HistoryBuilder:
         """How one of a producer's transactions ended (committed, aborted, unknown), stamped now; `asked_commit`:
@@ -53,12 +62,25 @@ class HistoryBuilder:
                                   "t_commit": self.t if asked_commit else NO_COMMIT, "t_end": self.t + self.step_ns,
                                   "fate": str(fate), "error": ""})
 
-    def read(self, reader: str, partition: int, offset: int, producer: int, seq: int, poll: int = 1,
+    def read(self, reader: str, partition: int, offset: int, producer: int, seq: int, poll: int | None = None,
              phase: str | None = None, checksum_ok: bool = True) -> HistoryBuilder:
-        """One record a reader returned; the reader `drain` reads in the `final` phase, every other one `live`."""
+        """One record a reader returned, in a poll of its own unless `poll` names one (records added to one poll keep
+        the order they are added in); the reader `drain` reads in the `final` phase, every other one `live`."""
+        poll = self.polls.get(reader, 0) + 1 if poll is None else poll
+        self.polls[reader] = max(self.polls.get(reader, 0), poll)
+        pos = self.in_poll.get((reader, poll), 0)
+        self.in_poll[(reader, poll)] = pos + 1
         return self._add("reads", {"reader": reader, "phase": phase or ("final" if reader == "drain" else "live"),
                                    "poll": poll, "t": self.t, "topic": self.topic, "partition": partition,
-                                   "offset": offset, "producer": producer, "seq": seq, "checksum_ok": checksum_ok})
+                                   "offset": offset, "producer": producer, "seq": seq, "checksum_ok": checksum_ok,
+                                   "pos": pos})
+
+    def poll(self, reader: str, *records: tuple[int, int, int, int], phase: str | None = None) -> HistoryBuilder:
+        """One poll of `reader` that returned `records`, each (partition, offset, producer, seq), in this order."""
+        number = self.polls.get(reader, 0) + 1
+        for partition, offset, producer, seq in records:
+            self.read(reader, partition, offset, producer, seq, poll=number, phase=phase)
+        return self
 
     def replica(self, broker: int, partition: int, offset: int, producer: int, seq: int,
                 leader_epoch: int = 0) -> HistoryBuilder:
@@ -122,3 +144,13 @@ class HistoryBuilder:
         self.write(run_dir / "history")
         (run_dir / "scenario.json").write_text(settings.model_dump_json(indent=1, by_alias=True))
         return run_dir
+
+
+def _check_offset(producer: int, seq: int, outcome: str, offset: int | None) -> None:
+    """An ok send names its offset (NO_OFFSET for an ack without one); a fail or info send has none."""
+    if outcome == "ok" and offset is None:
+        raise ValueError(f"send(producer={producer}, seq={seq}) is ok but has no offset: pass offset=, or NO_OFFSET "
+                         "for an ack without one")
+    if outcome != "ok" and offset not in (None, NO_OFFSET):
+        raise ValueError(f"send(producer={producer}, seq={seq}, outcome={outcome!r}) got offset={offset}: only an "
+                         "ok send has an offset; leave it out")

@@ -8,6 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from contracts.history import NO_OFFSET
+from kchaos.history_builder import HistoryBuilder
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
@@ -33,3 +38,25 @@ def test_a_hand_built_history_is_checked_by_kchaos_analyze(tmp_path, monkeypatch
     assert result["verdict"] == "false" and result["forbidden"] == {"lost-write": 1}
     assert [(e["producer"], e["seq"], e["offset"]) for e in result["examples"]["lost-write"]] == [(0, 1, 1)]
     assert (tmp_path / "my-run" / "report.html").is_file()
+
+
+def test_the_builder_numbers_polls_and_keeps_each_polls_order():
+    b = HistoryBuilder()
+    b.read("consumer-0", 0, 0, 0, 0).poll("consumer-0", (0, 2, 0, 2), (0, 1, 0, 1)).read("consumer-1", 0, 0, 0, 0)
+    rows = [(r["reader"], r["poll"], r["pos"], r["offset"]) for r in b.rows["reads"]]
+    assert rows == [("consumer-0", 1, 0, 0), ("consumer-0", 2, 0, 2), ("consumer-0", 2, 1, 1), ("consumer-1", 1, 0, 0)]
+
+
+def test_the_builder_warns_on_a_second_send_of_one_value():
+    b = HistoryBuilder().send(0, 7, 0, 3)
+    with pytest.warns(UserWarning, match="second send row for producer 0 seq 7"):
+        b.send(0, 7, 0, 4)
+
+
+def test_only_an_ok_send_takes_an_offset():
+    b = HistoryBuilder().send(0, 0, 0, outcome="fail").send(0, 1, 0, outcome="info")
+    assert [r["offset"] for r in b.rows["sends"]] == [NO_OFFSET, NO_OFFSET]
+    with pytest.raises(ValueError, match="only an ok send has an offset"):
+        b.send(0, 2, 0, 5, outcome="info")
+    with pytest.raises(ValueError, match="is ok but has no offset"):
+        b.send(0, 3, 0)

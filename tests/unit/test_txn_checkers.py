@@ -72,9 +72,8 @@ def test_lost_committed_write_but_a_lost_aborted_one_is_no_anomaly(spark, tmp_pa
 
 
 def test_read_before_the_commit_was_asked_for(spark, tmp_path):
-    h = transactional()
+    h = transactional().drop("reads", reader="consumer-0", seq=5)  # read later, before the commit was asked for
     h.drop("txns", txn=3).read("consumer-0", 1, 4, 0, 5, poll=9).transaction(0, 3, "committed")
-    h.drop("reads", reader="consumer-0", seq=5, poll=1)
     a = run(spark, tmp_path, h)
     assert a.counts() == only(precommitted_read=1)
     assert a.anomalies["precommitted-read"].examples[0]["seq"] == 5
