@@ -28,13 +28,21 @@ def _with(df: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
 
 
 def _steps(live: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
-    """Consecutive live reads per reader, assignment generation and partition, with the previous offset."""
+    """Consecutive live reads per reader and partition within one assignment of it, with the previous offset."""
     marks = events[events.kind.isin(["assign", "revoke", "lost"])].rename(columns={"source": "reader"})
-    both = pd.concat([live.assign(marker=0), marks[["reader", "t"]].assign(marker=1, poll=-1)])
-    both = both.sort_values(["reader", "t", "marker", "poll", "offset"], ascending=[True, True, False, True, True])
-    both["generation"] = both.groupby("reader")["marker"].cumsum()
-    steps = both[both.marker == 0].sort_values(["reader", "generation", "topic", "partition", "poll", "offset"])
-    steps["prev"] = steps.groupby(["reader", "generation", "topic", "partition"])["offset"].shift()
+    whole = marks.partition.isna() | (marks.partition < 0)
+    if "pos" not in live:
+        live = live.assign(pos=np.nan)
+    both = pd.concat([live.assign(one=0, every=0),
+                      marks[~whole][["reader", "t", "topic", "partition"]].assign(one=1, every=0, poll=-1),
+                      marks[whole][["reader", "t"]].assign(one=0, every=1, poll=-1)])
+    both = both.assign(mark=both.one + both.every).sort_values(
+        ["reader", "t", "mark", "poll", "pos", "offset"], ascending=[True, True, False, True, True, True])
+    both["gen_every"] = both.groupby("reader")["every"].cumsum()
+    both["gen_one"] = both.groupby(["reader", "topic", "partition"], dropna=False)["one"].cumsum()
+    keys = ["reader", "gen_every", "gen_one", "topic", "partition"]
+    steps = both[both.mark == 0].sort_values([*keys, "poll", "pos", "offset"])
+    steps["prev"] = steps.groupby(keys)["offset"].shift()
     return steps[steps.prev.notna()]
 
 
@@ -71,10 +79,9 @@ def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
     per_replica_pos = rep[[*POS, "v"]].drop_duplicates().groupby(POS).size()
     found["replica-divergence"] = per_replica_pos[per_replica_pos > 1].reset_index()
 
-    acked = ok[ok.offset >= 0].sort_values(["producer", "topic", "partition", "seq"])
-    keys = [acked.producer, acked.topic, acked.partition]
-    prev_max = acked.groupby(keys)["offset"].cummax().groupby(keys).shift()
-    found["nonmonotonic-send"] = acked[acked.offset < prev_max]
+    acked = ok[ok.offset >= 0].sort_values(["producer", "topic", "partition", "t_invoke", "seq"])
+    prev = acked.groupby([acked.producer, acked.topic, acked.partition])["offset"].shift()
+    found["nonmonotonic-send"] = acked[acked.offset < prev]
 
     steps = _steps(reads[reads.phase == "live"], events)
     found["poll-skip"] = steps[steps.offset > steps.prev + 1]

@@ -36,7 +36,8 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     "copy_txns": [("copier", "int"), ("txn", "int"), ("t_begin", "int"), ("t_commit", "int"), ("t_end", "int"),
                   ("fate", "str"), ("error", "str"), ("records", "int")],
     "reads": [("reader", "str"), ("phase", "str"), ("poll", "int"), ("t", "int"), ("topic", "str"),
-              ("partition", "int"), ("offset", "int"), ("producer", "int"), ("seq", "int"), ("checksum_ok", "bool")],
+              ("partition", "int"), ("offset", "int"), ("producer", "int"), ("seq", "int"), ("checksum_ok", "bool"),
+              ("pos", "int")],  # the record's place in its poll, from 0 (null in older histories)
     "faults": [("t_start", "int"), ("t_end", "int"), ("fault", "str"), ("targets", "str"), ("detail", "str"),
                ("line", "int"), ("planned", "int"), ("outcome", "str")],
     "metadata": [("t", "int"), ("topic", "str"), ("partition", "int"), ("leader", "int"), ("isr", "str"),

@@ -158,30 +158,38 @@ def inconsistent_offset(f: Frames) -> Finding:
 
 @checker("nonmonotonic-send")
 def nonmonotonic_send(f: Frames) -> Finding:
-    """A producer's later send in a partition acked at a lower offset than an earlier one."""
+    """A producer's send in a partition acked at a lower offset than its previous acked send there, in the order it
+    sent them (t_invoke, then seq): each place where the offsets go back counts once."""
     acked = with_tid(f.sends.filter((F.col("outcome") == "ok") & (F.col("offset") >= 0))).select(
-        *VALUE, "tid", "partition", "offset")
-    before = Window.partitionBy("producer", "tid", "partition").orderBy("seq").rowsBetween(
-        Window.unboundedPreceding, -1)
-    reordered = acked.withColumn("prev_max", F.max("offset").over(before)).filter(F.col("offset") < F.col("prev_max"))
-    return Finding(reordered.select(*VALUE, "partition", "offset", "prev_max"), VALUE, extent=f.send_extent)
+        *VALUE, "tid", "partition", "offset", "t_invoke")
+    sent = Window.partitionBy("producer", "tid", "partition").orderBy("t_invoke", "seq")
+    reordered = acked.withColumn("prev", F.lag("offset").over(sent)).filter(F.col("offset") < F.col("prev"))
+    return Finding(reordered.select(*VALUE, "partition", "offset", "prev"), VALUE, extent=f.send_extent)
 
 
 def _poll_steps(f: Frames) -> DataFrame:
-    """Live readers' consecutive offsets per partition within one assignment (a generation between assign, revoke
-    and lost events)."""
-    markers = (f.events.filter(F.col("kind").isin(Event.ASSIGN.value, Event.REVOKE.value, Event.LOST.value))
-               .select(F.col("source").alias("reader"), "t", F.lit(1).alias("marker"), F.lit(-1).alias("poll"),
-                       F.lit(None).cast("string").alias("topic"), F.lit(None).cast("long").alias("partition"),
-                       F.lit(None).cast("long").alias("offset")))
-    live = f.reads.filter(F.col("phase") == "live").select("reader", "t", F.lit(0).alias("marker"), "poll", "topic",
-                                                            "partition", "offset")
-    w_gen = Window.partitionBy("reader").orderBy("t", F.desc("marker"), "poll", "offset").rowsBetween(
-        Window.unboundedPreceding, 0)
-    gen = live.unionByName(markers).withColumn("generation", F.sum("marker").over(w_gen)).filter("marker = 0")
-    w = Window.partitionBy("reader", "generation", "topic", "partition").orderBy("poll", "offset")
+    """Live readers' consecutive records per partition, in the order polls returned them, within one assignment of
+    that partition: an assign, revoke or lost event of that partition (or of none in particular) starts another."""
+    moves = f.events.filter(F.col("kind").isin(Event.ASSIGN.value, Event.REVOKE.value, Event.LOST.value))
+    whole = F.coalesce(F.col("partition") < 0, F.lit(True))
+    marks = [moves.filter(~whole).select(F.col("source").alias("reader"), "t", "topic", "partition",
+                                         F.lit(1).alias("one"), F.lit(0).alias("every")),
+             moves.filter(whole).select(F.col("source").alias("reader"), "t", F.lit(None).cast("string").alias("topic"),
+                                        F.lit(None).cast("long").alias("partition"), F.lit(0).alias("one"),
+                                        F.lit(1).alias("every"))]
+    live = f.reads.filter(F.col("phase") == "live").select("reader", "t", "topic", "partition", "poll", "pos",
+                                                            "offset", F.lit(0).alias("one"), F.lit(0).alias("every"))
+    rows = live.unionByName(marks[0].unionByName(marks[1]), allowMissingColumns=True)
+    order = ["t", F.desc(F.col("one") + F.col("every")), "poll", "pos", "offset"]
+    so_far = Window.unboundedPreceding, Window.currentRow
+    gen = (rows.withColumn("gen_every", F.sum("every").over(Window.partitionBy("reader").orderBy(*order)
+                                                            .rowsBetween(*so_far)))
+           .withColumn("gen_one", F.sum("one").over(Window.partitionBy("reader", "topic", "partition")
+                                                    .orderBy(*order).rowsBetween(*so_far)))
+           .filter((F.col("one") + F.col("every")) == 0))
+    w = Window.partitionBy("reader", "gen_every", "gen_one", "topic", "partition").orderBy("poll", "pos", "offset")
     steps = gen.withColumn("prev", F.lag("offset").over(w)).filter(F.col("prev").isNotNull())
-    return steps.select("reader", "generation", "topic", "partition", "prev", "offset")
+    return steps.select("reader", "topic", "partition", "prev", "offset")
 
 
 def _log_order(f: Frames) -> DataFrame:

@@ -59,13 +59,13 @@ def read_rows(reader: str, phase: str, poll: int, msgs: list) -> list[dict]:
     """History rows for one poll's records (errors and foreign values included, so `unexpected` can see them)."""
     t = now_ns()
     rows = []
-    for m in msgs:
+    for pos, m in enumerate(msgs):
         if m.error():
             continue
         d = decode(m.value())
         rows.append({"reader": reader, "phase": phase, "poll": poll, "t": t, "topic": m.topic(),
                      "partition": m.partition(), "offset": m.offset(), "producer": d.producer if d else -1,
-                     "seq": d.seq if d else -1, "checksum_ok": bool(d and d.checksum_ok)})
+                     "seq": d.seq if d else -1, "checksum_ok": bool(d and d.checksum_ok), "pos": pos})
     return rows
 
 
