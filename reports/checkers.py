@@ -62,7 +62,7 @@ def checker(name: str) -> Callable[[Checker], Checker]:
 
 def _missing(f: Frames) -> tuple[DataFrame, Column]:
     """Acked values the final log lacks, and which of them are provably lost: a contiguous reader covered their
-    offset without reading them (Jepsen's rule), or a complete final read and every replica lack them. One a live
+    offset without reading them, or a complete final read and every replica lack them. One a live
     consumer read and the log then lost (truncated by an unclean election, say) is still a lost write."""
     tids = F.broadcast(with_tid(f.ends).select("tid", "partition", "reached"))
     covered_to = F.broadcast(with_tid(f.ours.filter(F.col("reader").isin(f.contiguous))

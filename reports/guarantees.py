@@ -361,10 +361,14 @@ def _unknown_because(a: Analysis, loss_allowed: bool) -> list[str]:
     if not a.facts.drain_ran:
         unknown.append("the final drain never ran (run interrupted?); values read without a send row are not judged")
     elif not a.facts.drain_complete:
-        unknown.append(f"the final drain did not reach the end of partitions {a.facts.partitions_not_drained}")
+        names = ", ".join(a.facts.partitions_not_drained)
+        unknown.append(f"no complete drain of partition {names}: a value missing there is not proven lost"
+                       + (", and a poll-skip there is judged only between records the drain read"
+                          if a.facts.transactional else ""))
     unseen = a.counts().get("unseen")
     if unseen and not loss_allowed:
-        unknown.append(f"{unseen} acknowledged sends neither read nor provably lost")
+        unknown.append(f"{unseen} acknowledged sends neither read nor provably lost: a loss is proven by a complete "
+                       "drain with a replica dump, or by an assign-mode reader past the offset")
     if a.facts.group_commits == "unknown":
         unknown.append("the consumer group's committed offsets could not be read")
     if a.facts.copy_commits == "unknown":
@@ -373,7 +377,7 @@ def _unknown_because(a: Analysis, loss_allowed: bool) -> list[str]:
         unknown.append(f"the eos-copy stage never caught up with the input on partitions {a.facts.copy_behind}: "
                        "what it did not commit is not judged")
     if not a.facts.replicas_dumped:
-        unknown.append("replica logs were not dumped")
+        unknown.append("no replica dump: a value no reader saw is not proven absent from every replica")
     return unknown + [f"the chaos did not happen as planned: {p}" for p in a.facts.chaos_problems]
 
 

@@ -202,3 +202,16 @@ def test_the_last_in_sync_replicas_power_loss_loses_nothing_with_eligible_leader
     assert allowed(last_replica(version)) == {"unseen", "timeout-duplicate"}
     rule = next(r for r in rules(last_replica(version)) if r.anomaly == "lost-write")
     assert "KIP-966" in rule.why and "Eligible+Leader+Replicas" in rule.doc
+
+
+def test_unknown_names_the_evidence_that_is_missing():
+    s = scenario()
+    gaps = verdict(s, analysis(drain_complete=False, replicas=False, unseen=2)).unknown_because
+    assert gaps[0] == "no complete drain of partition chaos-0: a value missing there is not proven lost"
+    assert gaps[1].startswith("2 acknowledged sends neither read nor provably lost: a loss is proven by a complete "
+                              "drain with a replica dump, or by an assign-mode reader past the offset")
+    assert gaps[2] == "no replica dump: a value no reader saw is not proven absent from every replica"
+    txn = analysis(drain_complete=False)
+    txn.facts.transactional = True
+    assert verdict(s, txn).unknown_because[0].endswith("a poll-skip there is judged only between records the drain "
+                                                      "read")
