@@ -284,3 +284,12 @@ def compact_dir(directory: Path) -> None:
         tmp.rename(directory / f"{table}.parquet")
         for src in sources:
             src.unlink()
+
+
+def fault_outcome(row) -> str:
+    """A fault row's outcome (a Spark row or a pandas one); rows written before outcomes were recorded say it in
+    their detail."""
+    if row["outcome"]:
+        return row["outcome"]
+    detail = json.loads(row["detail"] or "{}")
+    return Outcome.FAILED if "error" in detail else Outcome.SKIPPED if "skipped" in detail else Outcome.FIRED

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from contracts.errors import UNKNOWN_EXIT, ChaosError, ClusterError, UsageError
+from contracts.results import RunResult
 from contracts.scenario import Scenario
 from contracts.versions import DEFAULT_VERSION, SUPPORTED_VERSIONS
 from faults.schedule import load as load_schedule
@@ -34,7 +35,6 @@ from kchaos.pipeline import check, run_and_check
 from kchaos.shrink import shrink
 from reports import class_archive
 from reports.render import step_summary, write_junit
-from reports.result import RunResult
 from workloads.client_process import bound_malloc_arenas
 
 

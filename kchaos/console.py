@@ -13,9 +13,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from contracts.results import RunResult
 from contracts.versions import METADATA_MODES, default_metadata, java_for, metadata_problem
 from kchaos.run import Tick
-from reports.result import RunResult
 
 console = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 160)  # CI logs: wide enough for the summary

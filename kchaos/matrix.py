@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 from contracts.errors import UsageError
+from contracts.results import RunResult
 from contracts.scenario import Scenario
 from contracts.versions import split_target, target_label
-from reports.result import RunResult
 
 SHARD = re.compile(r"^(\d+)/(\d+)$")
 

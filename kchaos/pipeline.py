@@ -11,6 +11,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from contracts.errors import EngineError, ImageError, UsageError
+from contracts.results import Metrics, RunResult, Span
 from contracts.scenario import Scenario, copy_topic
 from kchaos import exits
 from kchaos.run import RunInfo, Tick, execute, run_dir_for
@@ -18,7 +19,6 @@ from reports import guarantees, render
 from reports import spark as spark_jvm
 from reports.analysis import Analysis, analyze, is_large
 from reports.frames import Readers
-from reports.result import Metrics, RunResult, Span
 from workloads.consumer import reader_name
 
 

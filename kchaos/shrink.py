@@ -9,9 +9,9 @@ from pathlib import Path
 import yaml
 
 from contracts.errors import UsageError
+from contracts.results import RunResult
 from contracts.scenario import FaultSpec, Scenario
 from faults.schedule import PlannedOp
-from reports.result import RunResult
 
 Runner = Callable[[Scenario, list[PlannedOp]], RunResult]
 

@@ -19,7 +19,7 @@ from reports.provoked import from_metadata
 from reports.spark import side_by_side
 
 __all__ = ["Analysis", "Anomaly", "Facts", "analyze", "is_large"]
-SAMPLED_SENDS = 20_000  # individual sends the latency chart draws, sampled evenly
+from contracts.results import SAMPLED_SENDS
 
 
 @dataclass

@@ -15,7 +15,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from reports.frames import fault_outcome, partition_name
+from contracts.history import fault_outcome
+from contracts.results import partition_name
 
 logging.getLogger("matplotlib").setLevel(logging.ERROR)  # font-cache notices are not the run's news
 

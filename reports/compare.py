@@ -6,6 +6,7 @@ import os
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from contracts.results import RunResult
 from contracts.versions import release, target_label
 from reports.compare_stats import (
     SIGN_MIN,
@@ -21,7 +22,6 @@ from reports.compare_stats import (
     testable,
 )
 from reports.render import ENV, page
-from reports.result import RunResult
 
 SEVERITY = ("PASS", "EXPECTED ANOMALY", "UNKNOWN", "FAIL")  # a cell shows its runs' most severe badge
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from scipy.stats import binomtest, false_discovery_control, mannwhitneyu
 
-from reports.result import RunResult
+from contracts.results import RunResult
 
 SIGNIFICANT = 0.05  # the p-value a test must reach, and the false discovery rate its corrected q must stay under
 

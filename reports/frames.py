@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated
 
-from pydantic import BeforeValidator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from contracts.history import CLIENT_TROUBLE, Event, Fate, Outcome
+from contracts.history import CLIENT_TROUBLE, Event, Fate, Outcome, fault_outcome
 from contracts.payload import COPY_BASE
+from contracts.results import Facts, partition_name
 from reports.history_io import load_all, sends_in
 from reports.spark import side_by_side
 
@@ -36,44 +35,6 @@ SOURCES = ["ack", "read", "read", "replica"]  # what each `src` counts as in exa
 SUSPECT = "(ok AND NOT final) OR moved OR failed OR NOT sent OR (live AND NOT final) OR info"
 
 
-PartitionName = Annotated[str, BeforeValidator(str)]  # topic-partition; older results.json name a partition by number
-
-
-def partition_name(topic: str, partition: int) -> str:
-    """A partition as Kafka names it (`chaos-2` is partition 2 of `chaos`), in facts, metrics and charts."""
-    return f"{topic}-{partition}"
-
-
-@dataclass
-class Facts:
-    """What the run established; anything False makes some checks unknown."""
-
-    drain_ran: bool
-    drain_complete: bool
-    partitions_not_drained: list[PartitionName]
-    replicas_dumped: bool
-    recovered: bool
-    assign_readers: list[str]
-    committed_readers: list[str] = field(default_factory=list)  # live readers held to read_committed
-    transactional: bool = False  # the history has transactions (their markers leave gaps in the offsets)
-    group_commits: str = "none"  # "none" (no group), "known", or "unknown" (the committed offsets were not read)
-    client_trouble: list[str] = field(default_factory=list)  # the first client errors, fatal errors and restarts
-    ops: dict[str, int] = field(default_factory=dict)  # planned fault ops by how they ended (fired, skipped, ...)
-    chaos_problems: list[str] = field(default_factory=list)  # ops that failed or had no effect; lines that never fired
-    observed: list[str] = field(default_factory=list)  # cluster events the run showed (contracts.scenario.PROVOKED)
-    # eos-copy: "none" (no stage), "known" or "unknown" (its final committed offsets could not be read), and the
-    # input partitions whose committed offset the stage left below the input's end
-    copy_commits: str = "none"
-    copy_behind: list[int] = field(default_factory=list)
-
-
-def fault_outcome(row) -> str:
-    """A fault row's outcome (a Spark row or a pandas one); rows written before outcomes were recorded say it in
-    their detail."""
-    if row["outcome"]:
-        return row["outcome"]
-    detail = json.loads(row["detail"] or "{}")
-    return Outcome.FAILED if "error" in detail else Outcome.SKIPPED if "skipped" in detail else Outcome.FIRED
 
 
 def chaos_of(faults: DataFrame) -> tuple[dict[str, int], list[str]]:

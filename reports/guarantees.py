@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from contracts.results import Rule
 from contracts.scenario import Scenario
 from contracts.versions import KIP_101, KIP_966, eligible_leader_replicas, release, replica_fencing, transaction_defense
 from reports.analysis import Analysis
@@ -31,16 +32,6 @@ KIP_447 = ("https://cwiki.apache.org/confluence/display/KAFKA/KIP-447%3A+Produce
 # The client's own documentation, for what librdkafka (confluent-kafka's core) does when a message times out.
 LIBRDKAFKA_TIMEOUTS = ("https://github.com/confluentinc/librdkafka/blob/master/INTRODUCTION.md"
                        "#message-timeout-considerations")
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One anomaly's status under a scenario's settings, and the documentation it rests on."""
-
-    anomaly: str
-    allowed: bool
-    why: str
-    doc: str
 
 
 RuleFn = Callable[[Scenario], Rule]
@@ -152,8 +143,15 @@ FIXED = {
                           "the producer's request", ISOLATION),
     "unexpected": (False, "consumers only read what producers wrote, intact (CRC-checked batches)", SEMANTICS),
 }
+
+
+def _fixed(rule: Rule) -> RuleFn:
+    """The rule of an anomaly no setting changes."""
+    return lambda _s: rule
+
+
 for _name, (_ok, _why, _doc) in FIXED.items():
-    RULES[_name] = lambda s, fixed=Rule(_name, _ok, _why, _doc): fixed
+    RULES[_name] = _fixed(Rule(_name, _ok, _why, _doc))
 
 
 def fencing_note(s: Scenario) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reports.result import RunResult
+from contracts.results import RunResult
 
 PHRASES = {  # anomaly -> how a count of it reads
     "lost-write": "acknowledged writes lost", "unseen": "acknowledged writes never read back (not provably lost)",

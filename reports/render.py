@@ -9,9 +9,8 @@ from xml.etree import ElementTree as ET
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from reports.analysis import SAMPLED_SENDS
+from contracts.results import SAMPLED_SENDS, RunResult
 from reports.headline import headline
-from reports.result import RunResult
 
 ENV = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
 

@@ -10,12 +10,12 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from contracts.errors import ClusterError, UsageError
+from contracts.results import Metrics, RunResult
 from kchaos import exits, pipeline
 from kchaos.catalog import validate
 from kchaos.matrix import column_elsewhere, merged, parse_shard, shard
 from reports.compare import write_compare
 from reports.render import write_junit
-from reports.result import Metrics, RunResult
 
 
 def result(scenario: str, kafka: str, verdict: str, seed: int = 1, lost: int = 0, missing=()) -> RunResult:
@@ -242,7 +242,7 @@ def test_a_scenario_whose_own_mode_is_another_asked_column_runs_there_only():
 
 
 def test_runs_whose_chaos_did_not_happen_as_planned_give_no_figures_and_no_difference(tmp_path):
-    from reports.frames import Facts
+    from contracts.results import Facts
 
     # 4.3.1's faults failed in every seed (an op waiting out its timeout: long "unavailability", no loss)
     failed_op = Facts(drain_ran=True, drain_complete=True, partitions_not_drained=[], replicas_dumped=True,
@@ -263,7 +263,7 @@ def test_runs_whose_chaos_did_not_happen_as_planned_give_no_figures_and_no_diffe
 
 
 def test_results_of_older_runs_that_named_undrained_partitions_by_number_still_load(tmp_path):
-    from reports.frames import Facts
+    from contracts.results import Facts
 
     r = result("a", "4.3.1", "unknown").model_copy(update={"facts": Facts(
         drain_ran=True, drain_complete=False, partitions_not_drained=["chaos-0"], replicas_dumped=True,

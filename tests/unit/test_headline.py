@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from contracts.results import Metrics, RunResult, Span
 from kchaos.catalog import catalog, load, validate
 from reports.guarantees import rules
 from reports.headline import headline
-from reports.result import Metrics, RunResult, Span
 
 
 def test_lost_writes_lead_the_headline_even_when_reorders_outnumber_them():

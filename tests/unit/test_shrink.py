@@ -6,10 +6,10 @@ import pytest
 import yaml
 
 from contracts.errors import UsageError
+from contracts.results import RunResult
 from faults.schedule import PlannedOp, plan
 from kchaos.catalog import validate
 from kchaos.shrink import ddmin, shrink
-from reports.result import RunResult
 
 SCENARIO = {"name": "padded", "duration": "60s", "seed": 7, "faults": [
     {"fault": "kill", "target": "leader", "every": "20s", "for": "5s", "after": "5s"},

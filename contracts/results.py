@@ -1,16 +1,59 @@
-"""`RunResult`: what one run established, complete or not (a harness error is a field, not another shape). It is
-results.json, and what the console, JUnit, the report and the comparison read."""
+"""The results contract: `RunResult` is results.json, what the console, JUnit, the report and the comparison read.
+It imports neither pyspark nor the checkers, so reading results is cheap."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from contracts import provenance
-from reports.frames import Facts
-from reports.guarantees import Rule
+
+SAMPLED_SENDS = 20_000  # individual sends the latency chart draws, sampled evenly
+
+
+PartitionName = Annotated[str, BeforeValidator(str)]  # topic-partition; older results.json name a partition by number
+
+
+def partition_name(topic: str, partition: int) -> str:
+    """A partition as Kafka names it (`chaos-2` is partition 2 of `chaos`), in facts, metrics and charts."""
+    return f"{topic}-{partition}"
+
+
+@dataclass
+class Facts:
+    """What the run established; anything False makes some checks unknown."""
+
+    drain_ran: bool
+    drain_complete: bool
+    partitions_not_drained: list[PartitionName]
+    replicas_dumped: bool
+    recovered: bool
+    assign_readers: list[str]
+    committed_readers: list[str] = field(default_factory=list)  # live readers held to read_committed
+    transactional: bool = False  # the history has transactions (their markers leave gaps in the offsets)
+    group_commits: str = "none"  # "none" (no group), "known", or "unknown" (the committed offsets were not read)
+    client_trouble: list[str] = field(default_factory=list)  # the first client errors, fatal errors and restarts
+    ops: dict[str, int] = field(default_factory=dict)  # planned fault ops by how they ended (fired, skipped, ...)
+    chaos_problems: list[str] = field(default_factory=list)  # ops that failed or had no effect; lines that never fired
+    observed: list[str] = field(default_factory=list)  # cluster events the run showed (contracts.scenario.PROVOKED)
+    # eos-copy: "none" (no stage), "known" or "unknown" (its final committed offsets could not be read), and the
+    # input partitions whose committed offset the stage left below the input's end
+    copy_commits: str = "none"
+    copy_behind: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One anomaly's status under a scenario's settings, and the documentation it rests on."""
+
+    anomaly: str
+    allowed: bool
+    why: str
+    doc: str
+
 
 SCHEMA_VERSION = 1
 Valid = Literal["true", "false", "unknown"]
