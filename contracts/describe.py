@@ -11,7 +11,14 @@ from pydantic import BaseModel
 
 from contracts.scenario import QUOTED, Scenario
 
+CAP = 80  # characters of a value that an error line echoes
 BOUNDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+
+
+def shown(value: Any) -> str:
+    """`value`'s repr cut to CAP characters: an error line echoes what it got, never a whole document."""
+    text = repr(value)
+    return text if len(text) <= CAP else text[:CAP - 1] + "…"
 
 
 def closest(word: Any, choices: list[str], cutoff: float = 0.6) -> str | None:
@@ -50,16 +57,16 @@ def describe_error(err: dict, where: str) -> str:
     if kind == "literal_error":
         expected = err["ctx"]["expected"].replace(" or ", ", ")
         hint = _suggest(got, re.findall(QUOTED, expected))
-        return f"{where}: Expected one of {expected} but got {path}={got!r}{hint}"
+        return f"{where}: Expected one of {expected} but got {path}={shown(got)}{hint}"
     if kind == "extra_forbidden":
         return f"{where}: Unknown field {path!r}{_suggest(loc[-1], _fields_at(loc))}"
     if kind == "missing":
         return f"{where}: Missing required field {path!r}"
     if kind in BOUNDS:
         limit = next(iter(err["ctx"].values()))
-        return f"{where}: Expected {path} {BOUNDS[kind]} {limit} but got {path}={got!r}"
+        return f"{where}: Expected {path} {BOUNDS[kind]} {limit} but got {path}={shown(got)}"
     msg = err["msg"].removeprefix("Value error, ")
     if msg.startswith("Expected"):
         choices = re.findall(QUOTED, msg)
-        return f"{where}: {msg} but got {path}={got!r}{_suggest(got, choices) if isinstance(got, str) else ''}"
-    return f"{where}: {msg}" if "=" in msg else f"{where}: {path}: {msg} (got {got!r})"
+        return f"{where}: {msg} but got {path}={shown(got)}{_suggest(got, choices) if isinstance(got, str) else ''}"
+    return f"{where}: {msg}" if "=" in msg else f"{where}: {path}: {msg} (got {shown(got)})"

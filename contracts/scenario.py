@@ -291,6 +291,9 @@ class Scenario(Strict):
                 self._broker_target(i, f)
             self._timing(i, f)
             self._params(i, f, kinds)
+        if self.producer.count == 0:
+            raise ValueError("producer.count=0: nothing writes, so the run could check nothing; set producer.count "
+                             "to 1 or more")
         if self.producer.idempotence and (self.producer.acks != "all" or self.producer.max_in_flight > 5):
             raise ValueError("producer.idempotence=true needs producer.acks='all' and producer.max_in_flight<=5 "
                              "(librdkafka refuses otherwise)")

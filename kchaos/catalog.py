@@ -144,6 +144,9 @@ def expand(raw: dict, where: str) -> list[Scenario]:
     return out
 
 
+MAX_NODES = 100_000  # values a scenario file may expand to
+
+
 def load(path: Path) -> list[Scenario]:
     """Read a YAML scenario file; every error is a UsageError with one clear message."""
     if not path.exists():
@@ -151,7 +154,7 @@ def load(path: Path) -> list[Scenario]:
     if not path.is_file():
         raise UsageError(f"{path} is a directory, not a scenario file; name a .yaml file in it")
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = _parse(path.read_text(), path)
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot be read as text ({exc}); name a readable YAML file") from None
     except yaml.YAMLError as exc:
@@ -161,6 +164,25 @@ def load(path: Path) -> list[Scenario]:
     if not isinstance(raw, dict):
         raise UsageError(f"{path}: expected a mapping with at least a 'name' field")
     return expand(with_fix(raw), str(path))
+
+
+def _parse(text: str, path: Path) -> Any:
+    """A YAML document, refused when its aliases expand to more than MAX_NODES values (a 'billion laughs' file
+    would otherwise take minutes and gigabytes in validation)."""
+    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        if id(node) not in sizes:
+            sizes[id(node)] = MAX_NODES + 1  # an alias back to a node being counted makes the document endless
+            children = node.value if isinstance(node, yaml.SequenceNode) else [
+                n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else []
+            sizes[id(node)] = min(MAX_NODES + 1, 1 + sum(size(c) for c in children))
+        return sizes[id(node)]
+    if root is not None and size(root) > MAX_NODES:
+        raise UsageError(f"{path}: its aliases expand to over {MAX_NODES:,} values; write the values out or use "
+                         "fewer nested aliases")
+    return yaml.safe_load(text)
 
 
 def with_fix(raw: dict) -> dict:

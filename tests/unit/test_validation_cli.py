@@ -79,6 +79,12 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
                                                                         "(KIP-848) needs Kafka 4.0 or later"),
     ("faults: [{fault: producer-pause, target: 2}]", "faults.0.target=2 must name producers among 0..1"),
     ("faults: [{fault: kill, target: txn-coordinatr}]", "txn-coordinator"),
+    ("producer: {count: 0}", "producer.count=0: nothing writes, so the run could check nothing; set producer.count "
+                             "to 1 or more"),
+    ("producer: {acks: " + "x" * 5000 + "}", "but got producer.acks='" + "x" * 78 + "…"),
+    ("laugh: &a [x, x, x, x, x, x, x, x, x, x]\n"  # each line ten aliases of the last: 10**7 values
+     + "".join(f"l{i}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(6)),
+     "s.yaml: its aliases expand to over 100,000 values; write the values out or use fewer nested aliases"),
 ])
 def test_a_bad_scenario_file(tmp_path, capsys, monkeypatch, body, says):
     path = tmp_path / "s.yaml"
@@ -86,7 +92,7 @@ def test_a_bad_scenario_file(tmp_path, capsys, monkeypatch, body, says):
     monkeypatch.chdir(tmp_path)
     code, lines = kchaos(["run", "s.yaml"], capsys, monkeypatch)
     assert code == 2 and len(lines) == 1, lines
-    assert says in lines[0] and "Traceback" not in lines[0]
+    assert says in lines[0] and "Traceback" not in lines[0] and "x" * 80 not in lines[0]  # echoed values are cut
 
 
 @pytest.mark.parametrize("argv, says", [
