@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
+from contracts import provenance
 from contracts.errors import UNKNOWN_EXIT, ChaosError, ClusterError, UsageError
 from contracts.results import RunResult
 from contracts.scenario import Scenario
@@ -277,6 +278,7 @@ class Parser(argparse.ArgumentParser):
 
 def parser() -> argparse.ArgumentParser:
     p = Parser(prog="kchaos", description="Jepsen-style chaos testing for real Apache Kafka")
+    p.add_argument("--version", action="version", version=f"kchaos {provenance.version()} ({provenance.commit()})")
     sub = p.add_subparsers(dest="cmd", required=True)  # subcommands' parsers are Parsers too
 
     r = sub.add_parser("run", help="run one scenario (a YAML file or a built-in name)")

@@ -155,3 +155,9 @@ def test_the_cli_answers_without_loading_the_report_and_statistics_modules():
     probe = "import sys, kchaos.cli; print(' '.join(m for m in ('scipy', 'matplotlib', 'pandas') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
+
+
+def test_version_names_the_release_and_the_commit(capsys):
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.startswith("kchaos ")
