@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from contracts.describe import closest, describe_error
+from contracts.describe import closest, describe_error, shown
 from contracts.errors import UsageError
 from contracts.fields import Vocabulary, seconds
 from contracts.measured import restart_seconds
@@ -221,8 +221,9 @@ def resolve_scenario(arg: str) -> Path:
         return p
     if arg in catalog():
         return catalog()[arg]
-    raise UsageError(f"No scenario file {arg!r} and no built-in scenario of that name "
-                     f"(built-in: {', '.join(catalog())})")
+    close = closest(arg, list(catalog()))
+    hint = f"did you mean {close!r}?" if close else "`kchaos scenarios list` names them"
+    raise UsageError(f"No scenario file {shown(arg)} and no built-in scenario of that name; {hint}")
 
 
 def duration_option(value: str | None) -> float | None:

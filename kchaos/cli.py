@@ -131,6 +131,8 @@ def exit_code(results: list[RunResult], allow_unknown: bool = False) -> int:
 
 def load_run(run_dir: Path) -> Scenario:
     """The scenario a run directory was run with."""
+    if not run_dir.exists():
+        raise UsageError(f"{run_dir} does not exist; name a run directory such as runs/<scenario>/<stamp>-<seed>")
     if not (run_dir / "scenario.json").exists():
         raise UsageError(f"{run_dir} is not a run directory (no scenario.json)")
     return from_json((run_dir / "scenario.json").read_text())

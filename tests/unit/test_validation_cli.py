@@ -114,6 +114,10 @@ def test_a_bad_scenario_file(tmp_path, capsys, monkeypatch, body, says):
     (["compare", "--kafka", ""], "Expected comma-separated Kafka versions like '4.3.1,3.9.2:zookeeper' but got "
                                  "--kafka ''"),
     (["analyze", "{dir}"], "is not a run directory (no scenario.json)"),
+    (["analyze", "{dir}/gone"], "gone does not exist; name a run directory such as runs/<scenario>/<stamp>-<seed>"),
+    (["run", "acks-all-leader-kil"], "No scenario file 'acks-all-leader-kil' and no built-in scenario of that name; "
+                                     "did you mean 'acks-all-leader-kill'?"),
+    (["run", "nothing-like-it"], "no built-in scenario of that name; `kchaos scenarios list` names them"),
 ])
 def test_bad_arguments(tmp_path, capsys, monkeypatch, argv, says):
     (tmp_path / "list.yaml").write_text("- name: x\n")
