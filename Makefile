@@ -41,6 +41,7 @@ test: lint setup  ## the CI tier: every layer on real brokers, within 30 minutes
 
 test-all: lint setup  ## every test: the CI tier, then old releases, known bugs, five brokers, ZooKeeper faults
 	$(BIN)/pytest -q --durations=25 tests
+	$(BIN)/python -m tests.mutate  # every curated mutant of the checkers and rules must fail the analyzer's tests
 
 bench: setup
 	$(BIN)/python -m bench.run

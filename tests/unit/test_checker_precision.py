@@ -93,3 +93,13 @@ def test_a_producers_sends_to_other_partitions_are_not_compared(spark, tmp_path)
             h.replica(b, p, offset, producer, seq)
     h.drain_end(0, 5).drain_end(1, 2)
     assert run(spark, tmp_path, h).counts() == NONE
+
+
+def test_a_value_missing_at_the_last_offset_the_drain_read_is_lost(spark, tmp_path):
+    # producer 0's seq 3 was acked at offset 3, the last offset of partition 0; the drain found another value there
+    # (one no producer sent), so it read up to and including that offset without seeing seq 3. One replica still
+    # holds seq 3 there, so only the drain's reach proves the loss.
+    h = clean(partitions=1, producers=1, per_producer=4).drop("reads", seq=3).drop("replicas", seq=3)
+    h.read("drain", 0, 3, 9, 0).replica(1, 0, 3, 0, 3).replica(2, 0, 3, 9, 0).replica(3, 0, 3, 9, 0)
+    a = run(spark, tmp_path, h)
+    assert a.counts() == only(lost_write=1, inconsistent_offset=1, replica_divergence=1, unexpected=1)

@@ -1,0 +1,85 @@
+"""Mutation testing of the checkers and the guarantee rules: each curated mutant (tests/mutations.py) is applied to
+a copy of the repository, and the fast analyzer tests must fail on it. Usage: python -m tests.mutate [-k WORDS].
+The mutants run one after another in this process, so they share one Spark JVM and its compiled code."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.mutations import MUTATIONS, Mutation
+
+ROOT = Path(__file__).resolve().parents[1]
+# The fast analyzer tests; those most likely to kill a mutant of a file run first, and the first failure ends the
+# run (-x), so a killed mutant costs a Spark start and a few tests.
+CHECKS = ["tests/unit/test_checker_precision.py", "tests/unit/test_analysis.py", "tests/unit/test_txn_checkers.py",
+          "tests/unit/test_eos_checkers.py", "tests/unit/test_oracle.py"]
+PROJECT = {"contracts", "harness", "faults", "workloads", "reports", "kchaos", "bench", "tests"}
+KILLERS = {"reports/checkers.py": [*CHECKS, "tests/unit/test_guarantees.py"],
+           "reports/guarantees.py": ["tests/unit/test_guarantees.py", *CHECKS]}
+
+
+def _copy() -> Path:
+    """The tracked and untracked files of the working tree, without .git, the venv or caches."""
+    dest = Path(tempfile.mkdtemp(prefix="kchaos-mutant-"))
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout.split()
+    for name in listed:
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    return dest
+
+
+def _apply(copy: Path, m: Mutation, original: str) -> None:
+    if original.count(m.old) != 1:
+        raise SystemExit(f"mutation {m.what!r}: its text occurs {original.count(m.old)} times in {m.path}, not once")
+    (copy / m.path).write_text(original.replace(m.old, m.new))
+
+
+def _pytest(files: list[str]) -> int:
+    """The tests' exit code, with the project's modules imported afresh from the copy."""
+    for name in [n for n in sys.modules if n.split(".")[0] in PROJECT]:
+        del sys.modules[name]
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        return pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-m", "not slow", *files])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("-k", default="", help="only the mutations whose description contains these words")
+    chosen = [m for m in MUTATIONS if parser.parse_args().k in m.what]
+    copy, survivors, started = _copy(), [], time.monotonic()
+    os.chdir(copy)
+    sys.path.insert(0, str(copy))
+    sys.dont_write_bytecode = True  # a mutant of the same size written within a second must not hit a stale .pyc
+    try:
+        if _pytest(KILLERS["reports/checkers.py"]) != pytest.ExitCode.OK:
+            raise SystemExit("the analyzer tests fail without any mutant: fix them first")
+        for i, m in enumerate(chosen, 1):
+            original = (copy / m.path).read_text()
+            _apply(copy, m, original)
+            t0 = time.monotonic()
+            killed = _pytest(KILLERS[m.path]) == pytest.ExitCode.TESTS_FAILED
+            (copy / m.path).write_text(original)
+            print(f"[{i}/{len(chosen)}] {'killed' if killed else 'SURVIVED'} in {time.monotonic() - t0:.0f} s: "
+                  f"{m.path}: {m.what}", flush=True)
+            survivors += [] if killed else [m]
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+    print(f"{len(chosen) - len(survivors)} of {len(chosen)} mutants killed in {time.monotonic() - started:.0f} s")
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
