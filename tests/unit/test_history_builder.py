@@ -1,4 +1,5 @@
-"""The README's "Check a history you recorded yourself", done exactly as it shows: its Python, then its command."""
+"""The user guide's "Check a history you recorded yourself", done exactly as it shows (its Python, then its
+command), and the builder's guidance."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ import pytest
 from contracts.history import NO_OFFSET
 from kchaos.history_builder import HistoryBuilder
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide.md"
 
 
 def section_blocks(title: str) -> dict[str, list[str]]:
-    """The code blocks of one README section, by language."""
-    text = README.read_text().split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    """The code blocks of one section of the guide, by language."""
+    text = GUIDE.read_text().split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
     blocks: dict[str, list[str]] = {}
     for lang, body in re.findall(r"```(\w+)\n(.*?)```", text, re.S):
         blocks.setdefault(lang, []).append(body)
@@ -28,7 +29,7 @@ def section_blocks(title: str) -> dict[str, list[str]]:
 def test_a_hand_built_history_is_checked_by_kchaos_analyze(tmp_path, monkeypatch):
     blocks = section_blocks("Check a history you recorded yourself")
     monkeypatch.chdir(tmp_path)
-    exec(compile(blocks["python"][0], "README.md", "exec"), {})  # noqa: S102 - the README's own example
+    exec(compile(blocks["python"][0], "guide.md", "exec"), {})  # noqa: S102 - the guide's own example
     command = blocks["bash"][0].split("#")[0].split()
     assert command[:2] == ["kchaos", "analyze"]
     done = subprocess.run([sys.executable, "-m", "kchaos", *command[1:]], capture_output=True, text=True,
