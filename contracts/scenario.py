@@ -117,9 +117,8 @@ class TopicSpec(Strict):
     config: dict[str, str | int | float | bool] = {}
 
 
-
 class ProducerSpec(Strict):
-    count: int = Field(2, ge=0, le=16)
+    count: int = Field(2, ge=1, le=16)  # at least one: a run in which nothing writes could check nothing
     acks: Literal["0", "1", "all"] = "all"
     idempotence: bool = True
     retries: int = Field(2147483647, ge=0, le=2147483647)
@@ -291,9 +290,6 @@ class Scenario(Strict):
                 self._broker_target(i, f)
             self._timing(i, f)
             self._params(i, f, kinds)
-        if self.producer.count == 0:
-            raise ValueError("producer.count=0: nothing writes, so the run could check nothing; set producer.count "
-                             "to 1 or more")
         if self.producer.idempotence and (self.producer.acks != "all" or self.producer.max_in_flight > 5):
             raise ValueError("producer.idempotence=true needs producer.acks='all' and producer.max_in_flight<=5 "
                              "(librdkafka refuses otherwise)")
@@ -333,8 +329,7 @@ class Scenario(Strict):
                              f"(kafka.brokers={self.kafka.brokers})")
 
     def _params(self, i: int, f: FaultSpec, kinds: Mapping[str, FaultTraits]) -> None:
-        """A field set that only other fault kinds read (kbit on a pause, link on a kill) would be ignored without a
-        word."""
+        """A field that only other fault kinds read (kbit on a pause, link on a kill) would be ignored silently."""
         changed = {n for n in FAULT_PARAMS if getattr(f, n) != FaultSpec.model_fields[n].default}
         for name in sorted(changed - kinds[f.fault].params):
             readers = [k for k, kind in kinds.items() if name in kind.params]
@@ -350,8 +345,7 @@ class Scenario(Strict):
             raise ValueError(f"faults.{i}.jitter={f.jitter:g} s must be below every={f.every:g} s")
 
     def _client_target(self, i: int, f: FaultSpec, aims: str) -> None:
-        """A fault that aims at the workload's consumers or producers: by count (one, all, minority, majority) or
-        by index."""
+        """A fault aimed at the workload's clients names them by count (one, all, minority, majority) or index."""
         n = {"consumers": self.consumer.count, "producers": self.producer.count,
              "copiers": self.copier.count if self.workload == "eos-copy" else 0}[aims]
         ids = f.target if isinstance(f.target, list) else [f.target] if isinstance(f.target, int) else []
