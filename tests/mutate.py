@@ -48,9 +48,12 @@ def _apply(copy: Path, m: Mutation, original: str) -> None:
 
 
 def _pytest(files: list[str]) -> int:
-    """The tests' exit code, with the project's modules imported afresh from the copy."""
-    for name in [n for n in sys.modules if n.split(".")[0] in PROJECT]:
-        del sys.modules[name]
+    """The tests' exit code, with every module of the copy imported afresh: the project's packages, and the test
+    modules and conftest files pytest imported by their file names, which would keep the last mutant's functions."""
+    root = str(Path.cwd())
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] in PROJECT or (getattr(module, "__file__", None) or "").startswith(root):
+            del sys.modules[name]
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         return pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-m", "not slow", *files])
 
