@@ -62,8 +62,8 @@ def checker(name: str) -> Callable[[Checker], Checker]:
 
 def _missing(f: Frames) -> tuple[DataFrame, Column]:
     """Acked values the final log lacks, and which of them are provably lost: a contiguous reader covered their
-    offset without reading them, or a complete final read and every replica lack them. One a live
-    consumer read and the log then lost (truncated by an unclean election, say) is still a lost write."""
+    offset without reading them, or a complete final read and every replica lack them. One a live consumer read
+    and the log then lost (truncated by an unclean election, say) is still a lost write."""
     tids = F.broadcast(with_tid(f.ends).select("tid", "partition", "reached"))
     covered_to = F.broadcast(with_tid(f.ours.filter(F.col("reader").isin(f.contiguous))
                                       .groupBy("topic", "partition").agg(F.max("offset").alias("covered_to")))
@@ -172,14 +172,14 @@ def _poll_steps(f: Frames) -> DataFrame:
     that partition: an assign, revoke or lost event of that partition (or of none in particular) starts another."""
     moves = f.events.filter(F.col("kind").isin(Event.ASSIGN.value, Event.REVOKE.value, Event.LOST.value))
     whole = F.coalesce(F.col("partition") < 0, F.lit(True))
-    marks = [moves.filter(~whole).select(F.col("source").alias("reader"), "t", "topic", "partition",
-                                         F.lit(1).alias("one"), F.lit(0).alias("every")),
-             moves.filter(whole).select(F.col("source").alias("reader"), "t", F.lit(None).cast("string").alias("topic"),
-                                        F.lit(None).cast("long").alias("partition"), F.lit(0).alias("one"),
-                                        F.lit(1).alias("every"))]
+    one = moves.filter(~whole).select(F.col("source").alias("reader"), "t", "topic", "partition",
+                                      F.lit(1).alias("one"), F.lit(0).alias("every"))
+    every = moves.filter(whole).select(F.col("source").alias("reader"), "t", F.lit(None).cast("string").alias("topic"),
+                                       F.lit(None).cast("long").alias("partition"), F.lit(0).alias("one"),
+                                       F.lit(1).alias("every"))
     live = f.reads.filter(F.col("phase") == "live").select("reader", "t", "topic", "partition", "poll", "pos",
                                                             "offset", F.lit(0).alias("one"), F.lit(0).alias("every"))
-    rows = live.unionByName(marks[0].unionByName(marks[1]), allowMissingColumns=True)
+    rows = live.unionByName(one.unionByName(every), allowMissingColumns=True)
     order = ["t", F.desc(F.col("one") + F.col("every")), "poll", "pos", "offset"]
     so_far = Window.unboundedPreceding, Window.currentRow
     gen = (rows.withColumn("gen_every", F.sum("every").over(Window.partitionBy("reader").orderBy(*order)
