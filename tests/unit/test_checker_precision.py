@@ -103,3 +103,10 @@ def test_a_value_missing_at_the_last_offset_the_drain_read_is_lost(spark, tmp_pa
     h.read("drain", 0, 3, 9, 0).replica(1, 0, 3, 0, 3).replica(2, 0, 3, 9, 0).replica(3, 0, 3, 9, 0)
     a = run(spark, tmp_path, h)
     assert a.counts() == only(lost_write=1, inconsistent_offset=1, replica_divergence=1, unexpected=1)
+
+
+def test_without_a_replica_dump_a_value_absent_from_a_complete_drain_is_unseen_not_lost(spark, tmp_path):
+    # an ack without an offset (acks=0) proves nothing by the drain's reach; only absence from every replica would
+    h = clean().drop("events", kind="replicas-dumped")
+    h.send(1, 99, 1, -1)
+    assert run(spark, tmp_path, h).counts() == only(unseen=1)
