@@ -169,7 +169,19 @@ def load(path: Path) -> list[Scenario]:
 def _parse(text: str, path: Path) -> Any:
     """A YAML document, refused when its aliases expand to more than MAX_NODES values (a 'billion laughs' file
     would otherwise take minutes and gigabytes in validation)."""
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+        if root is not None and _expanded(root) > MAX_NODES:
+            raise UsageError(f"{path}: its aliases expand to over {MAX_NODES:,} values; write the values out or "
+                             "use fewer nested aliases")
+        return loader.construct_document(root) if root is not None else None
+    finally:
+        loader.dispose()
+
+
+def _expanded(root: yaml.Node) -> int:
+    """How many values a composed document expands to, each shared node counted once per alias (capped)."""
     sizes: dict[int, int] = {}
 
     def size(node: yaml.Node) -> int:
@@ -179,10 +191,7 @@ def _parse(text: str, path: Path) -> Any:
                 n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else []
             sizes[id(node)] = min(MAX_NODES + 1, 1 + sum(size(c) for c in children))
         return sizes[id(node)]
-    if root is not None and size(root) > MAX_NODES:
-        raise UsageError(f"{path}: its aliases expand to over {MAX_NODES:,} values; write the values out or use "
-                         "fewer nested aliases")
-    return yaml.safe_load(text)
+    return size(root)
 
 
 def with_fix(raw: dict) -> dict:
