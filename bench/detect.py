@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from contracts.results import RunResult
 from harness.engine import ensure_engine
 from kchaos.catalog import catalog, load, override
 from kchaos.pipeline import run_and_check
@@ -59,13 +60,13 @@ class Row:
         hits = int(rate.split("/")[0]) if rate != "-" else 0
         return cls(name, expect, int(runs), int(violations), int(unknown), int(errors), hits, measured)
 
-    def count(self, verdict: str | None, hit: bool) -> None:
-        """Add one seed's outcome (verdict None: a harness error) and today's date to the row."""
+    def count(self, r: RunResult | None) -> None:
+        """Add one seed's result (None: a harness error) and today's date to the row; a hit is an expectation met."""
         self.runs += 1
-        self.errors += verdict is None
-        self.violations += verdict == "false"
-        self.unknown += verdict == "unknown"
-        self.hits += hit
+        self.errors += r is None
+        self.violations += r is not None and r.verdict is False
+        self.unknown += r is not None and r.verdict is None
+        self.hits += r is not None and self.expect != "-" and not r.missing_expect
         today = time.strftime("%Y-%m-%d")
         first = self.measured.split(" to ")[0] or today
         self.measured = today if first == today else f"{first} to {today}"
@@ -77,16 +78,15 @@ def run_rows(name: str, runs: int, root: Path, rows: dict[str, str], errors: lis
     harness error) and saving after each seed."""
     for base in load(catalog()[name]):
         kept = rows.get(base.name)
-        bug = base.regression if base.regression and base.kafka.version == base.regression.affected else None
+        bug = base.bug_expected
         expect = f"[{bug.bug}]({bug.link}) violated" if bug else ", ".join(base.expect) or "-"
         row = Row.parse(kept) if resume and kept else Row(base.name, expect)
         for seed in range(row.runs, runs):
             (s,) = override([base], None, seed, None)
             try:
-                r = run_and_check(s, root).result
-                row.count(r.verdict, r.verdict == "false" if bug else bool(s.expect) and not r.missing_expect)
+                row.count(run_and_check(s, root).result)
             except Exception as exc:  # noqa: BLE001 - a harness error is a finding of its own, not the end of detect
-                row.count(None, False)
+                row.count(None)
                 cause = (str(exc).splitlines() or [""])[0][:200]
                 errors.append(f"- {s.name} seed {seed} ({time.strftime('%Y-%m-%d')}): {type(exc).__name__}: {cause}")
                 print(errors[-1], flush=True)

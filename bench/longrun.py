@@ -48,7 +48,7 @@ def one(duration: str) -> tuple[str, dict]:
     size = sum(f.stat().st_size for f in (run_dir / "history").rglob("*") if f.is_file())
     analyze_s, analyze_gib, out = measure.run(["kchaos", "analyze", str(run_dir)])
     m, mem = result["metrics"], result["metrics"].get("memory") or {}
-    row = (f"| {duration} | {result['verdict']} (exit {code}) | {wall:.0f} s | {m['acked']:,} | "
+    row = (f"| {duration} | {result['badge']} (exit {code}) | {wall:.0f} s | {m['acked']:,} | "
            f"{mem.get('samples', 0)} | {mem.get('first_mib', '-')} | {mem.get('peak_mib', '-')} | "
            f"{mem.get('slope_mib_per_h', '-')} | {harness_peak:.0f} | {size / 2**20:.0f} MiB | "
            f"{analyze_s:.0f} s / {analyze_gib:.1f} GiB{' ' + out if out.startswith('FAILED') else ''} |")
@@ -69,7 +69,7 @@ def longrun() -> list[str]:
             "analysis is `kchaos analyze` of the run directory in a fresh process (wall time and peak memory of "
             "its process tree). The harness's own peak is its process's RSS sampled every 0.5 s from start to exit, "
             f"the replica dump and compaction after the workload included. Both runs are kept in {KEPT}/.", "",
-            "| duration | verdict | run wall time | acknowledged | memory samples | first (MiB) | peak (MiB) | "
+            "| duration | badge | run wall time | acknowledged | memory samples | first (MiB) | peak (MiB) | "
             "slope (MiB/h) | harness's own peak (MiB) | history on disk | analysis |",
             "|---|---|---|---|---|---|---|---|---|---|---|", base_row, long_row, "",
             f"Peak {long.get('peak_mib', '-')} MiB over {LONG} against {base.get('peak_mib', '-')} MiB over "

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import AfterValidator, BeforeValidator, ValidationInfo
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
 
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -85,3 +85,16 @@ def _matching(pattern: re.Pattern, expected: str) -> AfterValidator:
 TopicName = Annotated[str, _matching(TOPIC_NAME, "a Kafka topic name (1-249 letters, digits, '.', '_' or '-')")]
 ScenarioName = Annotated[str, _matching(SCENARIO_NAME, "a scenario name of letters, digits and . _ - [ ] = , "
                                                        "(no spaces)")]
+
+
+class Regression(BaseModel):
+    """A known Kafka bug the scenario reproduces: where it is described, the versions that have and fix it, and the
+    forbidden anomalies that show it (any of them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bug: str = Field(min_length=1)  # e.g. "KAFKA-7128" or "KIP-101"
+    link: str = Field(pattern=r"^https://")
+    affected: str
+    fixed: str
+    shows: list[Anomaly] = Field(min_length=1)

@@ -3,13 +3,16 @@ It imports neither pyspark nor the checkers, so reading results is cheap."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, computed_field, model_validator
 
 from contracts import provenance
+from contracts.scenario import Scenario
 
 SAMPLED_SENDS = 20_000  # individual sends the latency chart draws, sampled evenly
 
@@ -55,8 +58,44 @@ class Rule:
     doc: str
 
 
-SCHEMA_VERSION = 1
-Valid = Literal["true", "false", "unknown"]
+SCHEMA_VERSION = 2  # 2: `verdict` a boolean or null, `badge`, `known_bug`, `durations`, `client`, relative `run_dir`
+
+
+class Badge(StrEnum):
+    """What a run showed, one meaning each, from least to most severe. Console, report, JUnit and compare say these."""
+
+    PASS = "PASS"
+    EXPECTED_ANOMALY = "EXPECTED ANOMALY"
+    KNOWN_BUG = "KNOWN BUG"
+    NOT_PROVOKED = "NOT PROVOKED"
+    UNKNOWN = "UNKNOWN"
+    FAIL = "FAIL"
+
+    @property
+    def meaning(self) -> str:
+        return MEANINGS[self]
+
+    @property
+    def green(self) -> bool:
+        """Whether CI passes on it; NOT PROVOKED and UNKNOWN pass only with --allow-unknown, FAIL never."""
+        return self in (Badge.PASS, Badge.EXPECTED_ANOMALY, Badge.KNOWN_BUG)
+
+
+def expectation(s: Scenario) -> str:
+    """The badge a run of the scenario should get, and what it should show."""
+    if bug := s.bug_expected:
+        return f"{Badge.KNOWN_BUG} {bug.bug} ({' or '.join(bug.shows)})"
+    return f"{Badge.EXPECTED_ANOMALY} ({', '.join(s.expect)})" if s.expect else Badge.PASS.value
+
+
+MEANINGS = {
+    Badge.PASS: "every guarantee held and no anomaly occurred",
+    Badge.EXPECTED_ANOMALY: "only anomalies that the settings allow occurred, such as lost writes with acks=1",
+    Badge.KNOWN_BUG: "a known Kafka bug was found again on the release that has it",
+    Badge.NOT_PROVOKED: "the chaos did not show what the scenario exists to show: a harness miss, not a Kafka bug",
+    Badge.UNKNOWN: "the run could not establish the facts a verdict needs, or the harness could not complete it",
+    Badge.FAIL: "Kafka broke a guarantee that the settings and the version promise",
+}
 
 
 class Latency(BaseModel):
@@ -119,6 +158,28 @@ class Metrics(BaseModel):
     memory: Memory | None = None  # None: a history without memory samples
 
 
+class Durations(BaseModel):
+    """How long a run took, in seconds: set by the run and its first check, never changed by `kchaos analyze`."""
+
+    run_s: float = 0.0  # set-up to teardown: everything before the analysis
+    workload_s: float = 0.0  # the workload with its faults, within run_s
+    analysis_s: float = 0.0  # analysis and verdict, after run_s
+
+    @property
+    def total_s(self) -> float:
+        return round(self.run_s + self.analysis_s, 1)
+
+
+class Client(BaseModel):
+    """The client library the workload ran, and its version."""
+
+    library: str = ""
+    version: str = ""
+
+
+VERDICTS = {"true": True, "false": False, "unknown": None}  # schema 1 wrote the verdict as a string
+
+
 class RunResult(BaseModel):
     """One run's identity, verdict, anomalies, metrics and facts (schema_version says which shape)."""
 
@@ -131,12 +192,12 @@ class RunResult(BaseModel):
     description: str = ""
     kafka: str
     seed: int
-    run_dir: str
+    run_dir: str  # relative to the directory the command ran in; `load` sets where the file really is
     started_utc: str = ""
     status: str = "complete"  # complete | error | interrupted | running (a run killed half-way)
-    elapsed_s: float = 0.0
-    verdict: Valid
-    failed: bool
+    durations: Durations = Durations()
+    verdict: bool | None  # None: unknown
+    known_bug: str = ""  # the known bug (`regression.bug`) this run found again on the release that has it
     error: str = ""  # the harness could not complete the run: why
     forbidden: dict[str, int] = {}
     allowed_seen: dict[str, int] = {}
@@ -151,25 +212,63 @@ class RunResult(BaseModel):
     metrics: Metrics | None = None
     facts: Facts | None = None
     nemesis_errors: list[str] = []
+    client: Client = Client()
+    harness_broker_config: dict[str, str] = {}  # broker settings the harness added; the scenario's own are settings
     settings: dict[str, Any] = {}  # the resolved scenario
 
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        """Read schema 1: a string verdict, `failed`, one `elapsed_s`; and drop the derived badge."""
+        if not isinstance(data, dict):
+            return data
+        data = {k: v for k, v in data.items() if k != "badge"}
+        if data.get("schema_version", 1) == 1:
+            data["verdict"] = VERDICTS.get(data.get("verdict"), data.get("verdict"))
+            data.pop("failed", None)
+            data["durations"] = {"run_s": data.pop("elapsed_s", 0.0)}
+            bug = (data.get("settings") or {}).get("regression") or {}
+            if data["verdict"] is False and bug.get("affected") == data.get("kafka"):
+                data["known_bug"] = bug.get("bug", "")
+            data["schema_version"] = SCHEMA_VERSION
+        return data
+
+    @computed_field
     @property
-    def badge(self) -> str:
-        """PASS; EXPECTED ANOMALY (true, with anomalies the settings allow); FAIL (a guarantee violated or an
-        expected anomaly not provoked); UNKNOWN (the run could not establish the facts, or did not complete)."""
-        if self.verdict == "false" or (self.missing_expect and not self.error):
-            return "FAIL"
-        if self.verdict == "unknown" or self.error:
-            return "UNKNOWN"
-        return "EXPECTED ANOMALY" if self.allowed_seen else "PASS"
+    def badge(self) -> Badge:
+        """The run's one badge: a violation, then what kept the run from a verdict, then a missed expectation."""
+        if self.verdict is False:
+            return Badge.KNOWN_BUG if self.known_bug else Badge.FAIL
+        if self.verdict is None or self.error:
+            return Badge.UNKNOWN
+        if self.missing_expect:
+            return Badge.NOT_PROVOKED
+        return Badge.EXPECTED_ANOMALY if self.allowed_seen else Badge.PASS
+
+    @property
+    def row_name(self) -> str:
+        """The scenario's name without the `version=` tag of a version matrix, which `kafka` already says."""
+        name, _, tags = self.scenario.partition("[")
+        kept = [t for t in tags.removesuffix("]").split(",") if t and not t.startswith("version=")]
+        return f"{name}[{','.join(kept)}]" if kept else name
+
+    @property
+    def failed(self) -> bool:
+        """Kafka broke a guarantee the settings and the version promise."""
+        return self.badge is Badge.FAIL
 
     def save(self, run_dir: Path) -> Path:
-        """Write results.json into the run directory."""
+        """Write results.json into the run directory, its `run_dir` relative to the working directory."""
         path = run_dir / "results.json"
-        path.write_text(self.model_dump_json(indent=1))
+        path.write_text(self.model_copy(update={"run_dir": relative(run_dir)}).model_dump_json(indent=1))
         return path
 
     @classmethod
     def load(cls, path: Path) -> RunResult:
-        """Read a results.json."""
-        return cls.model_validate_json(path.read_text())
+        """Read a results.json of either schema; `run_dir` becomes the directory it is in."""
+        return cls.model_validate_json(path.read_text()).model_copy(update={"run_dir": relative(path.parent)})
+
+
+def relative(path: Path) -> str:
+    """A path relative to the working directory, even outside it (`../other/runs/...`)."""
+    return os.path.relpath(path)

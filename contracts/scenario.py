@@ -22,6 +22,7 @@ from contracts.fields import (
     FAULT_PARAMS,
     Anomaly,
     FaultTraits,
+    Regression,
     ScenarioName,
     Seconds,
     TopicName,
@@ -234,15 +235,6 @@ class FaultSpec(Strict):
         return v
 
 
-class Regression(Strict):
-    """A known Kafka bug the scenario reproduces: where it is described, and the versions that have and fix it."""
-
-    bug: str = Field(min_length=1)  # e.g. "KAFKA-7128" or "KIP-101"
-    link: str = Field(pattern=r"^https://")
-    affected: str
-    fixed: str
-
-
 class Scenario(Strict):
     """A whole chaos run: cluster, topic, clients, faults, duration and seed."""
 
@@ -378,6 +370,12 @@ class Scenario(Strict):
             return (f"fault {zk[0]} reads and triggers elections through ZooKeeper; kafka.version={version!r} runs "
                     "KRaft: use a ZooKeeper-mode version (kafka.metadata: zookeeper)")
         return metadata_problem(version, metadata)
+
+    @property
+    def bug_expected(self) -> Regression | None:
+        """The known bug the run should find again: the scenario's, on the release that has it."""
+        bug = self.regression
+        return bug if bug and self.kafka.version == bug.affected else None
 
     def runs_on(self, version: str, metadata: str | None = None) -> bool:
         """Whether the scenario can run on another Kafka version (in `metadata` mode, if given)."""

@@ -89,6 +89,17 @@ def broker_defaults(brokers: int) -> dict[str, str]:
     }
 
 
+def harness_settings(spec: ClusterSpec) -> dict[str, str]:
+    """The broker settings the harness adds that change Kafka's behaviour and the scenario does not set itself (its
+    listeners, roles and paths aside)."""
+    session = ("zookeeper.session.timeout.ms" if (spec.metadata or default_metadata(spec.version)) == "zookeeper"
+               else "broker.session.timeout.ms")
+    props = broker_defaults(spec.brokers) | {session: str(SESSION_MS)}
+    props |= CONSUMER_GROUP_TIMING if release(spec.version) >= (3, 7) else {}
+    plumbing = {"log.dirs", "inter.broker.listener.name"}
+    return {k: v for k, v in props.items() if k not in plumbing and k not in spec.config}
+
+
 def broker_properties(spec: ClusterSpec, node_id: int, alias: str, external_port: int) -> dict[str, str]:
     """One broker's server.properties: defaults, its listeners, its role (KRaft voter or ZooKeeper client), then the
     scenario's overrides and this broker's own."""

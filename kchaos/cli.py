@@ -12,7 +12,7 @@ from rich.text import Text
 
 from contracts import provenance
 from contracts.errors import UNKNOWN_EXIT, ChaosError, ClusterError, UsageError
-from contracts.results import RunResult
+from contracts.results import RunResult, expectation
 from contracts.scenario import Scenario
 from contracts.versions import DEFAULT_VERSION, SUPPORTED_VERSIONS
 from faults.schedule import load as load_schedule
@@ -120,13 +120,13 @@ def seed_count(seeds: int) -> int:
 
 
 def exit_code(results: list[RunResult], allow_unknown: bool = False) -> int:
-    """4 when the harness could not complete a run, 1 when a verdict failed, 5 when one was unknown (0 with
-    --allow-unknown), else 0."""
+    """4 when the harness could not complete a run, 1 on a FAIL, 5 on UNKNOWN or NOT PROVOKED (0 with
+    --allow-unknown), else 0: PASS, EXPECTED ANOMALY and KNOWN BUG are green."""
     if any(r.error for r in results):
         return ClusterError.exit_code
     if any(r.failed for r in results):
         return 1
-    return UNKNOWN_EXIT if any(r.verdict == "unknown" for r in results) and not allow_unknown else 0
+    return UNKNOWN_EXIT if any(not r.badge.green for r in results) and not allow_unknown else 0
 
 
 def load_run(run_dir: Path) -> Scenario:
@@ -232,12 +232,12 @@ def cmd_clean(a) -> int:
 
 def cmd_scenarios(a) -> int:
     table = Table(title="built-in scenarios")
-    for col in ("name", "kafka", "guarantee checked", "expect"):
+    for col in ("name", "kafka", "guarantee checked", "expected badge"):
         table.add_column(col)
     for path in catalog().values():
         for s in load(path):
             table.add_row(Text(s.name), f"{s.kafka.version} {s.kafka.mode}", Text(s.guarantee or s.description),
-                          ", ".join(s.expect) or "pass")
+                          Text(expectation(s)))
     out.print(table)
     return 0
 
@@ -259,7 +259,7 @@ RUNS_DIR = {"type": Path, "default": Path("runs"), "help": "where run directorie
 def allow_unknown(p: argparse.ArgumentParser) -> None:
     """--allow-unknown, for every command that ends in verdicts."""
     p.add_argument("--allow-unknown", action="store_true",
-                   help=f"exit 0, not {UNKNOWN_EXIT}, when a verdict is unknown (and none failed)")
+                   help=f"exit 0, not {UNKNOWN_EXIT}, on UNKNOWN or NOT PROVOKED runs (when none failed)")
 
 
 def suite_options(p: argparse.ArgumentParser) -> None:

@@ -13,14 +13,15 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from contracts.results import RunResult
+from contracts.results import Badge, RunResult
 from contracts.versions import METADATA_MODES, default_metadata, java_for, metadata_problem
 from kchaos.run import Tick
 
 console = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 160)  # CI logs: wide enough for the summary
 PLAIN_EVERY_S = 10.0  # a plain progress line at least this often while a phase goes on
-COLORS = {"PASS": "green", "EXPECTED ANOMALY": "blue", "FAIL": "red", "UNKNOWN": "yellow"}
+COLORS = {Badge.PASS: "green", Badge.EXPECTED_ANOMALY: "blue", Badge.KNOWN_BUG: "magenta", Badge.FAIL: "red",
+          Badge.NOT_PROVOKED: "yellow", Badge.UNKNOWN: "yellow"}
 
 
 class Progress:
@@ -68,7 +69,7 @@ class Progress:
 
 
 def badge(r: RunResult) -> Text:
-    """The run's four-kind badge, coloured."""
+    """The run's badge, coloured."""
     return Text(r.badge, style=COLORS[r.badge])
 
 
@@ -82,8 +83,10 @@ def summary(results: list[RunResult]) -> Table:
         result = badge(r)
         if r.error:
             result.append(" (harness error)", style="red")
-        if r.missing_expect:
-            result.append(f" (missed expect: {', '.join(r.missing_expect)})", style="red")
+        if r.badge is Badge.NOT_PROVOKED:
+            result.append(f" ({', '.join(r.missing_expect)} not seen)", style="yellow")
+        if r.known_bug:
+            result.append(f" ({r.known_bug})")
         table.add_row(Text(r.scenario), r.kafka, str(r.seed), result, Text(", ".join(seen) or "-"),
                       f"{r.metrics.unavailable_s}s" if r.metrics else "-")
     return table

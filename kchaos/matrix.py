@@ -54,4 +54,4 @@ def merged(dirs: list[Path]) -> list[RunResult]:
     if not found:
         raise UsageError(f"--merge {' '.join(map(str, dirs))}: no results.json under them; name the directories "
                          "`kchaos compare --shard` wrote its runs into")
-    return [RunResult.load(p).model_copy(update={"run_dir": str(p.parent)}) for p in found]
+    return [RunResult.load(p) for p in found]

@@ -8,11 +8,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import confluent_kafka
 from pyspark.sql import SparkSession
 
 from contracts.errors import EngineError, ImageError, UsageError
-from contracts.results import Metrics, RunResult, Span
+from contracts.results import Client, Durations, Metrics, RunResult, Span
 from contracts.scenario import Scenario, copy_topic
+from harness.broker_config import ClusterSpec, harness_settings
 from kchaos import exits
 from kchaos.run import RunInfo, Tick, execute, run_dir_for
 from reports import guarantees, render
@@ -76,7 +78,11 @@ def _identity(scenario: Scenario, run_dir: Path) -> dict:
     return {"scenario": scenario.name, "description": scenario.description or scenario.guarantee,
             "kafka": scenario.kafka.version, "seed": scenario.seed, "run_dir": str(run_dir),
             "started_utc": info.started_utc if info else "", "status": info.status if info else "unknown",
-            "elapsed_s": round(sum(info.timings.values()), 1) if info else 0.0,
+            "durations": Durations(run_s=round(sum(info.timings.values()), 1) if info else 0.0,
+                                   workload_s=round(info.timings.get("faults", 0.0), 1) if info else 0.0),
+            "client": Client(library="librdkafka", version=confluent_kafka.libversion()[0]),
+            "harness_broker_config": harness_settings(ClusterSpec(
+                scenario.kafka.version, scenario.kafka.brokers, scenario.kafka.mode, scenario.kafka.broker_config())),
             "nemesis_errors": info.nemesis_errors if info else [],
             "allowed": sorted(guarantees.allowed(scenario)),
             "settings": scenario.model_dump(mode="json", by_alias=True)}
@@ -109,14 +115,17 @@ def _records(result: RunResult) -> int:
     return m.acked + m.failed + m.indeterminate + m.reads
 
 
-def _refuse_emptier(result: RunResult, run_dir: Path) -> None:
-    """Raise rather than replace a run's report with one judged on less of its history than the report there."""
-    path = run_dir / "results.json"
+def _earlier(run_dir: Path) -> RunResult | None:
+    """The result an earlier check of this run wrote, if this version can read it."""
     try:
-        before = RunResult.load(path)
+        return RunResult.load(run_dir / "results.json")
     except (OSError, ValueError):
-        return  # no report yet, or one this version cannot read: nothing to keep
-    if _records(result) < _records(before):
+        return None
+
+
+def _refuse_emptier(result: RunResult, before: RunResult | None, run_dir: Path) -> None:
+    """Raise rather than replace a run's report with one judged on less of its history than the report there."""
+    if before and before.metrics and _records(result) < _records(before):
         raise UsageError(f"{run_dir}: its history now holds {_records(result):,} sends and reads, its report was "
                          f"judged on {_records(before):,}; the report is left as it was "
                          "(analyze a copy of the run directory to see the new result)")
@@ -124,12 +133,16 @@ def _refuse_emptier(result: RunResult, run_dir: Path) -> None:
 
 def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outcome:
     """Analyze a run directory, judge it against the guarantee model, write results.json and report.html."""
-    history = run_dir / "history"
+    history, started = run_dir / "history", time.monotonic()
     a = analyze(spark_session(master, large=is_large(history)), history, readers_of(scenario))
     v = guarantees.verdict(scenario, a)
     t0 = a.series["t0"]
+    before = _earlier(run_dir)
+    identity = _identity(scenario, run_dir)
+    identity["durations"] = before.durations if before else identity["durations"].model_copy(
+        update={"analysis_s": round(time.monotonic() - started, 1)})
     result = RunResult(
-        **_identity(scenario, run_dir), verdict=v.valid, failed=v.failed, forbidden=v.forbidden,
+        **identity, verdict=v.valid, known_bug=v.known_bug, forbidden=v.forbidden,
         allowed_seen=v.allowed_seen, missing_expect=v.missing_expect, unknown_because=v.unknown_because,
         liveness="" if a.facts.recovered else "the cluster did not regain a full ISR after healing (see events)",
         counts=a.counts(), examples={k: [in_seconds(e, t0) for e in x.examples] for k, x in a.anomalies.items()},
@@ -137,7 +150,7 @@ def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outco
                        last_s=round((x.span["t_last"] - t0) / 1e9, 1))
                for k, x in a.anomalies.items() if x.span and x.span.get("t_first") is not None},
         rules=guarantees.rules(scenario), metrics=Metrics.model_validate(a.metrics), facts=a.facts)
-    _refuse_emptier(result, run_dir)
+    _refuse_emptier(result, before, run_dir)
     result.save(run_dir)
     render.write_report(result, a.series, run_dir)
     if spark_jvm.OUTPUT:
@@ -146,9 +159,9 @@ def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outco
 
 
 def harness_error(scenario: Scenario, run_dir: Path, exc: Exception, elapsed_s: float) -> RunResult:
-    """The result of a run the harness could not complete: failed, verdict unknown, the error named."""
-    return RunResult(**(_identity(scenario, run_dir) | {"status": "error", "elapsed_s": elapsed_s}),
-                     verdict="unknown", failed=True, error=f"{type(exc).__name__}: {exc}",
+    """The result of a run the harness could not complete: verdict unknown, the error named."""
+    return RunResult(**(_identity(scenario, run_dir) | {"status": "error", "durations": Durations(run_s=elapsed_s)}),
+                     verdict=None, error=f"{type(exc).__name__}: {exc}",
                      unknown_because=[f"the harness could not complete the run ({type(exc).__name__})"])
 
 
@@ -181,7 +194,4 @@ def run_and_check(scenario: Scenario, root: Path, on_tick=lambda t: None, ops=No
         on_tick(Tick("analysis"))
     for thread in filter(None, warming):  # a short run's warm-up may still go on: sharing 2 cores helps neither
         thread.join(WARM_UP_WAIT_S)
-    out = check(scenario, run_dir, master)
-    out.result.elapsed_s = round(time.monotonic() - started, 1)
-    out.result.save(run_dir)
-    return out
+    return check(scenario, run_dir, master)

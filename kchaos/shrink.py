@@ -18,9 +18,9 @@ Runner = Callable[[Scenario, list[PlannedOp]], RunResult]
 
 def signature(result: RunResult) -> set[str]:
     """The forbidden anomalies a shrunk schedule must still show (one of them suffices)."""
-    if result.verdict != "false" or not result.forbidden:
-        raise UsageError(f"{result.run_dir} violated no guarantee (verdict {result.verdict}); shrink needs a run "
-                         "whose result is FAIL with a forbidden anomaly")
+    if result.verdict is not False or not result.forbidden:
+        raise UsageError(f"{result.run_dir} violated no guarantee ({result.badge}); shrink needs a run "
+                         "whose result is FAIL or KNOWN BUG, with a forbidden anomaly")
     return set(result.forbidden)
 
 
@@ -28,7 +28,7 @@ def shows(scenario: Scenario, ops: list[PlannedOp], wanted: set[str], tries: int
     """Whether these ops show one of the wanted violations on any of `tries` consecutive seeds."""
     for k in range(tries):
         r = run(scenario.model_copy(update={"seed": scenario.seed + k}), ops)
-        if r.verdict == "false" and wanted & set(r.forbidden):
+        if r.verdict is False and wanted & set(r.forbidden):
             return True
     return False
 

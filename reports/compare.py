@@ -6,7 +6,7 @@ import os
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from contracts.results import RunResult
+from contracts.results import Badge, RunResult
 from contracts.versions import release, target_label
 from reports.compare_stats import (
     SIGN_MIN,
@@ -23,16 +23,16 @@ from reports.compare_stats import (
 )
 from reports.render import ENV, page
 
-SEVERITY = ("PASS", "EXPECTED ANOMALY", "UNKNOWN", "FAIL")  # a cell shows its runs' most severe badge
+SEVERITY = tuple(Badge)  # a cell shows its runs' most severe badge
 
 
-def worst(runs: list[RunResult]) -> str:
-    """The badge a cell shows: FAIL beats UNKNOWN beats EXPECTED ANOMALY beats PASS, across all seeds."""
+def worst(runs: list[RunResult]) -> Badge:
+    """The badge a cell shows: the most severe of its seeds' (Badge's order, FAIL last)."""
     return max((r.badge for r in runs), key=SEVERITY.index)
 
 
 def cell(runs: list[RunResult]) -> str:
-    """Badges, anomalies summed over runs (* = allowed), missed expectations and the worst unavailability."""
+    """Badges, anomalies summed over runs (* = allowed), harness errors and the worst unavailability."""
     badges = Counter(r.badge for r in runs)
     head = worst(runs) if len(runs) == 1 else ", ".join(f"{b}×{n}" for b, n in sorted(badges.items()))
     totals: Counter = Counter()
@@ -40,8 +40,7 @@ def cell(runs: list[RunResult]) -> str:
         totals.update({k: n for k, n in r.counts.items() if n})
     allowed = set(runs[0].allowed)
     seen = ", ".join(f"{k}={n}{'*' if k in allowed else ''}" for k, n in sorted(totals.items()))
-    missed = sum(1 for r in runs if r.missing_expect)
-    miss = f"; missed expect in {missed}/{len(runs)}" if missed else ""
+    miss = ""
     errors = sum(1 for r in runs if r.error)
     miss += f"; harness error in {errors}/{len(runs)}" if errors else ""
     kept = measured(runs)
@@ -59,11 +58,8 @@ def column(r: RunResult) -> str:
 
 
 def row(r: RunResult) -> str:
-    """A run's row: its scenario's name without the `version=` of a version matrix (a regression's affected and
-    fixed versions), which its column already says, so both versions of one scenario share a row."""
-    name, _, tags = r.scenario.partition("[")
-    kept = [t for t in tags.removesuffix("]").split(",") if t and not t.startswith("version=")]
-    return f"{name}[{','.join(kept)}]" if kept else name
+    """A run's row: both versions of a regression share one, since the column says the version."""
+    return r.row_name
 
 
 def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list[RunResult]]]]:

@@ -57,23 +57,23 @@ def _first(r: RunResult, seen: dict[str, int]) -> str:
 
 
 def headline(r: RunResult, faults: list[dict]) -> tuple[str, str]:
-    """(sentence, the documentation it cites or "")."""
+    """(sentence, the documentation it cites or ""); `faults` (a report's fault rows) say during which op."""
     why = {rule.anomaly: rule for rule in r.rules}
     if r.error:
         return f"The harness could not complete the run: {r.error}.", ""
     if r.forbidden:
         name = _first(r, r.forbidden)
         bug = (r.settings or {}).get("regression") or {}
-        if bug.get("affected") == r.kafka:
-            return (f"{_anomaly(r, name, faults)}: {bug['bug']} found again (Kafka {r.kafka} has it, "
+        if r.known_bug:
+            return (f"{_anomaly(r, name, faults)}: {r.known_bug} found again (Kafka {r.kafka} has it, "
                     f"{bug['fixed']} fixed it); forbidden: {why[name].why}.", bug["link"])
         return f"{_anomaly(r, name, faults)}; forbidden: {why[name].why}.", why[name].doc
-    if r.missing_expect:
-        return (f"Expected {', '.join(r.missing_expect)} but saw none: the run did not provoke what this scenario "
-                "exists to show.", "")
-    if r.verdict == "unknown":
+    if r.verdict is None:
         more = f" (and {len(r.unknown_because) - 1} more)" if len(r.unknown_because) > 1 else ""
         return f"Unknown: {r.unknown_because[0]}{more}.", ""
+    if r.missing_expect:
+        return (f"Not provoked: expected {', '.join(r.missing_expect)} but saw none, so the run did not show what "
+                "this scenario exists to show.", "")
     if r.allowed_seen:
         name = _first(r, r.allowed_seen)
         return f"{_anomaly(r, name, faults)}; allowed by {why[name].why}.", why[name].doc

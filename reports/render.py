@@ -59,43 +59,48 @@ def write_report(result: RunResult, series: dict, run_dir: Path) -> Path:
 
 
 def case_name(r: RunResult) -> str:
-    """`scenario[version, seed]`: unique per run in a suite of several versions and seeds."""
-    return f"{r.scenario}[{r.kafka}, seed {r.seed}]"
+    """`scenario[version, seed]`, the version said once: unique per run in a suite of several versions and seeds."""
+    return f"{r.row_name}[{r.kafka}, seed {r.seed}]"
 
 
-def failure_message(r: RunResult) -> str:
-    """Counts, the first example and the report: what a CI page shows of a failed or unknown run."""
-    if r.verdict == "false":
-        name = next(iter(r.forbidden))
-        first = cell((r.examples.get(name) or [{}])[0])
-        what = f"forbidden anomalies {', '.join(f'{k}={n}' for k, n in r.forbidden.items())}; first {name}: {first}"
-    elif r.missing_expect:
-        what = f"expected anomalies not seen: {', '.join(r.missing_expect)}"
-    else:
-        what = "unknown: " + "; ".join(r.unknown_because)
-    return f"{r.badge}: {what} (report: {r.run_dir}/report.html)"
+EXAMPLES_SHOWN = 3  # examples of each anomaly in a JUnit body
+
+
+def junit_body(r: RunResult) -> str:
+    """What a CI page shows under the headline: counts of the anomalies that occurred, their first examples, why a
+    verdict is unknown, and the report's path."""
+    lines = [f"{r.badge}: {r.badge.meaning}"]
+    for name, n in r.counts.items():
+        if n:
+            kind = "allowed" if name in r.allowed else "forbidden"
+            lines.append(f"{name}: {n:,} ({kind})")
+            lines += [f"  {cell(e)}" for e in r.examples.get(name, [])[:EXAMPLES_SHOWN]]
+    lines += [f"unknown because {u}" for u in r.unknown_because]
+    return "\n".join([*lines, f"report: {page(r)}"])
 
 
 def write_junit(results: list[RunResult], path: Path, suite: str, allow_unknown: bool = False) -> Path:
     """One test case per run, named `scenario[version, seed]` under the class `kchaos.<suite>` (no dots a CI reads
-    as packages): error when the harness could not complete it, failure on a violated guarantee, a missed
-    expectation or (unless `allow_unknown`) an unknown verdict, skipped on an allowed unknown."""
+    as packages): error when the harness could not complete it, failure on FAIL and (unless `allow_unknown`) on
+    UNKNOWN or NOT PROVOKED, skipped on those when allowed; the headline is the message or the system-out."""
     def fails(r: RunResult) -> bool:
-        return not r.error and (r.failed or (r.verdict == "unknown" and not allow_unknown))
+        return not r.error and (r.failed or (not r.badge.green and not allow_unknown))
 
     classname = "kchaos." + "".join(c if c.isalnum() or c in "-_" else "_" for c in suite)
     root = ET.Element("testsuite", name=classname, tests=str(len(results)),
                       failures=str(sum(map(fails, results))), errors=str(sum(1 for r in results if r.error)),
-                      skipped=str(sum(1 for r in results if r.verdict == "unknown" and not fails(r) and not r.error)))
+                      skipped=str(sum(1 for r in results if not r.badge.green and not fails(r) and not r.error)))
     for r in results:
-        case = ET.SubElement(root, "testcase", classname=classname, name=case_name(r), time=str(r.elapsed_s))
+        case = ET.SubElement(root, "testcase", classname=classname, name=case_name(r),
+                             time=str(r.durations.total_s))
+        sentence = headline(r, [])[0]
         if r.error:
-            ET.SubElement(case, "error", message=r.error)
+            ET.SubElement(case, "error", message=r.error).text = junit_body(r)
         elif fails(r):
-            ET.SubElement(case, "failure", message=failure_message(r)).text = str(r.counts)
-        elif r.verdict == "unknown":
-            ET.SubElement(case, "skipped", message="; ".join(r.unknown_because))
-        ET.SubElement(case, "system-out").text = r.run_dir
+            ET.SubElement(case, "failure", message=sentence).text = junit_body(r)
+        elif not r.badge.green:
+            ET.SubElement(case, "skipped", message=sentence)
+        ET.SubElement(case, "system-out").text = f"{sentence}\n{junit_body(r)}"
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
     return path

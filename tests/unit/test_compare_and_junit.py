@@ -10,20 +10,24 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from contracts.errors import ClusterError, UsageError
-from contracts.results import Metrics, RunResult
+from contracts.results import VERDICTS, Durations, Metrics, RunResult
 from kchaos import exits, pipeline
 from kchaos.catalog import validate
 from kchaos.matrix import column_elsewhere, merged, parse_shard, shard
 from reports.compare import write_compare
+from reports.guarantees import rules
 from reports.render import write_junit
+
+RULES = rules(validate({"name": "r"}, "test"))
 
 
 def result(scenario: str, kafka: str, verdict: str, seed: int = 1, lost: int = 0, missing=()) -> RunResult:
-    return RunResult(scenario=scenario, kafka=kafka, verdict=verdict, seed=seed, run_dir=f"runs/{seed}",
+    return RunResult(scenario=scenario, kafka=kafka, verdict=VERDICTS[verdict], seed=seed, run_dir=f"runs/{seed}",
                      counts={"lost-write": lost, "duplicate": 0}, allowed=["duplicate"],
                      missing_expect=list(missing), metrics=Metrics(unavailable_s=1.5 * seed),
-                     failed=verdict == "false" or bool(missing), forbidden={"lost-write": lost} if lost else {},
-                     unknown_because=["drain"] if verdict == "unknown" else [], elapsed_s=10)
+                     forbidden={"lost-write": lost} if lost else {}, rules=RULES,
+                     examples={"lost-write": [{"value": "p0-7", "offset": 12}]} if lost else {},
+                     unknown_because=["drain"] if verdict == "unknown" else [], durations=Durations(run_s=10))
 
 
 def test_compare_table_shows_the_worst_seed_and_sums_counts(tmp_path):
@@ -59,19 +63,38 @@ def test_one_version_in_two_metadata_modes_gets_a_column_each_named_as_kafka_tak
     assert "| a | PASS; no anomalies; unavailable ≤ 1.5 s | PASS×2; no anomalies; " in md.read_text()
 
 
-def test_junit_one_case_per_run_with_failures_and_skips(tmp_path):
+def test_junit_fails_on_fail_and_on_unknown_or_not_provoked_unless_allowed_and_says_the_headline(tmp_path):
     path = write_junit([result("a", "4.3.1", "true"), result("b", "4.3.1", "false", lost=1),
                         result("c", "4.3.1", "true", missing=["lost-write"]), result("d", "4.3.1", "unknown")],
                        tmp_path / "j.xml", "smoke")
     root = ET.parse(path).getroot()
     assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("4", "3", "0")  # unknown fails
-    failures = {c.get("name"): c.find("failure").get("message") for c in root if c.find("failure") is not None}
-    assert "forbidden anomalies" in failures["b[4.3.1, seed 1]"]
-    assert "expected anomalies not seen" in failures["c[4.3.1, seed 1]"]
-    assert failures["d[4.3.1, seed 1]"].startswith("UNKNOWN: unknown: drain (report: runs/1/report.html)")
+    failed = {c.get("name"): c.find("failure") for c in root if c.find("failure") is not None}
+    assert failed["b[4.3.1, seed 1]"].get("message").startswith("1 acknowledged writes lost; forbidden: ")
+    assert failed["b[4.3.1, seed 1]"].text.splitlines() == [
+        "FAIL: Kafka broke a guarantee that the settings and the version promise", "lost-write: 1 (forbidden)",
+        "  value=p0-7, offset=12", "report: runs/1/results.json"]
+    assert failed["c[4.3.1, seed 1]"].get("message").startswith("Not provoked: expected lost-write but saw none")
+    assert failed["d[4.3.1, seed 1]"].get("message") == "Unknown: drain."
+    assert failed["d[4.3.1, seed 1]"].text.splitlines()[-2:] == ["unknown because drain", "report: runs/1/results.json"]
     assert {c.get("classname") for c in root} == {"kchaos.smoke"}  # no dots a CI splits into packages
-    relaxed = ET.parse(write_junit([result("d", "4.3.1", "unknown")], tmp_path / "k.xml", "s", True)).getroot()
-    assert (relaxed.get("failures"), relaxed.get("skipped")) == ("0", "1")
+    relaxed = ET.parse(write_junit([result("d", "4.3.1", "unknown"), result("c", "4.3.1", "true", missing=["x"])],
+                                   tmp_path / "k.xml", "s", True)).getroot()
+    assert (relaxed.get("failures"), relaxed.get("skipped")) == ("0", "2")
+
+
+def test_junit_passes_an_expected_anomaly_and_a_known_bug_with_the_headline_in_system_out(tmp_path):
+    allowed = result("a", "4.3.1", "true").model_copy(update={"counts": {"duplicate": 2},
+                                                              "allowed_seen": {"duplicate": 2}})
+    bug = result("k[version=2.0.0]", "2.0.0", "false", lost=4).model_copy(update={
+        "known_bug": "KAFKA-7128", "settings": {"regression": {"fixed": "2.0.1", "link": "https://x"}}})
+    root = ET.parse(write_junit([allowed, bug], tmp_path / "j.xml", "regressions")).getroot()
+    assert (root.get("failures"), root.get("skipped"), root.get("errors")) == ("0", "0", "0")
+    out = {c.get("name"): c.find("system-out").text for c in root}
+    assert set(out) == {"a[4.3.1, seed 1]", "k[2.0.0, seed 1]"}  # the version said once
+    assert out["a[4.3.1, seed 1]"].startswith("2 values written twice; allowed by ")
+    assert out["k[2.0.0, seed 1]"].startswith("4 acknowledged writes lost: KAFKA-7128 found again (Kafka 2.0.0 has it")
+    assert "\nKNOWN BUG: a known Kafka bug was found again on the release that has it\n" in out["k[2.0.0, seed 1]"]
 
 
 def test_cases_of_several_seeds_and_versions_have_distinct_names(tmp_path):
@@ -92,7 +115,7 @@ def test_a_run_the_harness_could_not_complete_is_an_error_and_the_suite_goes_on(
         pipeline.run_and_check(scenario, tmp_path / "raised")
     out = pipeline.run_and_check(scenario, tmp_path / "runs", keep_going=True)
     r = out.result
-    assert (r.verdict, r.failed) == ("unknown", True)
+    assert (r.verdict, r.badge) == (None, "UNKNOWN")
     assert r.error == "ClusterError: kafka-2 did not start within 90s"
     assert json.loads((out.run_dir / "results.json").read_text())["status"] == "error"
 
@@ -126,10 +149,10 @@ def test_a_report_is_never_replaced_by_one_judged_on_less_history(tmp_path):
     fewer = result("a", "4.3.1", "true")
     fewer.metrics = Metrics(acked=100, reads=100)
     with pytest.raises(pipeline.UsageError, match="holds 200 sends and reads, its report was judged on 1,900"):
-        pipeline._refuse_emptier(fewer, tmp_path)
-    assert RunResult.load(tmp_path / "results.json").verdict == "false"
+        pipeline._refuse_emptier(fewer, pipeline._earlier(tmp_path), tmp_path)
+    assert RunResult.load(tmp_path / "results.json").verdict is False
     fewer.metrics = Metrics(acked=950, failed=10, reads=940)  # as much history, judged again: allowed
-    pipeline._refuse_emptier(fewer, tmp_path)
+    pipeline._refuse_emptier(fewer, pipeline._earlier(tmp_path), tmp_path)
 
 
 def placed(results: list[RunResult], tmp_path) -> tuple[Path, Path]:

@@ -82,7 +82,7 @@ def test_unread_group_commits_make_the_verdict_unknown():
     a = analysis()
     a.facts.group_commits = "unknown"
     v = verdict(scenario(), a)
-    assert v.valid == "unknown" and "committed offsets" in v.unknown_because[0]
+    assert v.valid is None and "committed offsets" in v.unknown_because[0]
 
 
 def test_every_rule_cites_kafka_documentation():
@@ -95,11 +95,11 @@ def test_every_rule_cites_kafka_documentation():
 
 def test_verdict_false_beats_unknown_beats_true():
     s = scenario()
-    assert verdict(s, analysis()).valid == "true"
-    assert verdict(s, analysis(drain_complete=False)).valid == "unknown"
-    assert verdict(s, analysis(unseen=3)).valid == "unknown"
+    assert verdict(s, analysis()).valid is True
+    assert verdict(s, analysis(drain_complete=False)).valid is None
+    assert verdict(s, analysis(unseen=3)).valid is None
     v = verdict(s, analysis(drain_complete=False, lost_write=1))
-    assert v.valid == "false" and v.forbidden == {"lost-write": 1} and v.failed
+    assert v.valid is False and v.forbidden == {"lost-write": 1}
     idle = analysis()
     idle.metrics["acked"] = 0  # a producer that never sent: nothing was tested
     assert verdict(s, idle).unknown_because == ["no send was acknowledged: the workload tested nothing"]
@@ -107,14 +107,14 @@ def test_verdict_false_beats_unknown_beats_true():
 
 def test_allowed_anomalies_are_counted_but_pass():
     v = verdict(scenario(producer__acks="1", producer__idempotence=False), analysis(lost_write=4, duplicate=2))
-    assert v.valid == "true" and v.allowed_seen == {"lost-write": 4, "duplicate": 2} and not v.failed
+    assert v.valid is True and v.allowed_seen == {"lost-write": 4, "duplicate": 2}
 
 
 def test_missing_expected_anomaly_is_a_sensitivity_failure():
     s = validate({**SAFE, "producer": {"acks": "1", "idempotence": False}, "expect": ["lost-write"]}, "test")
     v = verdict(s, analysis())
-    assert v.valid == "true" and v.missing_expect == ["lost-write"] and v.failed
-    assert not verdict(s, analysis(lost_write=1)).failed
+    assert v.valid is True and v.missing_expect == ["lost-write"]
+    assert not verdict(s, analysis(lost_write=1)).missing_expect
 
 
 def test_chaos_that_did_not_happen_makes_a_clean_run_unknown_and_names_the_op(spark, tmp_path):
@@ -131,7 +131,7 @@ def test_chaos_that_did_not_happen_makes_a_clean_run_unknown_and_names_the_op(sp
         "fault line 1 (pause) never took effect: 1 no-effect",
         "fault line 2 (isolate) never took effect: 1 not-reached, 1 skipped"]
     v = verdict(scenario(), a)
-    assert v.valid == "unknown" and len(v.unknown_because) == 3
+    assert v.valid is None and len(v.unknown_because) == 3
     assert v.unknown_because[0].startswith("the chaos did not happen as planned: pause planned at 7.0 s")
 
 
@@ -140,7 +140,7 @@ def test_chaos_that_happened_leaves_a_clean_run_true(spark, tmp_path):
     h.fault("kill", [2], planned_at=5.0).fault("kill", [1], outcome="skipped", planned_at=9.0)
     a = analyze(spark, h.write(tmp_path / "history"))
     assert a.facts.ops == {"fired": 1, "skipped": 1} and a.facts.chaos_problems == []
-    assert verdict(scenario(), a).valid == "true"
+    assert verdict(scenario(), a).valid is True
 
 
 def power_loss(target, **topic) -> Scenario:

@@ -36,7 +36,7 @@ def test_a_hand_built_history_is_checked_by_kchaos_analyze(tmp_path, monkeypatch
                           timeout=600)
     assert done.returncode == 1, done.stderr[-2000:]
     result = json.loads((tmp_path / "my-run" / "results.json").read_text())
-    assert result["verdict"] == "false" and result["forbidden"] == {"lost-write": 1}
+    assert result["verdict"] is False and result["forbidden"] == {"lost-write": 1}
     assert [(e["producer"], e["seq"], e["offset"]) for e in result["examples"]["lost-write"]] == [(0, 1, 1)]
     assert (tmp_path / "my-run" / "report.html").is_file()
 
