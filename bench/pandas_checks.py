@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from contracts.anomalies import KINDS
+
 VALUE = ["producer", "seq"]
 POS = ["topic", "partition", "offset"]
 EXAMPLES = 20
@@ -115,7 +117,7 @@ def _metrics(sends: pd.DataFrame) -> dict:
 
 
 # checks that need transactions or an eos-copy stage, which the histories this baseline judges never have
-TXN_ONLY = ("lost-committed", "precommitted-read", "torn-transaction", "eos-duplicate", "eos-loss")
+TXN_ONLY = tuple(k.name for k in KINDS if k.transactional)
 
 
 def check(history: Path) -> dict:

@@ -1,10 +1,11 @@
-"""Scenario errors as one line each, naming the field path, the value and what is expected (like Hypothesis), with
-a suggestion where the value looks like a misspelling."""
+"""What a user reads: scenario errors as one line each, naming the field path, the value and what is expected (like
+Hypothesis), with a suggestion where the value looks like a misspelling; and set-up progress on stderr."""
 
 from __future__ import annotations
 
 import difflib
 import re
+import sys
 from typing import Any
 
 from pydantic import BaseModel
@@ -70,3 +71,8 @@ def describe_error(err: dict, where: str) -> str:
         choices = re.findall(QUOTED, msg)
         return f"{where}: {msg} but got {path}={shown(got)}{_suggest(got, choices) if isinstance(got, str) else ''}"
     return f"{where}: {msg}" if "=" in msg else f"{where}: {path}: {msg} (got {shown(got)})"
+
+
+def progress(message: str) -> None:
+    """A line of set-up progress (a download, a build) on stderr, where it never mixes with a command's output."""
+    print(message, file=sys.stderr, flush=True)

@@ -1,14 +1,13 @@
-"""The field types and validation context scenario models share: durations, names, anomaly names, and the
-`Vocabulary` of fault kinds and anomalies that reaches validation as context."""
+"""The field types scenario models share: durations, names, anomaly names and a known bug."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+
+from contracts.anomalies import ANOMALIES
 
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -29,43 +28,14 @@ def seconds(value: Any) -> float:
 FAULT_PARAMS = ("probability", "kbit", "torn", "latency_ms", "jitter_ms", "link")  # read by some fault kinds only
 
 
-class FaultTraits(Protocol):
-    """What validation needs of a fault kind: its default target, what it aims at and which fields it reads."""
-
-    default_target: str
-    # itself: it picks its victims from live metadata
-    aims: Literal["brokers", "consumers", "producers", "copiers", "itself"]
-    params: frozenset[str]  # the kind-specific FaultSpec fields it reads (FAULT_PARAMS)
-
-
-@dataclass(frozen=True)
-class Vocabulary:
-    """The fault kinds and anomaly names scenarios may use (validation context, key `vocabulary`)."""
-
-    faults: Mapping[str, FaultTraits]
-    anomalies: tuple[str, ...]
-
-    def context(self) -> dict[str, Vocabulary]:
-        return {"vocabulary": self}
-
-
-def vocabulary(info: ValidationInfo) -> Vocabulary:
-    """The vocabulary a validation was given; without one no fault or anomaly name can be judged."""
-    vocab = (info.context or {}).get("vocabulary")
-    if not isinstance(vocab, Vocabulary):
-        raise TypeError("scenarios are validated with a Vocabulary as context (kchaos.catalog.validate gives it)")
-    return vocab
-
-
 def one_of(names: tuple[str, ...] | list[str]) -> str:
     """'a', 'b', 'c': the allowed values of a message."""
     return ", ".join(repr(n) for n in names)
 
 
-def _anomaly(name: str, info: ValidationInfo) -> str:
-    known = vocabulary(info).anomalies
-    if name not in known:
-        raise ValueError(f"Expected one of {one_of(known)}")
+def _anomaly(name: str) -> str:
+    if name not in ANOMALIES:
+        raise ValueError(f"Expected one of {one_of(ANOMALIES)}")
     return name
 
 

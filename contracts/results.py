@@ -15,6 +15,7 @@ from contracts import provenance
 from contracts.scenario import Scenario
 
 SAMPLED_SENDS = 20_000  # individual sends the latency chart draws, sampled evenly
+LATE_S = 2.0  # a fault op that starts more than this after its planned time is late
 
 
 PartitionName = Annotated[str, BeforeValidator(str)]  # topic-partition; older results.json name a partition by number
@@ -40,12 +41,27 @@ class Facts:
     group_commits: str = "none"  # "none" (no group), "known", or "unknown" (the committed offsets were not read)
     client_trouble: list[str] = field(default_factory=list)  # the first client errors, fatal errors and restarts
     ops: dict[str, int] = field(default_factory=dict)  # planned fault ops by how they ended (fired, skipped, ...)
+    late_ops: int = 0  # fired ops that started more than LATE_S after their planned time
+    skipped_because: dict[str, int] = field(default_factory=dict)  # skipped ops by why
     chaos_problems: list[str] = field(default_factory=list)  # ops that failed or had no effect; lines that never fired
     observed: list[str] = field(default_factory=list)  # cluster events the run showed (contracts.scenario.PROVOKED)
     # eos-copy: "none" (no stage), "known" or "unknown" (its final committed offsets could not be read), and the
     # input partitions whose committed offset the stage left below the input's end
     copy_commits: str = "none"
     copy_behind: list[int] = field(default_factory=list)
+
+
+def plan_share(facts: Facts | None) -> str:
+    """How much of the planned chaos happened: `8 of 10 planned fault ops fired (2 skipped: brokers held by another
+    line), 1 over 2 s late`; "" without planned ops."""
+    planned = sum(facts.ops.values()) if facts else 0
+    if not planned:
+        return ""
+    fired = facts.ops.get("fired", 0)
+    rest = [f"{n} {outcome}" + (f": {', '.join(facts.skipped_because)}" if outcome == "skipped" else "")
+            for outcome, n in facts.ops.items() if outcome != "fired" and n]
+    late = f", {facts.late_ops} over {LATE_S:g} s late" if facts.late_ops else ""
+    return f"{fired} of {planned} planned fault ops fired" + (f" ({'; '.join(rest)})" if rest else "") + late
 
 
 @dataclass(frozen=True)
@@ -192,7 +208,7 @@ class RunResult(BaseModel):
     description: str = ""
     kafka: str
     seed: int
-    run_dir: str  # relative to the directory the command ran in; `load` sets where the file really is
+    run_dir: str  # in results.json relative to where the command ran; `load` makes it the file's directory
     started_utc: str = ""
     status: str = "complete"  # complete | error | interrupted | running (a run killed half-way)
     durations: Durations = Durations()
@@ -265,8 +281,8 @@ class RunResult(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> RunResult:
-        """Read a results.json of either schema; `run_dir` becomes the directory it is in."""
-        return cls.model_validate_json(path.read_text()).model_copy(update={"run_dir": relative(path.parent)})
+        """Read a results.json of either schema; `run_dir` becomes the directory it is in, as an absolute path."""
+        return cls.model_validate_json(path.read_text()).model_copy(update={"run_dir": os.path.abspath(path.parent)})
 
 
 def relative(path: Path) -> str:

@@ -1,33 +1,27 @@
-"""The scenario model: pydantic models and their one-line error messages.
-
-The fault kinds and anomaly names a scenario may use are not listed here: they belong to `faults.registry` and
-`reports.checkers`, and reach validation as its context (a `Vocabulary`), so each is written once.
-"""
+"""The scenario model: pydantic models and their one-line error messages. The fault kinds and anomaly names a
+scenario may use are contracts.faultkinds' and contracts.anomalies', each written once."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
 
+from contracts.faultkinds import FAULT_KINDS, FaultKind
 from contracts.fields import (
     FAULT_PARAMS,
     Anomaly,
-    FaultTraits,
     Regression,
     ScenarioName,
     Seconds,
     TopicName,
     one_of,
-    vocabulary,
 )
 from contracts.versions import DEFAULT_VERSION, OLDEST, Metadata, default_metadata, metadata_problem, release
 
@@ -40,8 +34,6 @@ COUNTED = ("one", "all", "minority", "majority")  # targets that name members by
 COORDINATORS = ("txn-coordinator", "group-coordinator")
 Link = Literal["clients", "replication", "controller"]  # a broker's listeners a latency fault can slow
 TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS)
-# ops that elect and watch through ZooKeeper
-ZOOKEEPER_FAULTS = ("stale-hw-isr-join", "fast-failover-divergence", "power-loss-divergence")
 
 
 def transactional_id(producer: int) -> str:
@@ -213,18 +205,17 @@ class FaultSpec(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _default_target(cls, data: Any, info: ValidationInfo) -> Any:
-        kind = vocabulary(info).faults.get(data.get("fault")) if isinstance(data, dict) else None
+    def _default_target(cls, data: Any) -> Any:
+        kind = FAULT_KINDS.get(data.get("fault")) if isinstance(data, dict) else None
         if kind is not None and "target" not in data:
             return {**data, "target": kind.default_target}
         return data
 
     @field_validator("fault")
     @classmethod
-    def _known(cls, v: str, info: ValidationInfo) -> str:
-        known = vocabulary(info).faults
-        if v not in known:
-            raise ValueError(f"Expected one of {one_of(list(known))}")
+    def _known(cls, v: str) -> str:
+        if v not in FAULT_KINDS:
+            raise ValueError(f"Expected one of {one_of(list(FAULT_KINDS))}")
         return v
 
     @field_validator("target")
@@ -263,7 +254,7 @@ class Scenario(Strict):
         return [] if v in ({}, None) else v
 
     @model_validator(mode="after")
-    def _coherent(self, info: ValidationInfo) -> Scenario:
+    def _coherent(self) -> Scenario:
         if self.topic.replication_factor > self.kafka.brokers:
             raise ValueError(f"topic.replication_factor={self.topic.replication_factor} exceeds "
                              f"kafka.brokers={self.kafka.brokers}")
@@ -274,14 +265,14 @@ class Scenario(Strict):
         if self.topic.min_insync_replicas > self.topic.replication_factor:
             raise ValueError(f"topic.min_insync_replicas={self.topic.min_insync_replicas} exceeds "
                              f"topic.replication_factor={self.topic.replication_factor}")
-        kinds = vocabulary(info).faults
         for i, f in enumerate(self.faults):
-            if kinds[f.fault].aims in ("consumers", "producers", "copiers"):
-                self._client_target(i, f, kinds[f.fault].aims)
-            elif kinds[f.fault].aims == "brokers":
+            kind = FAULT_KINDS[f.fault]
+            if kind.aims in ("consumers", "producers", "copiers"):
+                self._client_target(i, f, kind.aims)
+            elif kind.aims == "brokers":
                 self._broker_target(i, f)
             self._timing(i, f)
-            self._params(i, f, kinds)
+            self._params(i, f, kind)
         if self.producer.idempotence and (self.producer.acks != "all" or self.producer.max_in_flight > 5):
             raise ValueError("producer.idempotence=true needs producer.acks='all' and producer.max_in_flight<=5 "
                              "(librdkafka refuses otherwise)")
@@ -320,11 +311,11 @@ class Scenario(Strict):
             raise ValueError(f"faults.{i}.target={f.target!r} must name brokers among 1..{self.kafka.brokers} "
                              f"(kafka.brokers={self.kafka.brokers})")
 
-    def _params(self, i: int, f: FaultSpec, kinds: Mapping[str, FaultTraits]) -> None:
+    def _params(self, i: int, f: FaultSpec, kind: FaultKind) -> None:
         """A field that only other fault kinds read (kbit on a pause, link on a kill) would be ignored silently."""
         changed = {n for n in FAULT_PARAMS if getattr(f, n) != FaultSpec.model_fields[n].default}
-        for name in sorted(changed - kinds[f.fault].params):
-            readers = [k for k, kind in kinds.items() if name in kind.params]
+        for name in sorted(changed - kind.params):
+            readers = [k for k, other in FAULT_KINDS.items() if name in other.params]
             raise ValueError(f"faults.{i}.{name}={getattr(f, name)!r} is not read by a {f.fault!r} fault (only "
                              f"{one_of(readers)} {'reads' if len(readers) == 1 else 'read'} it); remove it")
 
@@ -366,7 +357,7 @@ class Scenario(Strict):
             return (f"the scenario runs in {self.kafka.metadata} mode only (kafka.metadata: {self.kafka.metadata}), "
                     f"not {metadata}: ask for Kafka {version} without ':{metadata}'")
         metadata = metadata or self.kafka.metadata or default_metadata(version)
-        if metadata == "kraft" and (zk := [f.fault for f in self.faults if f.fault in ZOOKEEPER_FAULTS]):
+        if metadata == "kraft" and (zk := [f.fault for f in self.faults if FAULT_KINDS[f.fault].zookeeper_only]):
             return (f"fault {zk[0]} reads and triggers elections through ZooKeeper; kafka.version={version!r} runs "
                     "KRaft: use a ZooKeeper-mode version (kafka.metadata: zookeeper)")
         return metadata_problem(version, metadata)

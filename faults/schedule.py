@@ -1,62 +1,24 @@
-"""A seeded fault schedule (what fires when) and the nemesis that carries it out, one thread per fault line, and
-records how every planned op ended."""
+"""The nemesis: it carries out a planned fault schedule (faults.plan), one thread per fault line, and records how
+every planned op ended."""
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from collections.abc import Callable
 
+from contracts.faultkinds import FAULT_KINDS
 from contracts.history import Event, HistoryWriter, Outcome, now_ns
 from contracts.scenario import FaultSpec
 from faults.ops import Ctx, NoEffect
+from faults.plan import PlannedOp
 from faults.ports import Clients, ClusterControl
-from faults.registry import KINDS
+from faults.registry import OPS
 from faults.targets import resolve
 
 STOP_WAIT_S = 300.0
-
-
-@dataclass(frozen=True)
-class PlannedOp:
-    """One fault firing: seconds after the workload starts, which of the scenario's faults, for how long."""
-
-    at: float
-    index: int
-    fault: str
-    hold: float
-
-
-def plan(faults: list[FaultSpec], duration: float, seed: int) -> list[PlannedOp]:
-    """The schedule for a run: each fault from `after`, every `every` seconds ± `jitter`, ending by `duration`."""
-    rng = random.Random(seed)
-    ops = [PlannedOp(round(t, 3), i, f.fault, f.for_) for i, f in enumerate(faults)
-           for t in line_starts(f, duration, lambda f=f: f.every + rng.uniform(-f.jitter, f.jitter))]
-    return sorted(ops, key=lambda o: (o.at, o.index))
-
-
-def line_starts(f: FaultSpec, duration: float, gap: Callable[[], float]) -> Iterator[float]:
-    """When a fault line's ops start: from `after`, each `gap()` (at least 0.5 s) after the one before, while its
-    hold still ends by `duration`."""
-    t = f.after
-    while t + min(f.for_, duration) <= duration:
-        yield t
-        t += max(0.5, gap())
-
-
-def save(ops: list[PlannedOp], path: Path) -> None:
-    """Write a schedule as schedule.json."""
-    path.write_text(json.dumps([asdict(o) for o in ops], indent=1))
-
-
-def load(path: Path) -> list[PlannedOp]:
-    """Read a schedule.json."""
-    return [PlannedOp(**o) for o in json.loads(path.read_text())]
 
 
 class Nemesis:
@@ -116,7 +78,7 @@ class Nemesis:
 
     def fire(self, op: PlannedOp) -> None:
         """Run one op; record it with its delay from the plan and how it ended."""
-        spec, kind, ctx = self.faults[op.index], KINDS[self.faults[op.index].fault], self.ctx[op.index]
+        spec, kind, ctx = self.faults[op.index], FAULT_KINDS[self.faults[op.index].fault], self.ctx[op.index]
         t_start = now_ns()
         targets: list[int] = []
         detail: dict = {"planned_at": op.at, "target": spec.target,
@@ -138,7 +100,7 @@ class Nemesis:
             if outcome is Outcome.FIRED:
                 self.running[op.index] = f"{spec.fault}({','.join(map(str, targets))})"
                 detail["hold_s"] = spec.for_
-                detail |= kind.op(ctx, spec, targets)
+                detail |= OPS[spec.fault](ctx, spec, targets)
         except NoEffect as exc:
             outcome, detail["error"] = Outcome.NO_EFFECT, str(exc)
             self.errors.append(f"{spec.fault} at {op.at} s had no effect: {exc}")

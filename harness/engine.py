@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 
+from contracts.describe import progress
 from contracts.errors import EngineError
 from harness.apt import apt_install
 
@@ -25,7 +26,7 @@ def engine_answers() -> bool:
     return done.returncode == 0
 
 
-def ensure_engine(wait_s: float = 60.0, say=print) -> None:
+def ensure_engine(wait_s: float = 60.0, say=progress) -> None:
     """Return when a Docker engine answers; install and start dockerd as root on Debian if needed."""
     if engine_answers():
         return

@@ -9,13 +9,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from contracts.describe import progress
 from contracts.errors import ImageError
 from contracts.paths import cache_dir
 
 SOURCES = Path(__file__).parent / "docker"
 
 
-def binary(name: str, purpose: str, say=print) -> Path:
+def binary(name: str, purpose: str, say=progress) -> Path:
     """The executable for harness/docker/`name`'s current sources, built on first use (CGO off, so static)."""
     source = SOURCES / name
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(source.iterdir()))).hexdigest()[:12]

@@ -12,6 +12,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
+from contracts.describe import progress
 from contracts.errors import ImageError
 from harness.apt import apt_install
 
@@ -66,7 +67,7 @@ def _run(cmd: list[str], what: str, **kw) -> None:
         raise ImageError(f"{what} failed (exit {done.returncode}): {err.strip()[-800:]}")
 
 
-def ensure_jre_image(java: int, say=print) -> str:
+def ensure_jre_image(java: int, say=progress) -> str:
     """The base image of an OpenJDK major, built once (about a minute) when missing."""
     jre = JRES[java]
     given = f"KCHAOS_JRE{java}_IMAGE" in os.environ  # a local image used as it is

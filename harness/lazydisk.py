@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from contracts.describe import progress
 from contracts.errors import ClusterError, ImageError
 from harness import gobuild
 
@@ -33,7 +34,7 @@ class PowerCut:
     spread_s: float
 
 
-def binary(say=print) -> Path:
+def binary(say=progress) -> Path:
     """The lazyfs executable for the current sources, built on first use."""
     if not Path(FUSE_DEVICE).exists():
         raise ImageError(f"{FUSE_DEVICE} is missing: power-loss needs the kernel's FUSE (modprobe fuse)")

@@ -8,6 +8,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from contracts.describe import progress
 from contracts.errors import ClusterError
 from contracts.scenario import Link
 from harness import gobuild
@@ -28,7 +29,7 @@ class Delayed:
     errors: int
 
 
-def binary(say=print) -> Path:
+def binary(say=progress) -> Path:
     """The netdelay executable for the current sources, built on first use."""
     return gobuild.binary("netdelay", "the latency fault's packet delayer", say)
 

@@ -7,6 +7,7 @@ import itertools
 import json
 import math
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -15,31 +16,37 @@ from pydantic import ValidationError
 
 from contracts.describe import closest, describe_error, shown
 from contracts.errors import UsageError
-from contracts.fields import Vocabulary, seconds
+from contracts.faultkinds import FAULT_KINDS
+from contracts.fields import seconds
 from contracts.measured import restart_seconds
 from contracts.scenario import FaultSpec, Scenario
 from contracts.versions import METADATA_MODES, split_target
-from faults.registry import KINDS
-from faults.schedule import line_starts
-from harness import images
-from reports.checkers import ANOMALIES
+from faults.plan import line_starts, plan
+from harness import jars
 
-VOCABULARY = Vocabulary(KINDS, ANOMALIES)
 PREFIXED = ("listener.name.",)  # broker configs Kafka accepts per listener, under a listener's name
 CATALOG = Path(__file__).resolve().parents[1] / "scenarios"
 
 
-def validate(raw: dict, where: str) -> Scenario:
-    """Validate one scenario dict; raise UsageError listing every problem, one per line."""
+def validate(raw: dict, where: str, environment: bool = True) -> Scenario:
+    """Validate one scenario dict: the model, then (with `environment`) what this machine can run of it. Raise
+    UsageError listing every problem, one per line."""
     try:
-        scenario = Scenario.model_validate(raw, context=VOCABULARY.context())
+        scenario = Scenario.model_validate(raw)
     except ValidationError as exc:
         raise UsageError("\n".join(describe_error(e, where) for e in exc.errors())) from None
-    images.check_version(scenario.kafka.version, f"{where}: kafka.version")  # before anything that needs its jars
+    if environment:
+        preflight(scenario, where)
+    return scenario
+
+
+def preflight(scenario: Scenario, where: str) -> None:
+    """The environment's part of validation: the version on Maven Central or cached here, config names its jars
+    define (fetched once), and fault lines paced for the broker restarts measured here."""
+    jars.check_version(scenario.kafka.version, f"{where}: kafka.version")  # before anything that needs its jars
     problems = [f"{where}: {problem}" for problem in (*pace_problems(scenario), *config_problems(scenario))]
     if problems:
         raise UsageError("\n".join(problems))
-    return scenario
 
 
 def config_problems(s: Scenario) -> list[str]:
@@ -47,7 +54,7 @@ def config_problems(s: Scenario) -> list[str]:
     own config names; nothing to fetch when the scenario sets none)."""
     if not s.kafka.config and not s.topic.config and not s.kafka.broker_overrides:
         return []
-    names = images.config_names(s.kafka.version)
+    names = jars.config_names(s.kafka.version)
     out = []
     given_where = [("kafka.config", s.kafka.config, names.broker), ("topic.config", s.topic.config, names.topic),
                    *((f"kafka.broker_overrides.{b}", cfg, names.broker) for b, cfg in s.kafka.broker_overrides.items())]
@@ -69,7 +76,7 @@ def pace_problems(s: Scenario) -> list[str]:
     that planned ops would not fire before the run ends. A line that only drifts late runs: its rows say when."""
     out = []
     for i, f in enumerate(s.faults):
-        kind = KINDS[f.fault]
+        kind = FAULT_KINDS[f.fault]
         restart, seen = restart_seconds(s.kafka.version, s.kafka.mode, kind.restart_after)
         busy = kind.busy_s(f.for_, s.kafka.brokers, restart)
         planned, missed = _unreached(f, busy, s.duration)
@@ -80,6 +87,49 @@ def pace_problems(s: Scenario) -> list[str]:
                        f"{s.kafka.mode}), longer than every={f.every:g} s minus jitter, so {missed} of its {planned} "
                        f"ops would not fire before the run ends; use every >= {math.ceil(busy + f.jitter) + 1} s")
     return out
+
+
+def contention(s: Scenario) -> list[str]:
+    """Warnings for fault lines whose planned ops will often find their brokers held by another line's op, and be
+    skipped: each op counts the chance that an op of another line, busy at its planned moment, holds a broker it
+    picks."""
+    busy = {i: FAULT_KINDS[f.fault].busy_s(f.for_, s.kafka.brokers, restart_seconds(
+        s.kafka.version, s.kafka.mode, FAULT_KINDS[f.fault].restart_after)[0]) for i, f in enumerate(s.faults)}
+    ops = [o for o in plan(s.faults, s.duration, s.seed) if FAULT_KINDS[o.fault].aims in ("brokers", "itself")]
+    skipped: dict[tuple[int, int], float] = {}
+    for op in ops:
+        for other in ops:
+            if other.index != op.index and other.at <= op.at < other.at + busy[other.index]:
+                key = (op.index, other.index)
+                skipped[key] = skipped.get(key, 0.0) + _meet(s.faults[op.index], s.faults[other.index], s)
+    planned = Counter(o.index for o in ops)
+    return [f"faults.{i}: about {n:.0f} of its {planned[i]} {s.faults[i].fault} ops would find their brokers held "
+            f"by faults.{j} ({s.faults[j].fault}) and be skipped; space the lines out or aim them apart"
+            for (i, j), n in sorted(skipped.items()) if n >= 1]
+
+
+DISJOINT = ({"leader", "followers"}, {"isr", "non-isr"})  # targets that never share a broker at one moment
+
+
+def _meet(f: FaultSpec, g: FaultSpec, s: Scenario) -> float:
+    """The chance that two ops pick at least one broker in common."""
+    n = s.kafka.brokers
+    if isinstance(f.target, list) and isinstance(g.target, list):
+        return float(bool(set(f.target) & set(g.target)))
+    if {str(f.target), str(g.target)} in DISJOINT:
+        return 0.0
+    a, b = _size(f, s), _size(g, s)
+    return 1.0 - math.comb(n - a, b) / math.comb(n, b) if a + b <= n else 1.0
+
+
+def _size(f: FaultSpec, s: Scenario) -> int:
+    """How many brokers a line's op holds."""
+    n, rf = s.kafka.brokers, min(s.topic.replication_factor, s.kafka.brokers)
+    if FAULT_KINDS[f.fault].aims == "itself" or f.target == "all":
+        return n
+    sizes = {"majority": n // 2 + 1, "minority": max(1, (n - 1) // 2), "followers": rf - 1, "isr": rf,
+             "non-isr": max(1, n - rf)}
+    return len(f.target) if isinstance(f.target, list) else sizes.get(str(f.target), 1)
 
 
 def _unreached(f: FaultSpec, busy: float, duration: float) -> tuple[int, int]:
@@ -97,12 +147,12 @@ def fault_spec(**fields: Any) -> FaultSpec:
     """One fault line, validated like a scenario's (`for` may be given as `for_`)."""
     if "for_" in fields:
         fields["for"] = fields.pop("for_")
-    return FaultSpec.model_validate(fields, context=VOCABULARY.context())
+    return FaultSpec.model_validate(fields)
 
 
 def from_json(text: str) -> Scenario:
     """A scenario.json a run wrote."""
-    return Scenario.model_validate_json(text, context=VOCABULARY.context())
+    return Scenario.model_validate_json(text)
 
 
 def _set(raw: dict, dotted: str, value: Any) -> None:
@@ -124,14 +174,14 @@ def _set(raw: dict, dotted: str, value: Any) -> None:
         raise UsageError(f"matrix key {dotted!r}: cannot set {parts[-1]!r}")
 
 
-def expand(raw: dict, where: str) -> list[Scenario]:
+def expand(raw: dict, where: str, environment: bool = True) -> list[Scenario]:
     """Expand `matrix:` into one validated scenario per combination (all validated before any runs)."""
     raw = dict(raw)
     matrix = raw.pop("matrix", None) or {}
     if not isinstance(matrix, dict) or any(not isinstance(v, list) or not v for v in matrix.values()):
         raise UsageError(f"{where}: matrix must map dotted field paths to non-empty lists")
     if not matrix:
-        return [validate(raw, where)]
+        return [validate(raw, where, environment)]
     out = []
     keys = list(matrix)
     for combo in itertools.product(*(matrix[k] for k in keys)):
@@ -140,15 +190,16 @@ def expand(raw: dict, where: str) -> list[Scenario]:
             _set(variant, k, v)
         tag = ",".join(f"{k.split('.')[-1]}={v}" for k, v in zip(keys, combo, strict=True))
         variant["name"] = f"{raw.get('name', 'scenario')}[{tag}]"
-        out.append(validate(variant, f"{where} (matrix {tag})"))
+        out.append(validate(variant, f"{where} (matrix {tag})", environment))
     return out
 
 
 MAX_NODES = 100_000  # values a scenario file may expand to
 
 
-def load(path: Path) -> list[Scenario]:
-    """Read a YAML scenario file; every error is a UsageError with one clear message."""
+def load(path: Path, environment: bool = True) -> list[Scenario]:
+    """Read a YAML scenario file; every error is a UsageError with one clear message. Without `environment`, the
+    model alone is checked: nothing is fetched or measured."""
     if not path.exists():
         raise UsageError(f"No scenario file at {path}")
     if not path.is_file():
@@ -163,7 +214,7 @@ def load(path: Path) -> list[Scenario]:
         raise UsageError(f"{path}: not valid YAML{at}: {getattr(exc, 'problem', exc)}") from None
     if not isinstance(raw, dict):
         raise UsageError(f"{path}: expected a mapping with at least a 'name' field")
-    return expand(with_fix(raw), str(path))
+    return expand(with_fix(raw), str(path), environment)
 
 
 def _parse(text: str, path: Path) -> Any:
@@ -255,7 +306,7 @@ def kafka_target(token: str, field: str = "--kafka") -> tuple[str, str | None]:
     if mode and mode not in METADATA_MODES:
         raise UsageError(f"Expected {field} VERSION, VERSION:kraft or VERSION:zookeeper (e.g. 3.9.2:zookeeper) but "
                          f"got {field} {token!r}")
-    images.check_version(version, field)
+    jars.check_version(version, field)
     return version, mode
 
 

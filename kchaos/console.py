@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.live import Live
@@ -13,13 +14,31 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from contracts.faultkinds import FAULT_KINDS
+from contracts.fields import FAULT_PARAMS
 from contracts.results import Badge, RunResult
+from contracts.scenario import Scenario
 from contracts.versions import METADATA_MODES, default_metadata, java_for, metadata_problem
-from kchaos.run import Tick
+from faults.plan import plan
+from kchaos.catalog import contention
 
 console = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 160)  # CI logs: wide enough for the summary
 PLAIN_EVERY_S = 10.0  # a plain progress line at least this often while a phase goes on
+
+
+@dataclass
+class Tick:
+    """What the progress display shows."""
+
+    phase: str
+    elapsed: float = 0.0
+    remaining: float = 0.0
+    acked: int = 0
+    errors: int = 0
+    faults: str = ""
+
+
 COLORS = {Badge.PASS: "green", Badge.EXPECTED_ANOMALY: "blue", Badge.KNOWN_BUG: "magenta", Badge.FAIL: "red",
           Badge.NOT_PROVOKED: "yellow", Badge.UNKNOWN: "yellow"}
 
@@ -76,7 +95,7 @@ def badge(r: RunResult) -> Text:
 def summary(results: list[RunResult]) -> Table:
     """The suite's table: one row per run (every cell plain text, never markup)."""
     table = Table(title="kafka-chaos summary")
-    for col in ("scenario", "kafka", "seed", "result", "anomalies (* allowed)", "unavailable"):
+    for col in ("scenario", "kafka", "seed", "result", "anomalies (* allowed)", "fault ops fired", "unavailable"):
         table.add_column(col)
     for r in results:
         seen = [f"{k}={n}{'*' if k in r.allowed else ''}" for k, n in r.counts.items() if n]
@@ -87,7 +106,10 @@ def summary(results: list[RunResult]) -> Table:
             result.append(f" ({', '.join(r.missing_expect)} not seen)", style="yellow")
         if r.known_bug:
             result.append(f" ({r.known_bug})")
-        table.add_row(Text(r.scenario), r.kafka, str(r.seed), result, Text(", ".join(seen) or "-"),
+        ops = r.facts.ops if r.facts else {}
+        fired = f"{ops.get('fired', 0)}/{sum(ops.values())}" + (f", {r.facts.late_ops} late" if r.facts.late_ops
+                                                                else "") if ops else "-"
+        table.add_row(Text(r.scenario), r.kafka, str(r.seed), result, Text(", ".join(seen) or "-"), fired,
                       f"{r.metrics.unavailable_s}s" if r.metrics else "-")
     return table
 
@@ -116,4 +138,33 @@ def show_available(versions: list[str], broker_jar: Callable[[str], str | None])
         table.add_row(v, broker_jar(v) or "?", f"OpenJDK {java_for(v)}",
                       ", ".join(f"{m} (default)" if m == default_metadata(v) else m for m in modes))
     out.print(table)
+    return 0
+
+
+def say(message: str) -> None:
+    """A line of set-up progress on stderr."""
+    console.print(message, markup=False, highlight=False)
+
+
+def settings(s: Scenario, full: bool = False) -> dict:
+    """What the scenario file sets (with `full`, every default too), without fields its fault kinds do not read."""
+    data = s.model_dump(mode="json", by_alias=True, exclude_unset=not full)
+    for shown, f in zip(data.get("faults", []), s.faults, strict=True):
+        for name in set(FAULT_PARAMS) - FAULT_KINDS[f.fault].params:
+            shown.pop(name, None)
+    return data
+
+
+def show_plans(scenarios: list[Scenario], full: bool = False) -> int:
+    """Print what each resolved scenario sets (`full`: every setting) and the fault schedule its seed plans, and
+    warn of fault lines that contend for brokers; start nothing."""
+    for s in scenarios:
+        out.print(Text(f"{s.name}: valid, Kafka {s.kafka.version} ({s.kafka.mode}), seed {s.seed}, "
+                       f"{s.duration:g} s"))
+        for warning in contention(s):
+            out.print(Text(f"  warning: {warning}", style="yellow"))
+        out.print_json(data=settings(s, full))
+        for op in plan(s.faults, s.duration, s.seed):
+            f = s.faults[op.index]
+            out.print(Text(f"  at {op.at:7.2f} s  {op.fault} {f.target} for {op.hold:g} s  (faults.{op.index})"))
     return 0

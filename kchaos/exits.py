@@ -1,5 +1,5 @@
-"""How a command ends on a signal: SIGINT and SIGTERM raise in the main thread, the command's cleanup runs, and the
-shell's code for the signal is the exit status."""
+"""How a command ends: its exit code from its runs' badges, and on a signal: SIGINT and SIGTERM raise in the main
+thread, the command's cleanup runs, and the shell's code for the signal is the exit status."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import sys
 from collections.abc import Iterator
 from typing import NoReturn
 
+from contracts.errors import UNKNOWN_EXIT, ClusterError
+from contracts.results import RunResult
 from kchaos.console import console
 
 SIGNALLED: list[int] = []  # the signal that is ending this command, if one is
@@ -60,3 +62,13 @@ def leave(code: int) -> NoReturn:
         os._exit(code)
     gc.freeze()
     sys.exit(code)
+
+
+def exit_code(results: list[RunResult], allow_unknown: bool = False) -> int:
+    """4 when the harness could not complete a run, 1 on a FAIL, 5 on UNKNOWN or NOT PROVOKED (0 with
+    --allow-unknown), else 0: PASS, EXPECTED ANOMALY and KNOWN BUG are green."""
+    if any(r.error for r in results):
+        return ClusterError.exit_code
+    if any(r.failed for r in results):
+        return 1
+    return UNKNOWN_EXIT if any(not r.badge.green for r in results) and not allow_unknown else 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,8 @@ from contracts.results import Client, Durations, Metrics, RunResult, Span
 from contracts.scenario import Scenario, copy_topic
 from harness.broker_config import ClusterSpec, harness_settings
 from kchaos import exits
-from kchaos.run import RunInfo, Tick, execute, run_dir_for
+from kchaos.console import Tick
+from kchaos.run import RunInfo, execute, run_dir_for
 from reports import guarantees, render
 from reports import spark as spark_jvm
 from reports.analysis import Analysis, analyze, is_large
@@ -131,10 +133,16 @@ def _refuse_emptier(result: RunResult, before: RunResult | None, run_dir: Path) 
                          "(analyze a copy of the run directory to see the new result)")
 
 
-def check(scenario: Scenario, run_dir: Path, master: str | None = None) -> Outcome:
-    """Analyze a run directory, judge it against the guarantee model, write results.json and report.html."""
+def check(scenario: Scenario, run_dir: Path, master: str | None = None,
+          say: Callable[[str], None] = lambda m: None) -> Outcome:
+    """Analyze a run directory, judge it against the guarantee model, write results.json and report.html; `say`
+    hears each phase begin."""
     history, started = run_dir / "history", time.monotonic()
-    a = analyze(spark_session(master, large=is_large(history)), history, readers_of(scenario))
+    say("starting Spark")
+    spark = spark_session(master, large=is_large(history))
+    say("analyzing the history")
+    a = analyze(spark, history, readers_of(scenario))
+    say("judging it and writing the report")
     v = guarantees.verdict(scenario, a)
     t0 = a.series["t0"]
     before = _earlier(run_dir)

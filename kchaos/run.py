@@ -13,32 +13,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from contracts.errors import ClusterError
+from contracts.faultkinds import FAULT_KINDS
 from contracts.history import Event, HistoryWriter, now_ns, signals_deferred
 from contracts.scenario import Scenario, copier_id, copy_topic, transactional_id
-from faults import schedule
+from faults import plan, schedule
 from faults.ports import Clients
-from faults.registry import KINDS
 from harness import engine, images
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
+from kchaos.console import Tick
 from workloads.client_process import ClientProcess
 from workloads.consumer import record_committed
 from workloads.copier import record_copied, wait_copied
 from workloads.drain import final_drain
 from workloads.sampler import MemorySampler, MetadataSampler
 from workloads.worker import Worker
-
-
-@dataclass
-class Tick:
-    """What the progress display shows."""
-
-    phase: str
-    elapsed: float = 0.0
-    remaining: float = 0.0
-    acked: int = 0
-    errors: int = 0
-    faults: str = ""
 
 
 @dataclass
@@ -79,12 +68,12 @@ def run_dir_for(root: Path, scenario: Scenario) -> Path:
 
 
 def execute(scenario: Scenario, run_dir: Path, on_tick: Callable[[Tick], None] = lambda t: None,
-            ops: list[schedule.PlannedOp] | None = None) -> RunInfo:
+            ops: list[plan.PlannedOp] | None = None) -> RunInfo:
     """Run a scenario end to end; the history stays readable whatever happens, and every container is removed."""
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "scenario.json").write_text(scenario.model_dump_json(indent=1, by_alias=True))
-    ops = ops if ops is not None else schedule.plan(scenario.faults, scenario.duration, scenario.seed)
-    schedule.save(ops, run_dir / "schedule.json")
+    ops = ops if ops is not None else plan.plan(scenario.faults, scenario.duration, scenario.seed)
+    plan.save(ops, run_dir / "schedule.json")
     info = RunInfo(scenario.name, scenario.seed, scenario.kafka.version)
     info.save(run_dir)
     history = HistoryWriter(run_dir / "history")
@@ -102,7 +91,7 @@ def execute(scenario: Scenario, run_dir: Path, on_tick: Callable[[Tick], None] =
         phase("images")
         images.ensure_kafka_image(scenario.kafka.version, say=lambda m: on_tick(Tick("images", faults=m)))
         phase("cluster")
-        kinds = [KINDS[f.fault] for f in scenario.faults]
+        kinds = [FAULT_KINDS[f.fault] for f in scenario.faults]
         spec = ClusterSpec(scenario.kafka.version, scenario.kafka.brokers, scenario.kafka.mode,
                            scenario.kafka.broker_config(), scenario.kafka.per_broker_config(),
                            any(k.lazy_disk for k in kinds), any(k.net_delay for k in kinds))

@@ -11,7 +11,7 @@ import yaml
 from contracts.errors import UsageError
 from contracts.results import RunResult
 from contracts.scenario import FaultSpec, Scenario
-from faults.schedule import PlannedOp
+from faults.plan import PlannedOp
 
 Runner = Callable[[Scenario, list[PlannedOp]], RunResult]
 

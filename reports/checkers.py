@@ -1,6 +1,5 @@
 """One checker per anomaly, each a small function over the shared frames (Jepsen's kafka.clj keeps one `*-cases`
-function per anomaly over shared indexes). `ANOMALIES` is this registry's names: the scenario model's `expect`
-and the guarantee model take them from here."""
+function per anomaly over shared indexes), registered under its name in contracts.anomalies and in its order."""
 
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from contracts.anomalies import ANOMALIES
 from contracts.history import Event, Fate
 from reports.frames import EXAMPLES, MAX_SUSPECTS, POSITION, REPLICA, SOURCES, VALUE, Frames, with_tid
 
@@ -344,4 +344,5 @@ def eos_loss(f: Frames) -> Finding | None:
     return Finding(lost, ["partition", "offset"])
 
 
-ANOMALIES: tuple[str, ...] = tuple(CHECKERS)
+if tuple(CHECKERS) != ANOMALIES:
+    raise ImportError(f"checkers {tuple(CHECKERS)} are not contracts.anomalies' {ANOMALIES}")

@@ -78,17 +78,18 @@ def figures(runs: list[RunResult], spread: dict[str, Spread]) -> str:
     return "; ".join(f"{name} {sp.text}" for name, sp in spread.items() if sp.values)
 
 
-def summary(tests: Tests, trends: tuple[int, list[Tendency]], runs: int, can_test: bool) -> list[str]:
-    """What differs between the versions, said first: each difference unlikely to be noise once every test the
-    comparison made is counted (or that no cell has seeds enough for the test), the versions' tendencies across
-    scenarios, then the differences only suggestive."""
+def summary(tests: Tests, trends: tuple[int, list[Tendency]], runs: int, can_test: bool) -> tuple[list[str],
+                                                                                                   list[str]]:
+    """What differs between the versions: (each difference unlikely to be noise once every test the comparison made
+    is counted, or that no cell has seeds enough for the test, then the versions' tendencies across scenarios;
+    the differences only suggestive, for a fold)."""
     sure, maybe = tests.beyond_noise, tests.suggestive
     how = (f"{tests.made} Mann-Whitney U tests over {runs} runs, each of one figure of one scenario between two "
            f"versions whose seeds could reach p < {SIGNIFICANT}; a difference counts when its p-value corrected for "
            f"their number (Benjamini-Hochberg q) stays under {SIGNIFICANT}")
     if not can_test:
         out = [f"Too few seeds for a rank test to tell versions apart in one scenario ({runs} runs; Mann-Whitney U "
-               f"reaches p < {SIGNIFICANT} only with 4 seeds a version): compare the figures below by eye, or run "
+               f"reaches p < {SIGNIFICANT} only with 4 seeds a version): compare the figures by eye, or run "
                "`kchaos compare --seeds 4` or more."]
     elif sure:
         out = [f"What differs between versions beyond its seeds' spread ({how}):", "", *(f"- {d.text}" for d in sure)]
@@ -98,13 +99,22 @@ def summary(tests: Tests, trends: tuple[int, list[Tendency]], runs: int, can_tes
         out += ["", f"Across scenarios (per figure and two versions, a sign test over the scenarios both ran of which "
                     f"had the higher median, where {SIGN_MIN} or more medians differ; Benjamini-Hochberg q under "
                     f"{SIGNIFICANT} over the {trends[0]} such tests):", "", *(f"- {t.text}" for t in trends[1])]
-    if maybe:
-        many = f"{len(maybe)} difference{'s' if len(maybe) > 1 else ''}"
-        out += ["", f"Also p < {SIGNIFICANT}, but not beyond chance among so many tests: {many}, "
-                    f"where chance alone gives about {SIGNIFICANT * tests.made:.0f} of {tests.made} tests if no "
-                    "version differed. The more these outnumber chance's, the more of them are real, but no one of "
-                    "them is sure: more seeds tell which.", "", *(f"- {d.text}" for d in maybe)]
-    return out
+    if not maybe:
+        return out, []
+    many = f"{len(maybe)} difference{'s' if len(maybe) > 1 else ''}"
+    return out, [f"Also p < {SIGNIFICANT}, but not beyond chance among so many tests: {many}, where chance alone "
+                 f"gives about {SIGNIFICANT * tests.made:.0f} of {tests.made} tests if no version differed. The more "
+                 "these outnumber chance's, the more of them are real, but no one of them is sure: more seeds tell "
+                 "which.", "", *(f"- {d.text}" for d in maybe)]
+
+
+def tables(grid: dict[str, dict[str, list[RunResult]]], versions: list[str]) -> list[tuple[list[str], list[str]]]:
+    """The grid as tables with a column only for what ran: (its versions, its scenarios), scenarios grouped by the
+    versions they ran on, the most scenarios first (a regression's affected and fixed versions get their own)."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name, row in grid.items():
+        groups.setdefault(tuple(v for v in versions if v in row), []).append(name)
+    return [(list(vs), names) for vs, names in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))]
 
 
 def blocks(lines: list[str]) -> list[tuple[str, list[str]]]:
@@ -121,21 +131,17 @@ def blocks(lines: list[str]) -> list[tuple[str, list[str]]]:
 
 
 def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path]:
-    """comparison.html (linking each run's report, with box plots) and comparison.md."""
+    """comparison.html and comparison.md: the version x scenario tables first (each cell linking its runs), then
+    what differs beyond chance, then (folded in the HTML) what is only suggestive, and box plots."""
     directory.mkdir(parents=True, exist_ok=True)
     versions, grid = table(results)
     cells = grid_spreads(grid)
-    said = summary(differences(cells), tendencies(cells), len(results), testable(grid))
-    lines = ["| scenario | " + " | ".join(f"Kafka {v}" for v in versions) + " |",
-             "|---|" + "---|" * len(versions)]
-    for name, row in grid.items():
-        lines.append(f"| {name} | " + " | ".join(
-            (cell(row[v]) + (f"; {f}" if (f := figures(row[v], cells[name][v])) else "")) if v in row else "not run"
-            for v in versions) + " |")
+    said, suggestive = summary(differences(cells), tendencies(cells), len(results), testable(grid))
+    parts = tables(grid, versions)
     md = directory / "comparison.md"
-    md.write_text("# kafka-chaos version comparison\n\n" + "\n".join(said) + "\n\n"
-                  "`*` marks anomalies Kafka's guarantees allow under the scenario's settings; figures are the median "
-                  "(and range) over a cell's seeds whose chaos happened as planned.\n\n" + "\n".join(lines) + "\n")
+    md.write_text("# kafka-chaos version comparison\n\n" + LEGEND + "\n\n" + "\n\n".join(
+        _markdown(grid, cells, vs, names) for vs, names in parts) + "\n\n## What differs\n\n" + "\n".join(said)
+        + ("\n\n## Suggestive only\n\n" + "\n".join(suggestive) if suggestive else "") + "\n")
     html = directory / "comparison.html"
     plots = box_plots(cells, versions, directory)
 
@@ -143,6 +149,22 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
         return os.path.relpath(page(run), directory)
 
     html.write_text(ENV.get_template("compare.html.j2").render(
-        versions=versions, grid=grid, cells=cells, cell=cell, worst=worst, link=link, figures=figures, plots=plots,
-        summary=blocks(said)))
+        parts=parts, grid=grid, cells=cells, cell=cell, worst=worst, link=link, figures=figures, plots=plots,
+        summary=blocks(said), suggestive=blocks(suggestive), legend=LEGEND))
     return html, md
+
+
+LEGEND = ("Each cell: its runs' badges, anomalies summed over its seeds (those marked * are allowed under the "
+          "scenario's settings), and the median (and range) of each figure over the seeds whose chaos happened as "
+          "planned.")
+
+
+def _markdown(grid: dict, cells: dict, versions: list[str], names: list[str]) -> str:
+    """One table of the comparison as Markdown."""
+    lines = ["| scenario | " + " | ".join(f"Kafka {v}" for v in versions) + " |", "|---|" + "---|" * len(versions)]
+    for name in names:
+        row = grid[name]
+        lines.append(f"| {name} | " + " | ".join(
+            (cell(row[v]) + (f"; {f}" if (f := figures(row[v], cells[name][v])) else "")) if v in row else "not run"
+            for v in versions) + " |")
+    return "\n".join(lines)

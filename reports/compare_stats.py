@@ -196,12 +196,14 @@ def box_plots(cells: Spreads, versions: list[str], directory: Path) -> dict[str,
         shown = {v: row[v] for v in versions if v in row}
         if max((len(s["acknowledged writes lost"].values) for s in shown.values()), default=0) < 2:
             continue
-        fig = Figure(figsize=(3.2 * len(FIGURES), 2.8))  # as the report's timeline: no pyplot, no global state
+        # as the report's timeline: no pyplot, no global state; wide enough that version labels never meet
+        fig = Figure(figsize=(max(3.2, 0.8 * len(shown)) * len(FIGURES), 3.2))
         axes = fig.subplots(1, len(FIGURES))
         for ax, figure in zip(axes, FIGURES, strict=True):
             ax.boxplot([shown[v][figure].values or (0.0,) for v in shown], tick_labels=list(shown))
             ax.set_title(figure, fontsize=9)
             ax.tick_params(labelsize=8)
+            ax.tick_params(axis="x", labelrotation=30)
         fig.suptitle(scenario, fontsize=10)
         fig.tight_layout()
         name = f"box-{i:02d}.png"

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from contracts.history import CLIENT_TROUBLE, Event, Fate, Outcome, fault_outcome
 from contracts.payload import COPY_BASE
-from contracts.results import Facts, partition_name
+from contracts.results import LATE_S, Facts, partition_name
 from reports.history_io import load_all, sends_in
 from reports.spark import side_by_side
 
@@ -37,25 +37,27 @@ SUSPECT = "(ok AND NOT final) OR moved OR failed OR NOT sent OR (live AND NOT fi
 
 
 
-def chaos_of(faults: DataFrame) -> tuple[dict[str, int], list[str]]:
-    """How the planned fault ops ended, and what makes the chaos unproven: an op that failed or had no effect, or
-    a fault line none of whose ops fired."""
+def chaos_of(faults: DataFrame, facts: Facts) -> None:
+    """Into `facts`: how the planned fault ops ended, how many fired over LATE_S late, why any were skipped, and
+    what makes the chaos unproven: an op that failed or had no effect, or a fault line none of whose ops fired."""
     rows = [r for r in faults.orderBy("t_start").collect() if r["fault"] != "heal"]
     outcomes = [fault_outcome(r) for r in rows]
-    problems = []
-    for r, outcome in zip(rows, outcomes, strict=True):
-        if outcome in (Outcome.FAILED, Outcome.NO_EFFECT):
-            detail = json.loads(r["detail"] or "{}")
-            problems.append(f"{r['fault']} planned at {detail.get('planned_at', '?')} s on brokers "
-                            f"[{r['targets']}] {outcome}: {detail.get('error', '')}")
+    skipped: Counter = Counter()
     by_line: dict[tuple, Counter] = {}
     for r, outcome in zip(rows, outcomes, strict=True):
+        detail = json.loads(r["detail"] or "{}")
         by_line.setdefault((r["line"], r["fault"]), Counter())[outcome] += 1
+        if outcome in (Outcome.FAILED, Outcome.NO_EFFECT):
+            facts.chaos_problems.append(f"{r['fault']} planned at {detail.get('planned_at', '?')} s on brokers "
+                                        f"[{r['targets']}] {outcome}: {detail.get('error', '')}")
+        elif outcome == Outcome.SKIPPED:
+            skipped["brokers held by another line" if "held" in detail.get("skipped", "") else "no broker matched"] += 1
+        facts.late_ops += outcome == Outcome.FIRED and (detail.get("delay_s") or 0.0) > LATE_S
     for (line, fault), seen in by_line.items():
         if line is not None and line >= 0 and not seen[Outcome.FIRED]:
             said = ", ".join(f"{n} {o}" for o, n in sorted(seen.items()))
-            problems.append(f"fault line {line} ({fault}) never took effect: {said}")
-    return dict(Counter(outcomes)), problems
+            facts.chaos_problems.append(f"fault line {line} ({fault}) never took effect: {said}")
+    facts.ops, facts.skipped_because = dict(Counter(outcomes)), dict(skipped)
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ def facts_of(events: DataFrame, faults: DataFrame, readers: Readers) -> tuple[Fa
                   group_commits="unknown" if Event.COMMITTED_UNKNOWN in kinds else
                   "known" if Event.COMMITTED in kinds else "none",
                   client_trouble=[line for _, line in trouble[:EXAMPLES]])
-    facts.ops, facts.chaos_problems = chaos_of(faults)
+    chaos_of(faults, facts)
     facts.observed = ["rebalance"] if _rebalanced(events, kinds, readers) else []
     if readers.copy_topic:
         copied = events.filter(F.col("kind") == Event.COPY_COMMITTED.value).select("partition", "offset", "detail")

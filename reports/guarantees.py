@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from contracts.anomalies import ANOMALIES
+from contracts.faultkinds import FAULT_KINDS
 from contracts.results import Rule
 from contracts.scenario import Scenario
 from contracts.versions import KIP_101, KIP_966, eligible_leader_replicas, release, replica_fencing, transaction_defense
 from reports.analysis import Analysis
-from reports.checkers import ANOMALIES
 
 DOCS = "https://kafka.apache.org/documentation/"
 ACKS = DOCS + "#producerconfigs_acks"
@@ -39,7 +40,10 @@ RULES: dict[str, RuleFn] = {}
 
 
 def rule(anomaly: str) -> Callable[[RuleFn], RuleFn]:
-    """Register the rule of one anomaly."""
+    """Register the rule of one anomaly (a name contracts.anomalies lists), the one way every rule is registered."""
+    if anomaly not in ANOMALIES:
+        raise ImportError(f"no anomaly {anomaly!r} in contracts.anomalies")
+
     def register(fn: RuleFn) -> RuleFn:
         RULES[anomaly] = fn
         return fn
@@ -58,10 +62,9 @@ class Truncation:
         return "; ".join(self.reasons)
 
 
-# KIP-101's second scenario: the last in-sync replica loses power, the other replicas crash keeping their logs
-LEADER_LOSES_POWER_OTHERS_CRASH = "power-loss-divergence"
-# Faults in which the last in-sync replica loses power
-LAST_REPLICA_LOSES_POWER = ("last-replica-power-loss", LEADER_LOSES_POWER_OTHERS_CRASH)
+def power_loss(fault: str) -> str:
+    """What a fault kind does to unflushed data (contracts.faultkinds)."""
+    return FAULT_KINDS[fault].power_loss
 
 
 def fsyncs_each_write(s: Scenario) -> bool:
@@ -83,11 +86,11 @@ def power_losses(s: Scenario) -> dict[str, str]:
     found: dict[str, str] = {}
     for f in s.faults:
         hit = {"all": brokers, "isr": replicas, "majority": brokers // 2 + 1}.get(str(f.target), 1)
-        if f.fault == "power-loss" and (len(f.target) if isinstance(f.target, list) else hit) >= replicas:
-            found[f.fault] = (f"power-loss of {f.target} with flush.messages unset (Kafka's default: the OS decides "
+        if power_loss(f.fault) == "targets" and (len(f.target) if isinstance(f.target, list) else hit) >= replicas:
+            found[f.fault] = (f"{f.fault} of {f.target} with flush.messages unset (Kafka's default: the OS decides "
                               "when to fsync): every replica can lose a record together, and the guarantee is "
                               "'predicated on at least one replica remaining in sync'")
-        if f.fault in LAST_REPLICA_LOSES_POWER and not eligible_leader_replicas(s.kafka.version):
+        if power_loss(f.fault).startswith("last-replica") and not eligible_leader_replicas(s.kafka.version):
             found[f.fault] = (f"the last in-sync replica loses power with flush.messages unset, and Kafka "
                               f"{s.kafka.version} has no eligible leader replicas (KIP-966, on by default from 4.1): "
                               "it is the only replica that may lead when it returns, without what it had not "
@@ -97,7 +100,7 @@ def power_losses(s: Scenario) -> dict[str, str]:
 
 def elr_note(s: Scenario) -> str:
     """What keeps the last in-sync replica's power loss from losing a record on a release with KIP-966."""
-    if eligible_leader_replicas(s.kafka.version) and any(f.fault == "last-replica-power-loss" for f in s.faults):
+    if eligible_leader_replicas(s.kafka.version) and any(power_loss(f.fault) == "last-replica" for f in s.faults):
         return ("; KIP-966: when the last in-sync replica fails, a replica that left the ISR while it was below "
                 "min.insync.replicas (so holds every committed record) is elected, and one that shut down uncleanly "
                 "returns outside ISR and ELR")
@@ -130,28 +133,32 @@ def truncation(s: Scenario) -> Truncation:
     return Truncation(tuple(reasons), doc)
 
 
-# Rules no setting changes: (allowed, why, documentation)
-FIXED = {
-    "unseen": (True, "not an anomaly of Kafka: the final read did not reach the end (verdict unknown)", SEMANTICS),
-    "timeout-duplicate": (True, "a message of the same producer timed out (message.timeout.ms) while this one awaited "
-                          "its ack: librdkafka drains, bumps the producer epoch and re-sends what was unacknowledged "
-                          "under the new epoch, where the broker cannot recognise a copy written before; its "
-                          "maintainers: only transactions keep exactly-once across message timeouts "
-                          "(confluentinc/librdkafka#4953)", LIBRDKAFKA_TIMEOUTS),
-    "precommitted-read": (False, "a read_committed consumer reads a transaction's messages only once it has "
-                          "committed (isolation.level; KIP-98's last stable offset), and a commit is only ever "
-                          "the producer's request", ISOLATION),
-    "unexpected": (False, "consumers only read what producers wrote, intact (CRC-checked batches)", SEMANTICS),
-}
+@rule("unseen")
+def _unseen(_s: Scenario) -> Rule:
+    return Rule("unseen", True, "not an anomaly of Kafka: the final read did not reach the end (verdict unknown)",
+                SEMANTICS)
 
 
-def _fixed(rule: Rule) -> RuleFn:
-    """The rule of an anomaly no setting changes."""
-    return lambda _s: rule
+@rule("timeout-duplicate")
+def _timeout_duplicate(_s: Scenario) -> Rule:
+    return Rule("timeout-duplicate", True, "a message of the same producer timed out (message.timeout.ms) while this "
+                "one awaited its ack: librdkafka drains, bumps the producer epoch and re-sends what was "
+                "unacknowledged under the new epoch, where the broker cannot recognise a copy written before; its "
+                "maintainers: only transactions keep exactly-once across message timeouts "
+                "(confluentinc/librdkafka#4953)", LIBRDKAFKA_TIMEOUTS)
 
 
-for _name, (_ok, _why, _doc) in FIXED.items():
-    RULES[_name] = _fixed(Rule(_name, _ok, _why, _doc))
+@rule("precommitted-read")
+def _precommitted_read(_s: Scenario) -> Rule:
+    return Rule("precommitted-read", False, "a read_committed consumer reads a transaction's messages only once it "
+                "has committed (isolation.level; KIP-98's last stable offset), and a commit is only ever the "
+                "producer's request", ISOLATION)
+
+
+@rule("unexpected")
+def _unexpected(_s: Scenario) -> Rule:
+    return Rule("unexpected", False, "consumers only read what producers wrote, intact (CRC-checked batches)",
+                SEMANTICS)
 
 
 def fencing_note(s: Scenario) -> str:
@@ -265,11 +272,12 @@ def _replica_divergence(s: Scenario) -> Rule:
     if s.topic.unclean_leader_election:
         return Rule("replica-divergence", True, "an unclean leader's log wins over replicas that hold other records",
                     UNCLEAN)
-    if power := "; ".join(why for fault, why in power_losses(s).items() if fault != LEADER_LOSES_POWER_OTHERS_CRASH):
+    if power := "; ".join(why for fault, why in power_losses(s).items()
+                          if power_loss(fault) != "last-replica-others-crash"):
         return Rule("replica-divergence", True, f"replicas that lost different unsynced tails may each keep records "
                     f"the others lost ({power})", REPLICATION)
     words, kip = replica_fencing(s.kafka.version)
-    if any(f.fault == LEADER_LOSES_POWER_OTHERS_CRASH for f in s.faults):
+    if any(power_loss(f.fault) == "last-replica-others-crash" for f in s.faults):
         return Rule("replica-divergence", False, "replicas that return after their leader lost power follow the "
                     "log it returned with, whatever it lost (KIP-101's second scenario)" + (fencing_note(s)
                                                                                            or f"; {words}"), KIP_101)
@@ -322,9 +330,18 @@ def _eos(anomaly: str, s: Scenario) -> Rule:
                 KIP_447)
 
 
-for _name in EOS:
-    RULES[_name] = lambda s, name=_name: _eos(name, s)
-assert set(RULES) == set(ANOMALIES), f"rules and checkers differ: {set(RULES) ^ set(ANOMALIES)}"
+@rule("eos-duplicate")
+def _eos_duplicate(s: Scenario) -> Rule:
+    return _eos("eos-duplicate", s)
+
+
+@rule("eos-loss")
+def _eos_loss(s: Scenario) -> Rule:
+    return _eos("eos-loss", s)
+
+
+if set(RULES) != set(ANOMALIES):
+    raise ImportError(f"rules and contracts.anomalies differ: {set(RULES) ^ set(ANOMALIES)}")
 
 
 def rules(s: Scenario) -> list[Rule]:

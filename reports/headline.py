@@ -2,21 +2,8 @@
 
 from __future__ import annotations
 
-from contracts.results import RunResult
-
-PHRASES = {  # anomaly -> how a count of it reads
-    "lost-write": "acknowledged writes lost", "unseen": "acknowledged writes never read back (not provably lost)",
-    "duplicate": "values written twice", "timeout-duplicate": "values re-sent after a message timeout and "
-    "written twice", "inconsistent-offset": "offsets holding two different values", "nonmonotonic-send":
-    "sends acknowledged out of order", "poll-skip": "consumer polls that skipped records", "nonmonotonic-poll":
-    "consumer polls that went back", "aborted-read": "reads of failed sends or aborted transactions",
-    "lost-committed": "writes of committed transactions lost", "precommitted-read": "reads of transactions before "
-    "their commit was asked for", "torn-transaction": "committed transactions seen in part", "unexpected":
-    "reads of values no producer sent", "vanished-read": "records read live and gone from the final log",
-    "replica-divergence": "offsets where replicas disagree", "committed-unread": "records below the group's "
-    "committed offsets that no member read", "eos-duplicate": "input records copied twice by the exactly-once "
-    "stage", "eos-loss": "input records the exactly-once stage committed but never copied",
-}
+from contracts.anomalies import BY_NAME
+from contracts.results import RunResult, plan_share
 
 
 def _during(first_s: float, last_s: float, faults: list[dict]) -> str:
@@ -41,7 +28,7 @@ def _anomaly(r: RunResult, name: str, faults: list[dict]) -> str:
     if name == "lost-write" and acked:
         text = f"Lost {n:,} of {acked:,} acknowledged writes ({100 * n / acked:.1f}%)"
     else:
-        text = f"{n:,} {PHRASES.get(name, name)}"
+        text = f"{n:,} {BY_NAME[name].phrase}"
     span = r.spans.get(name)
     if span is not None:
         where = ", ".join(map(str, span.partitions))
@@ -57,10 +44,18 @@ def _first(r: RunResult, seen: dict[str, int]) -> str:
 
 
 def headline(r: RunResult, faults: list[dict]) -> tuple[str, str]:
-    """(sentence, the documentation it cites or ""); `faults` (a report's fault rows) say during which op."""
-    why = {rule.anomaly: rule for rule in r.rules}
+    """(what happened, then how much of the planned chaos did; the documentation it cites or ""). `faults` (a
+    report's fault rows) say during which op."""
     if r.error:
         return f"The harness could not complete the run: {r.error}.", ""
+    sentence, doc = _verdict(r, faults)
+    chaos = plan_share(r.facts)
+    return (f"{sentence} {chaos[0].upper()}{chaos[1:]}." if chaos else sentence), doc
+
+
+def _verdict(r: RunResult, faults: list[dict]) -> tuple[str, str]:
+    """The sentence of the run's badge, and the documentation it cites."""
+    why = {rule.anomaly: rule for rule in r.rules}
     if r.forbidden:
         name = _first(r, r.forbidden)
         bug = (r.settings or {}).get("regression") or {}
@@ -77,7 +72,5 @@ def headline(r: RunResult, faults: list[dict]) -> tuple[str, str]:
     if r.allowed_seen:
         name = _first(r, r.allowed_seen)
         return f"{_anomaly(r, name, faults)}; allowed by {why[name].why}.", why[name].doc
-    ran = [f for f in faults if f["start_s"] is not None and f["fault"] != "heal"]
     acked = r.metrics.acked if r.metrics else 0
-    return (f"All {acked:,} acknowledged writes were read back and no anomaly occurred, through {len(ran)} fault "
-            f"op{'s' if len(ran) != 1 else ''}.", "")
+    return f"All {acked:,} acknowledged writes were read back and no anomaly occurred.", ""

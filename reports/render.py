@@ -9,7 +9,7 @@ from xml.etree import ElementTree as ET
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from contracts.results import SAMPLED_SENDS, RunResult
+from contracts.results import SAMPLED_SENDS, RunResult, plan_share
 from reports.headline import headline
 
 ENV = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
@@ -29,6 +29,7 @@ def cell(value: Any) -> str:
 
 
 ENV.filters["cell"] = cell
+ENV.globals["plan_share"] = plan_share
 
 
 def flatten(settings: dict, prefix: str = "") -> list[tuple[str, Any]]:
@@ -76,6 +77,7 @@ def junit_body(r: RunResult) -> str:
             lines.append(f"{name}: {n:,} ({kind})")
             lines += [f"  {cell(e)}" for e in r.examples.get(name, [])[:EXAMPLES_SHOWN]]
     lines += [f"unknown because {u}" for u in r.unknown_because]
+    lines += [plan_share(r.facts) or "no fault ops planned"] if r.facts else []
     return "\n".join([*lines, f"report: {page(r)}"])
 
 

@@ -4,7 +4,6 @@ application, and producers share no interpreter lock with each other, the nemesi
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 import multiprocessing as mp
 import os
@@ -17,6 +16,7 @@ from contracts.history import Event, HistoryWriter
 from contracts.scenario import ConsumerSpec, CopierSpec, ProducerSpec
 from workloads.consumer import ConsumerClient
 from workloads.copier import CopierClient
+from workloads.malloc import bound_malloc_arenas, trim_malloc
 from workloads.producer import ProducerClient
 from workloads.txn_producer import TxnProducerClient
 
@@ -41,22 +41,7 @@ GC_THRESHOLD = (50_000, 20, 100)
 # (producer, txn) of one incarnation is reused by the next (2000000017 is the third process's send 17).
 NUMBERING_STRIDE = 10**9
 Client = ProducerClient | TxnProducerClient | ConsumerClient | CopierClient
-# glibc gives each of librdkafka's threads an arena of its own, which keeps a burst's freed memory resident; two
-# arenas bound that (glibc's M_ARENA_MAX option of mallopt). What a burst freed inside them (a producer's sends
-# queued while a partition had no leader) stays resident until malloc_trim hands it back: a child does so every TRIM_S.
-M_ARENA_MAX, ARENAS = -8, 2
-TRIM_S = 10.0
-LIBC = ctypes.CDLL(None)
-
-
-def bound_malloc_arenas() -> None:
-    """Let this process's threads share ARENAS glibc malloc arenas (set before they allocate)."""
-    LIBC.mallopt(M_ARENA_MAX, ARENAS)
-
-
-def trim_malloc() -> None:
-    """Return the free memory of every glibc arena to the kernel."""
-    LIBC.malloc_trim(0)
+TRIM_S = 10.0  # how often a child hands what a burst freed back to the kernel (workloads.malloc.trim_malloc)
 
 
 def _client(kind: Kind, cid: int, incarnation: int, spec_json: str, topics: tuple[str, ...], partitions: int,

@@ -17,7 +17,7 @@ from contracts.payload import encode
 from contracts.scenario import ConsumerSpec
 from faults.ops import Ctx
 from faults.ports import Clients
-from faults.registry import KINDS
+from faults.registry import OPS
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 from harness.metadata import wait_for
@@ -49,7 +49,7 @@ def topic(c):
 
 def fire(c, topic: str, fault: str, targets: list[int], **spec) -> dict:
     ctx = Ctx(c, topic, random.Random(1), threading.Event())
-    return KINDS[fault].op(ctx, fault_spec(fault=fault, **spec), targets)
+    return OPS[fault](ctx, fault_spec(fault=fault, **spec), targets)
 
 
 def test_partition_fault_shrinks_isr_seen_in_metadata(c, topic):
@@ -173,7 +173,7 @@ def test_consumer_kill_crashes_a_member_and_the_group_takes_over_its_partitions(
                    lambda: {e["source"] for e in rows(tmp_path, "events")} == {"consumer-0", "consumer-1"}
                    and len({(r["partition"], r["offset"]) for r in rows(tmp_path, "reads")}) == 200, TIMEOUT)
         ctx = Ctx(c, topic, random.Random(1), threading.Event(), Clients(consumers=consumers))
-        t = Background(lambda: KINDS["consumer-kill"].op(ctx, fault_spec(fault="consumer-kill", target=0,
+        t = Background(lambda: OPS["consumer-kill"](ctx, fault_spec(fault="consumer-kill", target=0,
                                                                            **{"for": 20}), []))
         wait_for("consumer-0's process gone", lambda: not consumers[0].alive, 10)
         wait_for("consumer-1 holding all 4 partitions after the crash (the session timeout)",

@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import Producer
 
 from faults.ops import Ctx
-from faults.registry import KINDS
+from faults.registry import OPS
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 from kchaos.catalog import fault_spec
@@ -32,7 +32,7 @@ def test_last_replica_with_the_controller_among_the_cut_off_followers(fault):
         writer = threading.Thread(target=write_until, args=(c.bootstrap_servers(), topic, done), daemon=True)
         writer.start()  # followers fall out of the ISR only when the leader has records they lack
         try:
-            row = KINDS[fault].op(ctx, fault_spec(fault=fault, for_="10s"), [])
+            row = OPS[fault](ctx, fault_spec(fault=fault, for_="10s"), [])
         finally:
             done.set()
             writer.join(30)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from contracts.anomalies import ANOMALIES
 from reports.analysis import analyze
-from reports.checkers import ANOMALIES
 from reports.frames import Readers
 from tests.histories import clean
 

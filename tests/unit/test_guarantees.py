@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from contracts.anomalies import ANOMALIES
+from contracts.results import plan_share
 from contracts.scenario import Scenario
 from kchaos.catalog import validate
 from reports.analysis import Analysis, Anomaly, Facts, analyze
-from reports.checkers import ANOMALIES
 from reports.guarantees import LIBRDKAFKA_TIMEOUTS, allowed, rules, verdict
 from tests.histories import clean
 
@@ -141,6 +142,22 @@ def test_chaos_that_happened_leaves_a_clean_run_true(spark, tmp_path):
     a = analyze(spark, h.write(tmp_path / "history"))
     assert a.facts.ops == {"fired": 1, "skipped": 1} and a.facts.chaos_problems == []
     assert verdict(scenario(), a).valid is True
+
+
+def test_the_share_of_the_plan_counts_late_ops_and_says_why_ops_were_skipped(spark, tmp_path):
+    h = clean()
+    h.fault("kill", [2], planned_at=5.0, delay_s=0.4).fault("kill", [3], planned_at=25.0, delay_s=14.2)
+    h.fault("pause", [], outcome="skipped", line=1, planned_at=9.0, skipped="brokers [2] were held by another "
+            "fault line's op", delay_s=0.0)
+    h.fault("pause", [], outcome="skipped", line=1, planned_at=20.0, skipped="brokers [3] were held by another "
+            "fault line's op", delay_s=0.0)
+    h.fault("pause", [], outcome="skipped", line=1, planned_at=31.0, skipped="no node matched target 'leader'")
+    h.fault("pause", [], outcome="not-reached", line=1, planned_at=42.0)
+    facts = analyze(spark, h.write(tmp_path / "history")).facts
+    assert (facts.ops, facts.late_ops) == ({"fired": 2, "skipped": 3, "not-reached": 1}, 1)
+    assert facts.skipped_because == {"brokers held by another line": 2, "no broker matched": 1}
+    assert plan_share(facts) == ("2 of 6 planned fault ops fired (3 skipped: brokers held by another line, no broker "
+                                 "matched; 1 not-reached), 1 over 2 s late")
 
 
 def power_loss(target, **topic) -> Scenario:

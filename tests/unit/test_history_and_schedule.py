@@ -23,10 +23,11 @@ from kafka.record.util import calc_crc32c
 
 from contracts import history
 from contracts.errors import ClusterError
+from contracts.faultkinds import FAULT_KINDS
 from contracts.history import TABLES, HistoryWriter, jsonl, read_jsonl
 from contracts.payload import decode, encode, seq_of
-from faults import schedule
-from faults.registry import KINDS
+from faults import plan, schedule
+from faults.registry import OPS
 from harness import cluster as cluster_module
 from harness import labels
 from harness.cluster import Cluster, ClusterSpec
@@ -185,16 +186,16 @@ def test_a_segment_copy_cut_short_is_read_again_and_three_in_a_row_are_a_cluster
 def test_same_seed_same_schedule_and_jitter_moves_it():
     faults = [fault_spec(fault="kill", every=10, jitter=3, after=2, **{"for": 2}),
               fault_spec(fault="pause", every=7, after=1, **{"for": 1})]
-    a, b = schedule.plan(faults, 60, 1), schedule.plan(faults, 60, 1)
+    a, b = plan.plan(faults, 60, 1), plan.plan(faults, 60, 1)
     assert a == b and len(a) > 5
-    assert a != schedule.plan(faults, 60, 2)
+    assert a != plan.plan(faults, 60, 2)
     assert all(op.at + op.hold <= 60 for op in a)
 
 
 def test_schedule_roundtrip(tmp_path):
-    ops_ = schedule.plan([fault_spec(fault="kill")], 60, 7)
-    schedule.save(ops_, tmp_path / "s.json")
-    assert schedule.load(tmp_path / "s.json") == ops_
+    ops_ = plan.plan([fault_spec(fault="kill")], 60, 7)
+    plan.save(ops_, tmp_path / "s.json")
+    assert plan.load(tmp_path / "s.json") == ops_
 
 
 def test_a_line_cannot_claim_a_broker_another_line_holds_until_it_is_released(tmp_path):
@@ -212,11 +213,11 @@ def test_an_op_that_picks_its_own_brokers_holds_them_all_and_waits_for_none(tmp_
     cluster = SimpleNamespace(node_ids=lambda: [1, 2, 3])
     faults = [fault_spec(fault="rolling-restart"), fault_spec(fault="kill")]
     history = HistoryWriter(tmp_path)
-    nemesis = schedule.Nemesis(cluster, "chaos", faults, [schedule.PlannedOp(1.0, 0, "rolling-restart", 0.0)], 1,
+    nemesis = schedule.Nemesis(cluster, "chaos", faults, [plan.PlannedOp(1.0, 0, "rolling-restart", 0.0)], 1,
                                history)
     nemesis.t0_ns = 0
     nemesis.claim(1, [2])  # the kill line holds broker 2
-    nemesis.fire(schedule.PlannedOp(1.0, 0, "rolling-restart", 0.0))
+    nemesis.fire(plan.PlannedOp(1.0, 0, "rolling-restart", 0.0))
     history.close(compact=False)
     (row,) = read_jsonl(tmp_path, "faults").to_pylist()
     assert row["outcome"] == "skipped" and "brokers [2] were held" in row["detail"], row
@@ -224,9 +225,9 @@ def test_an_op_that_picks_its_own_brokers_holds_them_all_and_waits_for_none(tmp_
 
 
 def test_every_fault_kind_is_writable_in_a_scenario_and_has_an_op():
-    for name, kind in KINDS.items():
+    for name, kind in FAULT_KINDS.items():
         spec = fault_spec(fault=name)
-        assert callable(kind.op) and spec.target == kind.default_target
+        assert callable(OPS[name]) and spec.target == kind.default_target
 
 
 def test_rows_written_while_flushes_run_are_each_flushed_once(tmp_path):

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from contracts import measured
 from contracts.errors import UsageError
-from kchaos.catalog import _unreached, fault_spec, pace_problems, validate
+from kchaos.catalog import _unreached, contention, fault_spec, pace_problems, validate
 
 KILL = {"fault": "kill", "target": "controller", "every": "20s", "for": "5s", "after": "5s"}
 
@@ -71,3 +71,22 @@ def test_a_line_that_keeps_pace_misses_nothing(every, jitter_share, busy_share, 
     line = fault_spec(fault="pause", every=every, jitter=every * jitter_share, for_=hold, after=after)
     gap = max(0.5, every - line.jitter)
     assert _unreached(line, busy=gap * busy_share, duration=duration)[1] == 0
+
+
+def lines(*faults: dict, duration: str = "75s") -> dict:
+    return {"name": "contend", "kafka": {"version": "3.9.2", "metadata": "kraft"}, "faults": list(faults),
+            "duration": duration}
+
+
+def test_lines_that_contend_for_brokers_are_warned_of_and_lines_aimed_apart_are_not():
+    measure("kraft", 10.0)  # each kill holds its broker 5 s and waits 10 s for it to return
+    kill, pause = {"fault": "kill", "every": "18s", "for": "5s"}, {"fault": "pause", "every": "11s", "for": "4s"}
+    # kills at 5, 23, 41, 59 s hold a broker until 20, 38, 56, 74 s; of the pauses at 5, 16, ... 71 s, six start
+    # while a kill holds one of the three brokers, each picking the same one by a chance of 1/3
+    assert contention(validate(lines(kill, pause), "s")) == [
+        "faults.1: about 2 of its 7 pause ops would find their brokers held by faults.0 (kill) and be skipped; "
+        "space the lines out or aim them apart"]
+    assert contention(validate(lines({**kill, "target": [1]}, {**pause, "target": [2]}), "s")) == []
+    leader_then_followers = lines({**kill, "target": "leader"}, {**pause, "target": "followers"})
+    assert contention(validate(leader_then_followers, "s")) == []  # one moment's leader is never a follower
+    assert contention(validate(lines({**kill, "every": "60s"}, {**pause, "every": "30s"}), "s")) == []

@@ -7,7 +7,7 @@ import yaml
 
 from contracts.errors import UsageError
 from contracts.results import RunResult
-from faults.schedule import PlannedOp, plan
+from faults.plan import PlannedOp, plan
 from kchaos.catalog import validate
 from kchaos.shrink import ddmin, shrink
 

@@ -6,7 +6,7 @@ import pytest
 
 from contracts.errors import UsageError
 from contracts.versions import default_metadata, java_for, metadata_problem, release, replica_fencing
-from harness.images import nearest
+from harness.jars import nearest
 from kchaos.catalog import catalog, load, override
 from reports.guarantees import RULES
 
