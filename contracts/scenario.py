@@ -13,7 +13,8 @@ from pydantic import (
     model_validator,
 )
 
-from contracts.faultkinds import FAULT_KINDS, FaultKind
+from contracts.faultkinds import FAULT_KINDS
+from contracts.faultlines import COUNTED, MIX, FaultSpec
 from contracts.fields import (
     FAULT_PARAMS,
     Anomaly,
@@ -28,12 +29,6 @@ from contracts.versions import DEFAULT_VERSION, OLDEST, Metadata, default_metada
 QUOTED = r"'([^']*)'"  # the values a message lists
 # Cluster events a scenario can exist to provoke; the analysis observes them in the history (reports.provoked)
 PROVOKED = ("isr-shrink", "leader-election", "unclean-election", "controller-change", "rebalance")
-COUNTED = ("one", "all", "minority", "majority")  # targets that name members by how many
-# txn-coordinator: the leader of producer 0's __transaction_state partition; group-coordinator: of the consumer
-# group's __consumer_offsets partition
-COORDINATORS = ("txn-coordinator", "group-coordinator")
-Link = Literal["clients", "replication", "controller"]  # a broker's listeners a latency fault can slow
-TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS)
 
 
 def transactional_id(producer: int) -> str:
@@ -188,44 +183,6 @@ class CopierSpec(Strict):
     transaction_timeout_ms: int = Field(30000, ge=1000, le=900_000)
 
 
-class FaultSpec(Strict):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-    fault: str
-    target: str | int | list[int] = "one"
-    every: Seconds = Field(20.0, ge=0.5, le=86400)
-    for_: Seconds = Field(5.0, alias="for", ge=0, le=86400)
-    jitter: Seconds = Field(0.0, ge=0, le=86400)
-    after: Seconds = Field(5.0, ge=0, le=86400)
-    probability: float = Field(0.3, gt=0, le=1)
-    kbit: int = Field(512, ge=8, le=10_000_000)
-    torn: bool = False  # power-loss: a file that grew keeps part of a page of what it had not fsynced
-    latency_ms: int = Field(100, ge=1, le=60_000)  # disk-slow: each write and fsync; latency: each packet
-    jitter_ms: int = Field(0, ge=0, le=60_000)  # latency: plus or minus, drawn uniformly per packet
-    link: Link = "clients"  # latency: which of the targets' links
-
-    @model_validator(mode="before")
-    @classmethod
-    def _default_target(cls, data: Any) -> Any:
-        kind = FAULT_KINDS.get(data.get("fault")) if isinstance(data, dict) else None
-        if kind is not None and "target" not in data:
-            return {**data, "target": kind.default_target}
-        return data
-
-    @field_validator("fault")
-    @classmethod
-    def _known(cls, v: str) -> str:
-        if v not in FAULT_KINDS:
-            raise ValueError(f"Expected one of {one_of(list(FAULT_KINDS))}")
-        return v
-
-    @field_validator("target")
-    @classmethod
-    def _target(cls, v: Any) -> Any:
-        if isinstance(v, str) and v not in TARGETS:
-            raise ValueError(f"Expected one of {one_of(TARGETS)} or node ids")
-        return v
-
-
 class Scenario(Strict):
     """A whole chaos run: cluster, topic, clients, faults, duration and seed."""
 
@@ -266,13 +223,13 @@ class Scenario(Strict):
             raise ValueError(f"topic.min_insync_replicas={self.topic.min_insync_replicas} exceeds "
                              f"topic.replication_factor={self.topic.replication_factor}")
         for i, f in enumerate(self.faults):
-            kind = FAULT_KINDS[f.fault]
-            if kind.aims in ("consumers", "producers", "copiers"):
-                self._client_target(i, f, kind.aims)
-            elif kind.aims == "brokers":
+            kinds = [FAULT_KINDS[k] for k in f.fired_kinds()]
+            if f.fault != MIX and kinds[0].aims in ("consumers", "producers", "copiers"):
+                self._client_target(i, f, kinds[0].aims)
+            elif f.fault != MIX and kinds[0].aims == "brokers":
                 self._broker_target(i, f)
             self._timing(i, f)
-            self._params(i, f, kind)
+            self._params(i, f, frozenset().union(*(k.params for k in kinds)))
         if self.producer.idempotence and (self.producer.acks != "all" or self.producer.max_in_flight > 5):
             raise ValueError("producer.idempotence=true needs producer.acks='all' and producer.max_in_flight<=5 "
                              "(librdkafka refuses otherwise)")
@@ -311,10 +268,11 @@ class Scenario(Strict):
             raise ValueError(f"faults.{i}.target={f.target!r} must name brokers among 1..{self.kafka.brokers} "
                              f"(kafka.brokers={self.kafka.brokers})")
 
-    def _params(self, i: int, f: FaultSpec, kind: FaultKind) -> None:
-        """A field that only other fault kinds read (kbit on a pause, link on a kill) would be ignored silently."""
+    def _params(self, i: int, f: FaultSpec, params: frozenset[str]) -> None:
+        """A field that only other fault kinds read (kbit on a pause, link on a kill) would be ignored silently;
+        `params`: those the line's kinds read."""
         changed = {n for n in FAULT_PARAMS if getattr(f, n) != FaultSpec.model_fields[n].default}
-        for name in sorted(changed - kind.params):
+        for name in sorted(changed - params):
             readers = [k for k, other in FAULT_KINDS.items() if name in other.params]
             raise ValueError(f"faults.{i}.{name}={getattr(f, name)!r} is not read by a {f.fault!r} fault (only "
                              f"{one_of(readers)} {'reads' if len(readers) == 1 else 'read'} it); remove it")
@@ -357,7 +315,8 @@ class Scenario(Strict):
             return (f"the scenario runs in {self.kafka.metadata} mode only (kafka.metadata: {self.kafka.metadata}), "
                     f"not {metadata}: ask for Kafka {version} without ':{metadata}'")
         metadata = metadata or self.kafka.metadata or default_metadata(version)
-        if metadata == "kraft" and (zk := [f.fault for f in self.faults if FAULT_KINDS[f.fault].zookeeper_only]):
+        zk = [k for f in self.faults for k in f.fired_kinds() if FAULT_KINDS[k].zookeeper_only]
+        if metadata == "kraft" and zk:
             return (f"fault {zk[0]} reads and triggers elections through ZooKeeper; kafka.version={version!r} runs "
                     "KRaft: use a ZooKeeper-mode version (kafka.metadata: zookeeper)")
         return metadata_problem(version, metadata)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from contracts.scenario import FaultSpec
+from contracts.faultkinds import FAULT_KINDS
+from contracts.faultlines import MIX, MIX_TARGETS, FaultSpec
 
 
 @dataclass(frozen=True)
@@ -18,16 +19,34 @@ class PlannedOp:
 
     at: float
     index: int
-    fault: str
+    fault: str  # the kind that fires: the line's own, or the one a mix drew
     hold: float
+    target: str | None = None  # the target a mix drew (None: the line's own)
 
 
 def plan(faults: list[FaultSpec], duration: float, seed: int) -> list[PlannedOp]:
-    """The schedule for a run: each fault from `after`, every `every` seconds ± `jitter`, ending by `duration`."""
+    """The schedule for a run: each fault from `after`, every `every` seconds ± `jitter`, ending by `duration`; a
+    mix draws each op's kind and target from the same seed."""
     rng = random.Random(seed)
-    ops = [PlannedOp(round(t, 3), i, f.fault, f.for_) for i, f in enumerate(faults)
+    ops = [_drawn(PlannedOp(round(t, 3), i, f.fault, f.for_), f, rng) for i, f in enumerate(faults)
            for t in line_starts(f, duration, lambda f=f: f.every + rng.uniform(-f.jitter, f.jitter))]
     return sorted(ops, key=lambda o: (o.at, o.index))
+
+
+def _drawn(op: PlannedOp, f: FaultSpec, rng: random.Random) -> PlannedOp:
+    """A mix's op with its kind drawn, and a target for a kind aimed at brokers; any other op as it is."""
+    if f.fault != MIX:
+        return op
+    kind = rng.choice(f.kinds)
+    target = rng.choice(MIX_TARGETS) if FAULT_KINDS[kind].aims == "brokers" else None
+    return replace(op, fault=kind, target=target)
+
+
+def op_spec(line: FaultSpec, op: PlannedOp) -> FaultSpec:
+    """What one op fires: its line, with the kind and target a mix drew for it."""
+    if op.fault == line.fault:
+        return line
+    return line.model_copy(update={"fault": op.fault, "target": op.target or FAULT_KINDS[op.fault].default_target})
 
 
 def line_starts(f: FaultSpec, duration: float, gap: Callable[[], float]) -> Iterator[float]:

@@ -13,7 +13,7 @@ from contracts.faultkinds import FAULT_KINDS
 from contracts.history import Event, HistoryWriter, Outcome, now_ns
 from contracts.scenario import FaultSpec
 from faults.ops import Ctx, NoEffect
-from faults.plan import PlannedOp
+from faults.plan import PlannedOp, op_spec
 from faults.ports import Clients, ClusterControl
 from faults.registry import OPS
 from faults.targets import resolve
@@ -78,7 +78,7 @@ class Nemesis:
 
     def fire(self, op: PlannedOp) -> None:
         """Run one op; record it with its delay from the plan and how it ended."""
-        spec, kind, ctx = self.faults[op.index], FAULT_KINDS[self.faults[op.index].fault], self.ctx[op.index]
+        spec, kind, ctx = op_spec(self.faults[op.index], op), FAULT_KINDS[op.fault], self.ctx[op.index]
         t_start = now_ns()
         targets: list[int] = []
         detail: dict = {"planned_at": op.at, "target": spec.target,

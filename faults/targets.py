@@ -6,7 +6,8 @@ import random
 from typing import Any
 
 from contracts.errors import ClusterError
-from contracts.scenario import COUNTED, transactional_id
+from contracts.faultlines import COUNTED
+from contracts.scenario import transactional_id
 from faults.ports import ClusterControl
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from contracts.describe import progress
 from contracts.errors import ClusterError
-from contracts.scenario import Link
+from contracts.faultlines import Link
 from harness import gobuild
 from harness.broker_config import CONTROLLER_PORT, INTERNAL_PORT, ZK_PORT
 from harness.netrules import CHAIN

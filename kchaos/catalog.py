@@ -16,12 +16,13 @@ from pydantic import ValidationError
 
 from contracts.describe import closest, describe_error, shown
 from contracts.errors import UsageError
-from contracts.faultkinds import FAULT_KINDS
+from contracts.faultkinds import FAULT_KINDS, FaultKind
+from contracts.faultlines import MIX
 from contracts.fields import seconds
 from contracts.measured import restart_seconds
 from contracts.scenario import FaultSpec, Scenario
 from contracts.versions import METADATA_MODES, split_target
-from faults.plan import line_starts, plan
+from faults.plan import line_starts, op_spec, plan
 from harness import jars
 
 PREFIXED = ("listener.name.",)  # broker configs Kafka accepts per listener, under a listener's name
@@ -74,11 +75,11 @@ AFTER = {"kill": "after a kill", "clean": "after a clean stop"}
 def pace_problems(s: Scenario) -> list[str]:
     """Fault lines whose ops (each busy for its hold and the broker restarts it waits for) fall so far behind `every`
     that planned ops would not fire before the run ends. A line that only drifts late runs: its rows say when."""
-    out = []
+    out = [] if all(f.fault != MIX for f in s.faults) else _mix_pace(s)
     for i, f in enumerate(s.faults):
-        kind = FAULT_KINDS[f.fault]
-        restart, seen = restart_seconds(s.kafka.version, s.kafka.mode, kind.restart_after)
-        busy = kind.busy_s(f.for_, s.kafka.brokers, restart)
+        if f.fault == MIX:
+            continue
+        busy, kind, restart, seen = _busy(FAULT_KINDS[f.fault], f.for_, s)
         planned, missed = _unreached(f, busy, s.duration)
         if missed:
             how = "measured here" if seen else "assumed: none measured here yet"
@@ -89,20 +90,41 @@ def pace_problems(s: Scenario) -> list[str]:
     return out
 
 
+def _mix_pace(s: Scenario) -> list[str]:
+    """A mix line whose ops, each busy as long as the kind the seed drew for it, would leave planned ops unfired."""
+    out = []
+    for i, f in enumerate(s.faults):
+        ops, start, missed = [o for o in plan(s.faults, s.duration, s.seed) if o.index == i], -math.inf, 0
+        for op in ops:
+            start = max(op.at, start + _busy(FAULT_KINDS[op.fault], f.for_, s)[0])
+            missed += start + min(f.for_, s.duration) > s.duration
+        if f.fault == MIX and missed:
+            out.append(f"faults.{i}: the kinds this mix drew for seed {s.seed} keep its line busy longer than "
+                       f"every={f.every:g} s, so {missed} of its {len(ops)} ops would not fire before the run ends; "
+                       "raise every or drop the slowest kinds")
+    return out
+
+
+def _busy(kind: FaultKind, hold: float, s: Scenario) -> tuple[float, FaultKind, float, bool]:
+    """(how long one op of `kind` keeps its line busy, the kind, the broker restart it plans with, whether measured)."""
+    restart, seen = restart_seconds(s.kafka.version, s.kafka.mode, kind.restart_after)
+    return kind.busy_s(hold, s.kafka.brokers, restart), kind, restart, seen
+
+
 def contention(s: Scenario) -> list[str]:
     """Warnings for fault lines whose planned ops will often find their brokers held by another line's op, and be
     skipped: each op counts the chance that an op of another line, busy at its planned moment, holds a broker it
     picks."""
-    busy = {i: FAULT_KINDS[f.fault].busy_s(f.for_, s.kafka.brokers, restart_seconds(
-        s.kafka.version, s.kafka.mode, FAULT_KINDS[f.fault].restart_after)[0]) for i, f in enumerate(s.faults)}
-    ops = [o for o in plan(s.faults, s.duration, s.seed) if FAULT_KINDS[o.fault].aims in ("brokers", "itself")]
+    ops = [(o, op_spec(s.faults[o.index], o)) for o in plan(s.faults, s.duration, s.seed)
+           if FAULT_KINDS[o.fault].aims in ("brokers", "itself")]
     skipped: dict[tuple[int, int], float] = {}
-    for op in ops:
-        for other in ops:
-            if other.index != op.index and other.at <= op.at < other.at + busy[other.index]:
+    for op, spec in ops:
+        for other, held in ops:
+            if other.index != op.index and other.at <= op.at < other.at + _busy(FAULT_KINDS[other.fault], held.for_,
+                                                                                s)[0]:
                 key = (op.index, other.index)
-                skipped[key] = skipped.get(key, 0.0) + _meet(s.faults[op.index], s.faults[other.index], s)
-    planned = Counter(o.index for o in ops)
+                skipped[key] = skipped.get(key, 0.0) + _meet(spec, held, s)
+    planned = Counter(o.index for o, _ in ops)
     return [f"faults.{i}: about {n:.0f} of its {planned[i]} {s.faults[i].fault} ops would find their brokers held "
             f"by faults.{j} ({s.faults[j].fault}) and be skipped; space the lines out or aim them apart"
             for (i, j), n in sorted(skipped.items()) if n >= 1]

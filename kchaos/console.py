@@ -150,7 +150,8 @@ def settings(s: Scenario, full: bool = False) -> dict:
     """What the scenario file sets (with `full`, every default too), without fields its fault kinds do not read."""
     data = s.model_dump(mode="json", by_alias=True, exclude_unset=not full)
     for shown, f in zip(data.get("faults", []), s.faults, strict=True):
-        for name in set(FAULT_PARAMS) - FAULT_KINDS[f.fault].params:
+        read = frozenset().union(*(FAULT_KINDS[k].params for k in f.fired_kinds()))
+        for name in {*FAULT_PARAMS, "kinds"} - read - ({"kinds"} if f.kinds else set()):
             shown.pop(name, None)
     return data
 
@@ -166,5 +167,6 @@ def show_plans(scenarios: list[Scenario], full: bool = False) -> int:
         out.print_json(data=settings(s, full))
         for op in plan(s.faults, s.duration, s.seed):
             f = s.faults[op.index]
-            out.print(Text(f"  at {op.at:7.2f} s  {op.fault} {f.target} for {op.hold:g} s  (faults.{op.index})"))
+            target = "" if FAULT_KINDS[op.fault].aims == "itself" else f" {op.target or f.target}"
+            out.print(Text(f"  at {op.at:7.2f} s  {op.fault}{target} for {op.hold:g} s  (faults.{op.index})"))
     return 0

@@ -91,7 +91,7 @@ def execute(scenario: Scenario, run_dir: Path, on_tick: Callable[[Tick], None] =
         phase("images")
         images.ensure_kafka_image(scenario.kafka.version, say=lambda m: on_tick(Tick("images", faults=m)))
         phase("cluster")
-        kinds = [FAULT_KINDS[f.fault] for f in scenario.faults]
+        kinds = [FAULT_KINDS[k] for f in scenario.faults for k in f.fired_kinds()]
         spec = ClusterSpec(scenario.kafka.version, scenario.kafka.brokers, scenario.kafka.mode,
                            scenario.kafka.broker_config(), scenario.kafka.per_broker_config(),
                            any(k.lazy_disk for k in kinds), any(k.net_delay for k in kinds))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from contracts.anomalies import ANOMALIES
 from contracts.faultkinds import FAULT_KINDS
+from contracts.faultlines import MIX, FaultSpec
 from contracts.results import Rule
 from contracts.scenario import Scenario
 from contracts.versions import KIP_101, KIP_966, eligible_leader_replicas, release, replica_fencing, transaction_defense
@@ -67,6 +68,13 @@ def power_loss(fault: str) -> str:
     return FAULT_KINDS[fault].power_loss
 
 
+def fired(s: Scenario) -> list[FaultSpec]:
+    """Each kind the scenario's lines fire, as a line of its own; a mix's kinds aimed at one broker, as every target
+    a mix draws hits fewer brokers than the partition has replicas (MIX_TARGETS)."""
+    return [f if f.fault != MIX else f.model_copy(update={"fault": kind, "target": "one"})
+            for f in s.faults for kind in f.fired_kinds()]
+
+
 def fsyncs_each_write(s: Scenario) -> bool:
     """Whether every replica fsyncs each record before it counts (flush.messages=1, or the broker-wide setting)."""
     flush = s.topic.config.get("flush.messages", s.kafka.config.get("log.flush.interval.messages"))
@@ -84,7 +92,7 @@ def power_losses(s: Scenario) -> dict[str, str]:
         return {}
     replicas, brokers = min(s.topic.replication_factor, s.kafka.brokers), s.kafka.brokers
     found: dict[str, str] = {}
-    for f in s.faults:
+    for f in fired(s):
         hit = {"all": brokers, "isr": replicas, "majority": brokers // 2 + 1}.get(str(f.target), 1)
         if power_loss(f.fault) == "targets" and (len(f.target) if isinstance(f.target, list) else hit) >= replicas:
             found[f.fault] = (f"{f.fault} of {f.target} with flush.messages unset (Kafka's default: the OS decides "
@@ -100,7 +108,7 @@ def power_losses(s: Scenario) -> dict[str, str]:
 
 def elr_note(s: Scenario) -> str:
     """What keeps the last in-sync replica's power loss from losing a record on a release with KIP-966."""
-    if eligible_leader_replicas(s.kafka.version) and any(power_loss(f.fault) == "last-replica" for f in s.faults):
+    if eligible_leader_replicas(s.kafka.version) and any(power_loss(f.fault) == "last-replica" for f in fired(s)):
         return ("; KIP-966: when the last in-sync replica fails, a replica that left the ISR while it was below "
                 "min.insync.replicas (so holds every committed record) is elected, and one that shut down uncleanly "
                 "returns outside ISR and ELR")
@@ -277,7 +285,7 @@ def _replica_divergence(s: Scenario) -> Rule:
         return Rule("replica-divergence", True, f"replicas that lost different unsynced tails may each keep records "
                     f"the others lost ({power})", REPLICATION)
     words, kip = replica_fencing(s.kafka.version)
-    if any(power_loss(f.fault) == "last-replica-others-crash" for f in s.faults):
+    if any(power_loss(f.fault) == "last-replica-others-crash" for f in fired(s)):
         return Rule("replica-divergence", False, "replicas that return after their leader lost power follow the "
                     "log it returned with, whatever it lost (KIP-101's second scenario)" + (fencing_note(s)
                                                                                            or f"; {words}"), KIP_101)

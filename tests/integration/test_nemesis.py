@@ -7,6 +7,7 @@ import json
 
 import pyarrow.parquet as pq
 
+from faults.plan import plan
 from kchaos.catalog import expand
 from kchaos.pipeline import run_and_check
 
@@ -37,3 +38,23 @@ def test_lines_run_side_by_side_and_a_line_that_never_fired_makes_the_run_unknow
     assert r.verdict is None and r.facts.ops == {"fired": 5, "skipped": 1}
     assert any(u.startswith("the chaos did not happen as planned: fault line 1 (pause) never took effect: 1 skipped")
                for u in r.unknown_because), r.unknown_because
+
+
+MIX = {
+    "name": "mixed", "duration": "20s", "seed": 11,
+    "producer": {"count": 1, "rate": 200}, "consumer": {"count": 1},
+    "faults": [{"fault": "mix", "kinds": ["pause", "isolate", "tcp-reset"], "after": "2s", "every": "4s", "for": "1s"}],
+}
+
+
+def test_a_mix_fires_the_kinds_and_targets_its_seed_drew(tmp_path):
+    (scenario,) = expand(MIX, "test")
+    planned = plan(scenario.faults, scenario.duration, scenario.seed)
+    assert len({o.fault for o in planned}) > 1  # the seed mixes kinds
+    out = run_and_check(scenario, tmp_path / "runs")
+    rows = pq.read_table(out.run_dir / "history" / "faults.parquet").to_pylist()
+    ops = sorted((r["planned"], r["fault"], json.loads(r["detail"])["target"], r["outcome"]) for r in rows
+                 if r["fault"] != "heal")
+    assert [(fault, target, outcome) for _, fault, target, outcome in ops] == [
+        (o.fault, o.target, "fired") for o in planned]
+    assert out.result.verdict is True, out.result.unknown_because

@@ -1,0 +1,81 @@
+"""A scenario's fault lines: which kind fires at what target and when, and the random mix that picks a kind and a
+target per op from the seed."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from contracts.faultkinds import FAULT_KINDS
+from contracts.fields import Seconds, one_of
+
+COUNTED = ("one", "all", "minority", "majority")  # targets that name members by how many
+# txn-coordinator: the leader of producer 0's __transaction_state partition; group-coordinator: of the consumer
+# group's __consumer_offsets partition
+COORDINATORS = ("txn-coordinator", "group-coordinator")
+Link = Literal["clients", "replication", "controller"]  # a broker's listeners a latency fault can slow
+TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS)
+MIX = "mix"  # a line whose every op is a kind and a target drawn from the seed (Jepsen's combined nemesis)
+# The targets a mix draws for a kind aimed at brokers: with two replicas or more, never every replica at once, so
+# an op of a mix loses together no more than a line of its kind aimed at one broker could
+MIX_TARGETS = ("one", "leader", "followers", "controller")
+
+
+class FaultSpec(BaseModel):
+    """One fault line: its kind, target and timing, and the fields some kinds read."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    fault: str
+    target: str | int | list[int] = "one"
+    every: Seconds = Field(20.0, ge=0.5, le=86400)
+    for_: Seconds = Field(5.0, alias="for", ge=0, le=86400)
+    jitter: Seconds = Field(0.0, ge=0, le=86400)
+    after: Seconds = Field(5.0, ge=0, le=86400)
+    probability: float = Field(0.3, gt=0, le=1)
+    kbit: int = Field(512, ge=8, le=10_000_000)
+    torn: bool = False  # power-loss: a file that grew keeps part of a page of what it had not fsynced
+    latency_ms: int = Field(100, ge=1, le=60_000)  # disk-slow: each write and fsync; latency: each packet
+    jitter_ms: int = Field(0, ge=0, le=60_000)  # latency: plus or minus, drawn uniformly per packet
+    link: Link = "clients"  # latency: which of the targets' links
+    kinds: list[str] = []  # mix: the kinds it picks among, one per op (and a target for each, from MIX_TARGETS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_target(cls, data: Any) -> Any:
+        kind = FAULT_KINDS.get(data.get("fault")) if isinstance(data, dict) else None
+        if kind is not None and "target" not in data:
+            return {**data, "target": kind.default_target}
+        return data
+
+    @field_validator("fault")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v != MIX and v not in FAULT_KINDS:
+            raise ValueError(f"Expected one of {one_of([*FAULT_KINDS, MIX])}")
+        return v
+
+    @field_validator("kinds")
+    @classmethod
+    def _mixable(cls, v: list[str]) -> list[str]:
+        mixable = [k for k, kind in FAULT_KINDS.items() if kind.aims in ("brokers", "itself")]
+        if bad := [k for k in v if k not in mixable]:
+            raise ValueError(f"Expected fault kinds among {one_of(mixable)}, not {bad[0]!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _mix(self) -> FaultSpec:
+        if (self.fault == MIX) != bool(self.kinds):
+            raise ValueError("fault: mix needs kinds: [...], the fault kinds it picks among; only a mix takes kinds")
+        return self
+
+    def fired_kinds(self) -> list[str]:
+        """The fault kinds this line's ops may be: a mix's kinds, else its own."""
+        return list(self.kinds) if self.fault == MIX else [self.fault]
+
+    @field_validator("target")
+    @classmethod
+    def _target(cls, v: Any) -> Any:
+        if isinstance(v, str) and v not in TARGETS:
+            raise ValueError(f"Expected one of {one_of(TARGETS)} or node ids")
+        return v
