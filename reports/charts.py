@@ -21,6 +21,8 @@ from contracts.results import partition_name
 logging.getLogger("matplotlib").setLevel(logging.ERROR)  # font-cache notices are not the run's news
 
 OUTCOME_COLORS = {"ok": "tab:green", "info": "tab:orange", "fail": "tab:red"}
+# the history's send outcomes as the report's tables and results.json name them
+OUTCOME_WORDS = {"ok": "acknowledged", "info": "indeterminate", "fail": "failed"}
 ELECTION = "crimson"
 RAN = ("fired", "failed", "no-effect")  # outcomes of ops that ran (a band); the others are a mark
 
@@ -56,7 +58,7 @@ def fault_lanes(ax, faults: pd.DataFrame, t0: int, elected: pd.Series) -> None:
     rows = [f for _, f in faults.iterrows()]
     lanes = sorted({_lane(f) for f in rows}, key=lambda lane: (lane[0] < 0, lane[0]))
     for y, lane in enumerate(lanes):
-        for n, f in enumerate((f for f in rows if _lane(f) == lane), 1):
+        for f in (f for f in rows if _lane(f) == lane):
             detail = json.loads(f["detail"] or "{}")
             start, end = _s(f["t_start"], t0), _s(f["t_end"], t0)
             outcome = fault_outcome(f)
@@ -69,8 +71,8 @@ def fault_lanes(ax, faults: pd.DataFrame, t0: int, elected: pd.Series) -> None:
             ax.broken_barh([(start, hold)], (y - 0.35, 0.7), color="darkred" if bad else "tab:red",
                            hatch="//" if bad else None)
             ax.broken_barh([(start + hold, end - start - hold)], (y - 0.35, 0.7), color="tab:orange", alpha=0.6)
-            ax.text(start, y + 0.38, f"#{n} {f['targets'] or ''}", fontsize=6, va="bottom")
-    ax.set_yticks(range(len(lanes)), [f"{name}" if line < 0 else f"{line}: {name}" for line, name in lanes],
+            ax.text(start, y + 0.38, f"{f['fault']} → {f['targets'] or 'none'}", fontsize=6, va="bottom")
+    ax.set_yticks(range(len(lanes)), [f"{name}" if line < 0 else f"faults.{line}: {name}" for line, name in lanes],
                   fontsize=7)
     ax.set_ylim(-0.6, max(len(lanes), 1) - 0.1)
     ax.vlines(elected, -0.6, len(lanes), color=ELECTION, lw=0.9, ls=":")
@@ -81,31 +83,35 @@ def fault_lanes(ax, faults: pd.DataFrame, t0: int, elected: pd.Series) -> None:
               loc="upper right", fontsize=7, ncol=4)
 
 
-def throughput(ax, per_second: pd.DataFrame, windows: list, end: float) -> None:
-    """Sends per second by outcome, every second drawn (zero when nothing completed), and the unavailability
-    windows (no ack for more than a second) shaded."""
+def throughput(ax, per_second: pd.DataFrame, windows: list, end: float, marks: list[tuple[float, float]]) -> None:
+    """Sends per second by outcome, every second drawn (zero when nothing completed), the unavailability windows
+    (no ack for more than a second) shaded, and `marks`: when a forbidden anomaly's sends were acknowledged."""
     seconds = pd.RangeIndex(0, int(end) + 1)
     for outcome, color in OUTCOME_COLORS.items():
         rows = per_second[per_second["outcome"] == outcome] if not per_second.empty else per_second
         counts = rows.set_index("s")["n"].reindex(seconds, fill_value=0) if not rows.empty else None
         if counts is not None:
-            ax.step(seconds, counts, where="post", color=color, lw=1, label=outcome)
+            ax.step(seconds, counts, where="post", color=color, lw=1, label=OUTCOME_WORDS[outcome])
     for w in windows:
         ax.axvspan(w.start_s, w.start_s + w.length_s, color="grey", alpha=0.25, lw=0)
+    for first, last in marks:
+        ax.axvspan(first, max(last, first + 0.2), color="black", alpha=0.6, lw=0)
     ax.set_ylabel("sends / s")
-    ax.legend(handles=[*ax.get_legend_handles_labels()[0], Patch(color="grey", alpha=0.25, label="unavailable")],
-              loc="upper right", fontsize=7, ncol=4)
+    mark = [Patch(color="black", alpha=0.6, label="forbidden anomaly's sends acknowledged")] if marks else []
+    ax.legend(handles=[*ax.get_legend_handles_labels()[0], Patch(color="grey", alpha=0.25, label="unavailable"),
+                       *mark], loc="upper right", fontsize=7, ncol=5)
 
 
-def latency(ax, sample: pd.DataFrame, t0: int) -> None:
-    """Each (sampled) send at its invoke time and latency, coloured by outcome, like Jepsen's latency-raw plot."""
+def latency(ax, sample: pd.DataFrame, t0: int, sends: int) -> None:
+    """Each (sampled) send at its invoke time and latency, coloured by outcome, like Jepsen's latency-raw plot; the
+    axis says how many of the run's `sends` the sample holds."""
     for outcome, color in OUTCOME_COLORS.items():
         d = sample[sample["outcome"] == outcome] if not sample.empty else sample
         if not d.empty:
             ax.scatter(_s(d["t_invoke"], t0), d["latency_ms"].clip(lower=0.1), s=2, color=color, alpha=0.5,
-                       label=outcome, rasterized=True)
+                       label=OUTCOME_WORDS[outcome], rasterized=True)
     ax.set_yscale("log")
-    ax.set_ylabel("latency (ms)")
+    ax.set_ylabel(f"latency (ms)\n{len(sample):,} of {sends:,} sends" if len(sample) < sends else "latency (ms)")
     if not sample.empty:
         ax.legend(loc="upper right", fontsize=7, ncol=3, markerscale=4)
 
@@ -122,6 +128,8 @@ def leaders(ax, meta: pd.DataFrame, t0: int, end: float) -> None:
         ax.vlines(elections(g, t0), y - 0.45, y + 0.45, color=ELECTION, lw=1.5)
         top = max(int(g["isr_size"].max()), 1)
         ax.step(_s(g["t"], t0), y + g["isr_size"] / top * 0.4, where="post", color="black", lw=0.8)
+        ax.text(end, y + 0.4, f" ISR {top}", fontsize=6, va="center")  # the scale: the line's top is this size
+        ax.text(end, y, " ISR 0", fontsize=6, va="center")
     ax.set_yticks(range(len(lanes)), [partition_name(t, p) for (t, p), _ in lanes], fontsize=7)
     brokers = sorted({int(b) for b in meta["leader"].unique() if b >= 0}) if not meta.empty else []
     ax.legend(handles=[Patch(color=cmap(b % 10), label=f"leader {b}") for b in brokers]
@@ -130,8 +138,9 @@ def leaders(ax, meta: pd.DataFrame, t0: int, end: float) -> None:
     ax.set_ylabel("leader / ISR")
 
 
-def timeline(series: dict, windows: list) -> str:
-    """The whole run on one time axis: faults, throughput, latency, leaders and ISR."""
+def timeline(series: dict, windows: list, marks: list[tuple[float, float]], sends: int) -> str:
+    """The whole run on one time axis: faults, throughput (with `marks`, when forbidden anomalies' sends were
+    acknowledged), latency (a sample of `sends`), leaders and ISR."""
     t0, faults, meta = series["t0"], series["faults"], series["metadata"]
     ends = [series["per_second"]["s"].max() + 1 if not series["per_second"].empty else 0,
             _s(faults["t_end"].max(), t0) if not faults.empty else 0, _s(meta["t"].max(), t0) if not meta.empty else 0]
@@ -142,13 +151,13 @@ def timeline(series: dict, windows: list) -> str:
     axes = fig.subplots(4, 1, sharex=True,
                         gridspec_kw={"height_ratios": [0.4 + 0.3 * lanes, 2.2, 2.2, 0.5 + 0.35 * parts]})
     fault_lanes(axes[0], faults, t0, elections(meta, t0))
-    throughput(axes[1], series["per_second"], windows, end)
-    latency(axes[2], series["sample"], t0)
+    throughput(axes[1], series["per_second"], windows, end, marks)
+    latency(axes[2], series["sample"], t0, sends)
     leaders(axes[3], meta, t0, end)
     axes[-1].set_xlim(0, end)
     axes[-1].set_xlabel("seconds since the first send")
     axes[1].yaxis.set_major_locator(MaxNLocator(integer=True))
-    fig.subplots_adjust(left=0.12, right=0.98, top=0.98, bottom=0.06, hspace=0.12)
+    fig.subplots_adjust(left=0.12, right=0.95, top=0.98, bottom=0.06, hspace=0.12)
     return _png(fig)
 
 

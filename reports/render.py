@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
+import yaml
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from contracts.results import SAMPLED_SENDS, RunResult, plan_share
+from contracts.results import RunResult, plan_share
 from reports.headline import headline
 
 ENV = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
@@ -32,28 +33,21 @@ ENV.filters["cell"] = cell
 ENV.globals["plan_share"] = plan_share
 
 
-def flatten(settings: dict, prefix: str = "") -> list[tuple[str, Any]]:
-    """Nested settings as (dotted path, value) rows."""
-    rows: list[tuple[str, Any]] = []
-    for k, v in settings.items():
-        if isinstance(v, dict) and v:
-            rows += flatten(v, f"{prefix}{k}.")
-        else:
-            rows.append((f"{prefix}{k}", v))
-    return rows
-
-
 def write_report(result: RunResult, series: dict, run_dir: Path) -> Path:
     """A self-contained HTML page: the headline and badge, the timeline, anomalies with examples, faults planned and
     done, settings. Every path in it is relative to the run directory."""
     from reports import charts  # matplotlib and pandas: imported when a report is drawn, not by every command
 
     faults = charts.fault_rows(series["faults"], series["t0"])
+    m = result.metrics
+    sends = m.acked + m.failed + m.indeterminate if m else 0
+    marks = [(span.first_s, span.last_s) for name, span in result.spans.items() if name in result.forbidden]
     sentence, doc = headline(result, faults)
     html = ENV.get_template("report.html.j2").render(
-        r=result, headline=sentence, headline_doc=doc, faults=faults, settings=flatten(result.settings),
-        timeline=charts.timeline(series, result.metrics.unavailability if result.metrics else []),
-        sampled=len(series["sample"]) >= SAMPLED_SENDS)
+        r=result, headline=sentence, headline_doc=doc, faults=faults,
+        settings=yaml.safe_dump(result.settings, sort_keys=False, width=100),
+        timeline=charts.timeline(series, m.unavailability if m else [], marks, sends),
+        sample=len(series["sample"]), sends=sends)
     path = run_dir / "report.html"
     path.write_text(html)
     return path

@@ -76,6 +76,7 @@ def test_the_report_shows_what_happened_at_the_top(spark, browser, tmp_path, set
     assert page.locator("#headline").bounding_box()["y"] < page.locator("#timeline").bounding_box()["y"] < 900
     rows = page.locator("#faults tr").all_inner_texts()
     assert any(r.startswith("kill\tfired") for r in rows), rows
+    assert "idempotence: " in page.inner_text("#settings") and "True" not in page.inner_text("#settings")  # YAML
     page.close()
 
 
