@@ -97,6 +97,7 @@ def _metrics(f: Frames) -> tuple[dict, dict]:
     sends = metrics["acked"] + metrics["failed"] + metrics["indeterminate"]
     sample = (f.sends.filter(F.col("t_complete").isNotNull())
               .sample(fraction=min(1.0, SAMPLED_SENDS / max(sends, 1)), seed=1)
-              .select("t_invoke", ((F.col("t_complete") - F.col("t_invoke")) / 1e6).alias("latency_ms"), "outcome")
+              .select("t_invoke", ((F.col("t_complete") - F.col("t_invoke")) / 1e6).alias("latency_ms"), "outcome",
+                      "producer", "seq", "partition", "offset")
               .limit(SAMPLED_SENDS).toPandas())
     return metrics, {"per_second": per_s.toPandas(), "metadata": meta, "faults": faults, "t0": t0, "sample": sample}

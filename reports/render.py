@@ -36,7 +36,7 @@ ENV.globals["plan_share"] = plan_share
 def write_report(result: RunResult, series: dict, run_dir: Path) -> Path:
     """A self-contained HTML page: the headline and badge, the timeline, anomalies with examples, faults planned and
     done, settings. Every path in it is relative to the run directory."""
-    from reports import charts  # matplotlib and pandas: imported when a report is drawn, not by every command
+    from reports import charts, interactive  # matplotlib, pandas: imported when a report is drawn, not by every command
 
     faults = charts.fault_rows(series["faults"], series["t0"])
     m = result.metrics
@@ -47,7 +47,8 @@ def write_report(result: RunResult, series: dict, run_dir: Path) -> Path:
         r=result, headline=sentence, headline_doc=doc, faults=faults,
         settings=yaml.safe_dump(result.settings, sort_keys=False, width=100),
         timeline=charts.timeline(series, m.unavailability if m else [], marks, sends),
-        sample=len(series["sample"]), sends=sends)
+        sample=len(series["sample"]), sends=sends, uplot=interactive.library(),
+        timeline_data=interactive.data(series, faults))
     path = run_dir / "report.html"
     path.write_text(html)
     return path

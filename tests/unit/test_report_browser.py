@@ -121,3 +121,24 @@ def test_a_wide_comparison_fits_a_1400_pixel_window_with_a_column_only_for_what_
     assert page.locator("table.grid").first.bounding_box()["y"] < 900
     assert "not run" not in page.inner_text("body")
     page.close()
+
+
+def test_the_interactive_timeline_zooms_both_charts_and_says_the_send_under_the_cursor(spark, browser, tmp_path):
+    path = report(tmp_path, SAFE, False)
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.locator("#interactive").scroll_into_view_if_needed()
+    box = page.locator("#latency-chart .u-over").bounding_box()
+    page.mouse.move(box["x"] + 2, box["y"] + box["height"] / 2)
+    assert page.inner_text("#hover").startswith("0.000 s: producer 0 seq 0 → partition 0 offset 0, acknowledged in")
+    page.mouse.move(box["x"] + box["width"] * 0.2, box["y"] + 10)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 10)
+    page.mouse.up()
+    scales = page.evaluate("['throughput', 'latency'].map(c => [kchaosTimeline[c].scales.x.min, "
+                           "kchaosTimeline[c].scales.x.max])")
+    assert scales[0] == scales[1] and scales[0][1] - scales[0][0] < 0.5, scales  # the drag zoomed both alike
+    assert errors == [] and path.stat().st_size < 1_000_000
+    page.close()
