@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import longrun, measure, memsteps, profile, spark_cluster, synthetic
+from bench import cli, longrun, measure, memsteps, profile, spark_cluster, synthetic
 from contracts.scenario import ProducerSpec
 from contracts.versions import DEFAULT_VERSION
 from harness import netdelay
@@ -343,7 +343,7 @@ def main() -> None:
     sections = {"bringup": bringup, "throughput": throughput, "analysis": lambda: analysis(sizes),
                 "overhead": overhead, "smoke": smoke, "disk": disk, "latency": latency,
                 "profile": lambda: profile.profile(sizes[0]), "longrun": longrun.longrun, "memsteps": memsteps.memsteps,
-                "standalone": lambda: spark_cluster.section(sizes)}
+                "standalone": lambda: spark_cluster.section(sizes), "cli": cli.section}
     fresh = {}
     for name in chosen:
         fresh[name] = sections[name]()
