@@ -1,1 +1,2 @@
-"""The nemesis: fault operations, their targets, and a seeded schedule that can be replayed."""
+"""The nemesis: each fault kind's op, their targets, the seeded schedule (a random mix included) that can be
+replayed, and the lines that carry it out."""

@@ -1,6 +1,2 @@
-"""Cluster lifecycle, images, history and the run loop of kafka-chaos."""
-
-import os
-
-# The Ryuk reaper image cannot be pulled here; kafka-chaos labels and removes its own containers.
-os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+"""The Docker cluster and what it runs on: the engine, images and Kafka's jars, nodes and their lifecycle, broker
+configuration, the firewall and disk and network tools, replica dumps, ZooKeeper and the metadata a run samples."""

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from testcontainers.core.config import testcontainers_config
 from testcontainers.core.network import Network
 
 from contracts import measured
@@ -78,6 +79,8 @@ class Cluster:
             raise ClusterError(f"Image {self.image} is missing; run `kchaos images build --kafka {self.spec.version}`")
         lazyfs = lazydisk.binary() if self.spec.lazy_disk else None
         delayer = netdelay.binary() if self.spec.net_delay else None
+        # the Ryuk reaper's image cannot be pulled here; the harness labels and removes its own containers
+        testcontainers_config.ryuk_disabled = True
         self.network = Network(docker_network_kw={"labels": labels.labels(self.spec.run_id, "network"),
                                                   "driver": "bridge"})
         self.network.name = f"kchaos-{self.spec.run_id}"
