@@ -62,7 +62,7 @@ KINDS = (
          'a value a live consumer read that a complete final read lacks'),
     Kind('replica-divergence', 'offsets where replicas disagree',
          "after heal, two replicas holding different values at one offset below the drain's end"),
-    Kind('committed-unread', "records below the group's committed offsets that no member read",
+    Kind('committed-unread', 'records below committed offsets no member read',
          "a record below the group's final committed offset that no live member read (at-least-once broken)"),
     Kind('eos-duplicate', 'input records copied twice by the exactly-once stage',
          'an input record whose copy the read_committed drain of an eos-copy output found at two offsets', True),

@@ -11,7 +11,7 @@ import yaml
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from contracts.results import RunResult, plan_share
-from reports.headline import headline
+from reports.headline import headline, rule
 
 ENV = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]))
 
@@ -43,8 +43,9 @@ def write_report(result: RunResult, series: dict, run_dir: Path) -> Path:
     sends = m.acked + m.failed + m.indeterminate if m else 0
     marks = [(span.first_s, span.last_s) for name, span in result.spans.items() if name in result.forbidden]
     sentence, doc = headline(result, faults)
+    because = rule(result)
     html = ENV.get_template("report.html.j2").render(
-        r=result, headline=sentence, headline_doc=doc, faults=faults,
+        r=result, headline=sentence, headline_doc=doc, rule=because, faults=faults,
         settings=yaml.safe_dump(result.settings, sort_keys=False, width=100),
         timeline=charts.timeline(series, m.unavailability if m else [], marks, sends),
         sample=len(series["sample"]), sends=sends, uplot=interactive.library(),
@@ -65,7 +66,7 @@ EXAMPLES_SHOWN = 3  # examples of each anomaly in a JUnit body
 def junit_body(r: RunResult) -> str:
     """What a CI page shows under the headline: counts of the anomalies that occurred, their first examples, why a
     verdict is unknown, and the report's path."""
-    lines = [f"{r.badge}: {r.badge.meaning}"]
+    lines = [f"{r.badge}: {r.badge.meaning}", *filter(None, [rule(r)])]
     for name, n in r.counts.items():
         if n:
             kind = "allowed" if name in r.allowed else "forbidden"

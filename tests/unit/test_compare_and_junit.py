@@ -70,10 +70,11 @@ def test_junit_fails_on_fail_and_on_unknown_or_not_provoked_unless_allowed_and_s
     root = ET.parse(path).getroot()
     assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("4", "3", "0")  # unknown fails
     failed = {c.get("name"): c.find("failure") for c in root if c.find("failure") is not None}
-    assert failed["b[4.3.1, seed 1]"].get("message").startswith("1 acknowledged writes lost; forbidden: ")
-    assert failed["b[4.3.1, seed 1]"].text.splitlines() == [
-        "FAIL: Kafka broke a guarantee that the settings and the version promise", "lost-write: 1 (forbidden)",
-        "  value=p0-7, offset=12", "report: runs/1/results.json"]
+    assert failed["b[4.3.1, seed 1]"].get("message") == "1 acknowledged writes lost; forbidden."
+    body = failed["b[4.3.1, seed 1]"].text.splitlines()
+    assert body[0] == "FAIL: Kafka broke a guarantee that the settings and the version promise"
+    assert body[1].startswith("lost-write is forbidden here: acks=all with min.insync.replicas>=2")
+    assert body[2:] == ["lost-write: 1 (forbidden)", "  value=p0-7, offset=12", "report: runs/1/results.json"]
     assert failed["c[4.3.1, seed 1]"].get("message").startswith("Not provoked: expected lost-write but saw none")
     assert failed["d[4.3.1, seed 1]"].get("message") == "Unknown: drain."
     assert failed["d[4.3.1, seed 1]"].text.splitlines()[-2:] == ["unknown because drain", "report: runs/1/results.json"]
@@ -92,8 +93,9 @@ def test_junit_passes_an_expected_anomaly_and_a_known_bug_with_the_headline_in_s
     assert (root.get("failures"), root.get("skipped"), root.get("errors")) == ("0", "0", "0")
     out = {c.get("name"): c.find("system-out").text for c in root}
     assert set(out) == {"a[4.3.1, seed 1]", "k[2.0.0, seed 1]"}  # the version said once
-    assert out["a[4.3.1, seed 1]"].startswith("2 values written twice; allowed by ")
-    assert out["k[2.0.0, seed 1]"].startswith("4 acknowledged writes lost: KAFKA-7128 found again (Kafka 2.0.0 has it")
+    assert out["a[4.3.1, seed 1]"].startswith("2 values written twice; allowed.\nEXPECTED ANOMALY: ")
+    assert out["k[2.0.0, seed 1]"].startswith("4 acknowledged writes lost: KAFKA-7128 found again (Kafka 2.0.0 has it, "
+                                              "2.0.1 fixed it).")
     assert "\nKNOWN BUG: a known Kafka bug was found again on the release that has it\n" in out["k[2.0.0, seed 1]"]
 
 
