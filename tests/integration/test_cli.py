@@ -92,6 +92,9 @@ def test_run_end_to_end_writes_verdict_report_and_junit_and_the_charts_render(tm
     (run_dir,) = (tmp_path / "runs" / "e2e").iterdir()
     result = json.loads((run_dir / "results.json").read_text())
     assert result["verdict"] is True and result["metrics"]["acked"] > 1000
+    took = result["durations"]
+    assert took["run_s"] > took["workload_s"] > 0 and took["analysis_s"] > 0, took
+    assert (result["badge"], result["client"]["library"]) == ("PASS", "librdkafka")
     assert result["facts"]["drain_complete"] and result["facts"]["replicas_dumped"]
     memory = result["metrics"]["memory"]  # sampled at the workload's start and when sampling stopped
     assert memory["samples"] >= 2 and 30 < memory["harness_peak_mib"] <= memory["peak_mib"] < 4096, memory

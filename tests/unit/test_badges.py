@@ -82,6 +82,13 @@ def test_results_json_says_the_badge_a_boolean_verdict_and_a_relative_run_dir(tm
     assert RunResult.load(run_dir / "results.json").badge is Badge.FAIL  # the badge it wrote is read back
 
 
+def test_durations_made_by_a_run_are_written_and_read_back_unchanged(tmp_path):
+    durations = Durations(run_s=61.7, workload_s=45.0, analysis_s=9.3)
+    result(durations=durations).save(tmp_path)
+    assert RunResult.load(tmp_path / "results.json").durations == durations
+    assert (durations.total_s, result(durations=durations).durations) == (71.0, durations)
+
+
 def test_a_schema_1_results_json_still_reads_with_its_verdict_duration_and_known_bug(tmp_path):
     old = {"schema_version": 1, "scenario": "k[version=2.0.0]", "kafka": "2.0.0", "seed": 42, "run_dir": "/elsewhere",
            "verdict": "false", "failed": True, "elapsed_s": 84.1, "forbidden": {"lost-write": 9},
