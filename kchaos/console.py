@@ -83,7 +83,7 @@ class Progress:
         if self.live is not None:
             self.live.update(Text(text))
         elif t.phase != self.said[1] or now - self.said[0] >= PLAIN_EVERY_S:
-            console.print(text, markup=False, highlight=False)
+            console.print(text, markup=False, highlight=False, soft_wrap=True)  # one line per tick in CI logs
             self.said = (now, t.phase)
 
 
