@@ -43,20 +43,22 @@ def chaos_of(faults: DataFrame, facts: Facts) -> None:
     rows = [r for r in faults.orderBy("t_start").collect() if r["fault"] != "heal"]
     outcomes = [fault_outcome(r) for r in rows]
     skipped: Counter = Counter()
-    by_line: dict[tuple, Counter] = {}
+    by_line: dict[int, Counter] = {}  # a line's ops by outcome (a mix line's ops are of several kinds)
+    kinds: dict[int, dict[str, None]] = {}
     for r, outcome in zip(rows, outcomes, strict=True):
         detail = json.loads(r["detail"] or "{}")
-        by_line.setdefault((r["line"], r["fault"]), Counter())[outcome] += 1
+        by_line.setdefault(r["line"], Counter())[outcome] += 1
+        kinds.setdefault(r["line"], {})[r["fault"]] = None
         if outcome in (Outcome.FAILED, Outcome.NO_EFFECT):
             facts.chaos_problems.append(f"{r['fault']} planned at {detail.get('planned_at', '?')} s on brokers "
                                         f"[{r['targets']}] {outcome}: {detail.get('error', '')}")
         elif outcome == Outcome.SKIPPED:
             skipped["brokers held by another line" if "held" in detail.get("skipped", "") else "no broker matched"] += 1
         facts.late_ops += outcome == Outcome.FIRED and (detail.get("delay_s") or 0.0) > LATE_S
-    for (line, fault), seen in by_line.items():
+    for line, seen in by_line.items():
         if line is not None and line >= 0 and not seen[Outcome.FIRED]:
             said = ", ".join(f"{n} {o}" for o, n in sorted(seen.items()))
-            facts.chaos_problems.append(f"fault line {line} ({fault}) never took effect: {said}")
+            facts.chaos_problems.append(f"fault line {line} ({', '.join(kinds[line])}) never took effect: {said}")
     facts.ops, facts.skipped_because = dict(Counter(outcomes)), dict(skipped)
 
 

@@ -143,6 +143,10 @@ def test_chaos_that_happened_leaves_a_clean_run_true(spark, tmp_path):
     assert a.facts.ops == {"fired": 1, "skipped": 1} and a.facts.chaos_problems == []
     assert verdict(scenario(), a).valid is True
 
+    mixed = clean()  # a mix line: its kill fired, its pause found its broker held; the line took effect
+    mixed.fault("kill", [2], planned_at=5.0).fault("pause", [], outcome="skipped", planned_at=9.0, skipped="held")
+    assert analyze(spark, mixed.write(tmp_path / "mixed")).facts.chaos_problems == []
+
 
 def test_the_share_of_the_plan_counts_late_ops_and_says_why_ops_were_skipped(spark, tmp_path):
     h = clean()
