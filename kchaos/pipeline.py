@@ -23,6 +23,7 @@ from reports import guarantees, render
 from reports import spark as spark_jvm
 from reports.analysis import Analysis, analyze, is_large
 from reports.frames import Readers
+from reports.verdict import verdict
 from workloads.consumer import reader_name
 
 
@@ -143,7 +144,7 @@ def check(scenario: Scenario, run_dir: Path, master: str | None = None,
     say("analyzing the history")
     a = analyze(spark, history, readers_of(scenario))
     say("judging it and writing the report")
-    v = guarantees.verdict(scenario, a)
+    v = verdict(scenario, a)
     t0 = a.series["t0"]
     before = _earlier(run_dir)
     identity = _identity(scenario, run_dir)

@@ -1,10 +1,10 @@
 """Kafka's documented guarantees as data: one rule per anomaly saying whether a scenario's settings permit it, why,
-and the documentation it rests on; and the verdict."""
+and the documentation it rests on (reports.verdict judges a run by them)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from contracts.anomalies import ANOMALIES
 from contracts.faultkinds import FAULT_KINDS
@@ -12,7 +12,6 @@ from contracts.faultlines import MIX, FaultSpec
 from contracts.results import Rule
 from contracts.scenario import Scenario
 from contracts.versions import KIP_101, KIP_966, eligible_leader_replicas, release, replica_fencing, transaction_defense
-from reports.analysis import Analysis
 
 DOCS = "https://kafka.apache.org/documentation/"
 ACKS = DOCS + "#producerconfigs_acks"
@@ -360,61 +359,3 @@ def rules(s: Scenario) -> list[Rule]:
 def allowed(s: Scenario) -> set[str]:
     """The anomalies Kafka's documentation permits under the scenario's settings."""
     return {r.anomaly for r in rules(s) if r.allowed}
-
-
-@dataclass
-class Verdict:
-    """valid (True, False or None for unknown), what was forbidden or allowed and seen, why it is unknown, which
-    expectations were missed, and the known bug found again."""
-
-    valid: bool | None
-    forbidden: dict[str, int]
-    allowed_seen: dict[str, int]
-    missing_expect: list[str]
-    unknown_because: list[str] = field(default_factory=list)
-    known_bug: str = ""
-
-
-def _unknown_because(a: Analysis, loss_allowed: bool) -> list[str]:
-    """What the run could not establish."""
-    unknown = [] if a.metrics["acked"] else ["no send was acknowledged: the workload tested nothing"]
-    if not a.facts.drain_ran:
-        unknown.append("the final drain never ran (run interrupted?); values read without a send row are not judged")
-    elif not a.facts.drain_complete:
-        names = ", ".join(a.facts.partitions_not_drained)
-        unknown.append(f"no complete drain of partition {names}: a value missing there is not proven lost"
-                       + (", and a poll-skip there is judged only between records the drain read"
-                          if a.facts.transactional else ""))
-    unseen = a.counts().get("unseen")
-    if unseen and not loss_allowed:
-        unknown.append(f"{unseen} acknowledged sends neither read nor provably lost: a loss is proven by a complete "
-                       "drain with a replica dump, or by an assign-mode reader past the offset")
-    if a.facts.group_commits == "unknown":
-        unknown.append("the consumer group's committed offsets could not be read")
-    if a.facts.copy_commits == "unknown":
-        unknown.append("the eos-copy group's final committed offsets could not be read, so eos-loss is not judged")
-    if a.facts.copy_behind:
-        unknown.append(f"the eos-copy stage never caught up with the input on partitions {a.facts.copy_behind}: "
-                       "what it did not commit is not judged")
-    if not a.facts.replicas_dumped:
-        unknown.append("no replica dump: a value no reader saw is not proven absent from every replica")
-    return unknown + [f"the chaos did not happen as planned: {p}" for p in a.facts.chaos_problems]
-
-
-def verdict(s: Scenario, a: Analysis) -> Verdict:
-    """false beats unknown beats true; allowed anomalies are counted but never fail a run. On the release a known bug
-    affects, the bug is expected: its anomalies, and no others, are the bug found again."""
-    ok = allowed(s)
-    counts = a.counts()
-    forbidden = {k: n for k, n in counts.items() if n and k not in ok}
-    seen_ok = {k: n for k, n in counts.items() if n and k in ok and k != "unseen"}
-    unknown = _unknown_because(a, "lost-write" in ok) + [
-        f"the scenario exists to provoke {event} and the run showed none" for event in s.provokes
-        if event not in a.facts.observed]
-    missing = [e for e in s.expect if not counts.get(e)]
-    bug = s.bug_expected
-    if bug and not any(forbidden.get(e) for e in bug.shows):
-        missing.append(" or ".join(bug.shows) + f" ({bug.bug})")
-    found = bug.bug if bug and forbidden and set(forbidden) <= set(bug.shows) else ""
-    valid = False if forbidden else (None if unknown else True)
-    return Verdict(valid, forbidden, seen_ok, missing, unknown, found)

@@ -26,7 +26,8 @@ CHECKS = ["tests/unit/test_checker_precision.py", "tests/unit/test_analysis.py",
           "tests/unit/test_eos_checkers.py", "tests/unit/test_oracle.py"]
 PROJECT = {"contracts", "harness", "faults", "workloads", "reports", "kchaos", "bench", "tests"}
 KILLERS = {"reports/checkers.py": [*CHECKS, "tests/unit/test_guarantees.py"],
-           "reports/guarantees.py": ["tests/unit/test_guarantees.py", "tests/unit/test_badges.py", *CHECKS]}
+           "reports/guarantees.py": ["tests/unit/test_guarantees.py", "tests/unit/test_badges.py", *CHECKS],
+           "reports/verdict.py": ["tests/unit/test_guarantees.py", "tests/unit/test_badges.py", *CHECKS]}
 
 
 def _copy() -> Path:

@@ -13,7 +13,7 @@ class Mutation(NamedTuple):
     what: str
 
 
-C, G = "reports/checkers.py", "reports/guarantees.py"
+C, G, V = "reports/checkers.py", "reports/guarantees.py", "reports/verdict.py"
 MUTATIONS = [
     # the checkers
     Mutation(C, '(F.col("offset") <= F.col("covered_to"))', '(F.col("offset") < F.col("covered_to"))',
@@ -112,13 +112,13 @@ MUTATIONS = [
              'f"a truncated log', "torn-transaction: forbidden under truncation"),
     Mutation(G, 'return Rule("inconsistent-offset", True,', 'return Rule("inconsistent-offset", False,',
              "inconsistent-offset: forbidden under truncation"),
-    Mutation(G, 'valid = False if forbidden else (None if unknown else True)',
+    Mutation(V, 'valid = False if forbidden else (None if unknown else True)',
              'valid = False if forbidden else True', "verdict: unknown never reached"),
-    Mutation(G, 'found = bug.bug if bug and forbidden and set(forbidden) <= set(bug.shows) else ""',
+    Mutation(V, 'found = bug.bug if bug and forbidden and set(forbidden) <= set(bug.shows) else ""',
              'found = bug.bug if bug and forbidden else ""', "known bug: any violation counts as the bug"),
-    Mutation(G, 'if bug and not any(forbidden.get(e) for e in bug.shows):', 'if not bug:',
+    Mutation(V, 'if bug and not any(forbidden.get(e) for e in bug.shows):', 'if not bug:',
              "known bug: not reproducing it is no miss"),
-    Mutation(G, 'forbidden = {k: n for k, n in counts.items() if n and k not in ok}',
+    Mutation(V, 'forbidden = {k: n for k, n in counts.items() if n and k not in ok}',
              'forbidden = {k: n for k, n in counts.items() if n and k in ok}',
              "verdict: allowed and forbidden swapped"),
 ]

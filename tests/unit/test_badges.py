@@ -11,7 +11,7 @@ import pytest
 from contracts.results import Badge, Durations, RunResult, expectation
 from kchaos.catalog import catalog, load, validate
 from kchaos.exits import exit_code
-from reports.guarantees import verdict
+from reports.verdict import verdict
 from tests.unit.test_guarantees import analysis
 
 BUG = {"bug": "KAFKA-7128", "link": "https://issues.apache.org/jira/browse/KAFKA-7128", "affected": "2.0.0",

@@ -9,7 +9,8 @@ from contracts.results import plan_share
 from contracts.scenario import Scenario
 from kchaos.catalog import validate
 from reports.analysis import Analysis, Anomaly, Facts, analyze
-from reports.guarantees import LIBRDKAFKA_TIMEOUTS, allowed, rules, verdict
+from reports.guarantees import LIBRDKAFKA_TIMEOUTS, allowed, rules
+from reports.verdict import verdict
 from tests.histories import clean
 
 SAFE = {"name": "s", "producer": {"acks": "all", "idempotence": True},
