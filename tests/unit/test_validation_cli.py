@@ -11,7 +11,13 @@ import pytest
 
 from contracts.versions import SUPPORTED_VERSIONS
 from harness import jars
-from harness.broker_config import CONSUMER_GROUP_TIMING, ClusterSpec, broker_defaults, broker_properties
+from harness.broker_config import (
+    CONSUMER_GROUP_TIMING,
+    ClusterSpec,
+    broker_defaults,
+    broker_properties,
+    harness_settings,
+)
 from kchaos import cli, commands
 from kchaos.catalog import catalog, load
 
@@ -187,3 +193,12 @@ def test_every_option_and_argument_of_every_command_has_help_text():
     commands = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
     silent = [f"{name} {a.dest}" for name, p in commands.items() for a in p._actions if not a.help]
     assert silent == []
+
+
+def test_results_name_the_broker_settings_the_harness_added_and_not_those_the_scenario_set():
+    kraft = harness_settings(ClusterSpec("4.3.1", metadata="kraft", config={"replica.lag.time.max.ms": "60000"}))
+    assert kraft["broker.session.timeout.ms"] == "6000" and kraft["group.consumer.session.timeout.ms"] == "10000"
+    assert "replica.lag.time.max.ms" not in kraft and "log.dirs" not in kraft  # the scenario's own; a path
+    old = harness_settings(ClusterSpec("2.0.0", metadata="zookeeper"))
+    assert old["zookeeper.session.timeout.ms"] == "6000" and not set(CONSUMER_GROUP_TIMING) & old.keys()
+    assert old["replica.lag.time.max.ms"] == broker_defaults(3)["replica.lag.time.max.ms"]
