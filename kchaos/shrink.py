@@ -10,8 +10,8 @@ import yaml
 
 from contracts.errors import UsageError
 from contracts.results import RunResult
-from contracts.scenario import FaultSpec, Scenario
-from faults.plan import PlannedOp
+from contracts.scenario import Scenario
+from faults.plan import PlannedOp, op_spec
 
 Runner = Callable[[Scenario, list[PlannedOp]], RunResult]
 
@@ -57,9 +57,9 @@ def as_scenario(scenario: Scenario, ops: list[PlannedOp]) -> dict:
     """The scenario with one fault line per kept op, each firing once at its time: a file to attach to a report."""
     raw = scenario.model_dump(mode="json", by_alias=True, exclude_defaults=True)
     lines = []
-    for op in ops:
-        line: FaultSpec = scenario.faults[op.index]
-        spec = line.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    for op in ops:  # a mix's op becomes a line of the kind and target it drew
+        spec = op_spec(scenario.faults[op.index], op).model_dump(mode="json", by_alias=True, exclude_defaults=True)
+        spec.pop("kinds", None)
         lines.append(spec | {"after": op.at, "for": op.hold, "every": scenario.duration, "jitter": 0})
     return raw | {"name": f"{scenario.name}-shrunk", "faults": lines}
 
