@@ -8,6 +8,7 @@ import json
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -92,17 +93,31 @@ def pace_problems(s: Scenario) -> list[str]:
 
 def _mix_pace(s: Scenario) -> list[str]:
     """A mix line whose ops, each busy as long as the kind the seed drew for it, would leave planned ops unfired."""
-    out = []
+    out, planned, busy = [], plan(s.faults, s.duration, s.seed), _busy_s(s)
     for i, f in enumerate(s.faults):
-        ops, start, missed = [o for o in plan(s.faults, s.duration, s.seed) if o.index == i], -math.inf, 0
+        if f.fault != MIX:
+            continue
+        ops, start, missed = [o for o in planned if o.index == i], -math.inf, 0
         for op in ops:
-            start = max(op.at, start + _busy(FAULT_KINDS[op.fault], f.for_, s)[0])
+            start = max(op.at, start + busy(op.fault, f.for_))
             missed += start + min(f.for_, s.duration) > s.duration
-        if f.fault == MIX and missed:
+        if missed:
             out.append(f"faults.{i}: the kinds this mix drew for seed {s.seed} keep its line busy longer than "
                        f"every={f.every:g} s, so {missed} of its {len(ops)} ops would not fire before the run ends; "
                        "raise every or drop the slowest kinds")
     return out
+
+
+def _busy_s(s: Scenario) -> Callable[[str, float], float]:
+    """How long an op of a kind and hold keeps its line busy in this scenario, each figure read from this machine's
+    measured restarts once, not once per op."""
+    known: dict[tuple[str, float], float] = {}
+
+    def busy(kind: str, hold: float) -> float:
+        if (kind, hold) not in known:
+            known[kind, hold] = _busy(FAULT_KINDS[kind], hold, s)[0]
+        return known[kind, hold]
+    return busy
 
 
 def _busy(kind: FaultKind, hold: float, s: Scenario) -> tuple[float, FaultKind, float, bool]:
@@ -115,16 +130,16 @@ def contention(s: Scenario) -> list[str]:
     """Warnings for fault lines whose planned ops will often find their brokers held by another line's op, and be
     skipped: each op counts the chance that an op of another line, busy at its planned moment, holds a broker it
     picks."""
-    ops = [(o, op_spec(s.faults[o.index], o)) for o in plan(s.faults, s.duration, s.seed)
-           if FAULT_KINDS[o.fault].aims in ("brokers", "itself")]
+    busy = _busy_s(s)
+    ops = [(o, spec, o.at + busy(o.fault, spec.for_)) for o in plan(s.faults, s.duration, s.seed)
+           if FAULT_KINDS[o.fault].aims in ("brokers", "itself") for spec in [op_spec(s.faults[o.index], o)]]
     skipped: dict[tuple[int, int], float] = {}
-    for op, spec in ops:
-        for other, held in ops:
-            if other.index != op.index and other.at <= op.at < other.at + _busy(FAULT_KINDS[other.fault], held.for_,
-                                                                                s)[0]:
+    for op, spec, _ in ops:
+        for other, held, until in ops:
+            if other.index != op.index and other.at <= op.at < until:
                 key = (op.index, other.index)
                 skipped[key] = skipped.get(key, 0.0) + _meet(spec, held, s)
-    planned = Counter(o.index for o, _ in ops)
+    planned = Counter(o.index for o, _, _ in ops)
     return [f"faults.{i}: about {n:.0f} of its {planned[i]} {s.faults[i].fault} ops would find their brokers held "
             f"by faults.{j} ({s.faults[j].fault}) and be skipped; space the lines out or aim them apart"
             for (i, j), n in sorted(skipped.items()) if n >= 1]

@@ -57,17 +57,12 @@ def column(r: RunResult) -> str:
     return target_label(r.kafka, (r.settings.get("kafka") or {}).get("metadata"))
 
 
-def row(r: RunResult) -> str:
-    """A run's row: both versions of a regression share one, since the column says the version."""
-    return r.row_name
-
-
 def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list[RunResult]]]]:
     """(versions newest first, each in its metadata modes; scenario -> version -> its runs)."""
     versions = sorted({column(r) for r in results}, key=lambda v: (release(v.partition(":")[0]), v), reverse=True)
     grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
-        grid[row(r)][column(r)].append(r)
+        grid[r.row_name][column(r)].append(r)  # both versions of a regression share a row
     return versions, dict(sorted(grid.items()))
 
 
