@@ -18,7 +18,7 @@ from pathlib import Path
 from contracts.results import RunResult
 from harness.engine import ensure_engine
 from kchaos.catalog import catalog, load, override
-from kchaos.pipeline import run_and_check
+from runloop.check import run_and_check
 
 MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-restart", "controller-failover",
              "zombie-leader-acks-all", "isr-shrink-paused-follower", "consumer-group-rebalance",

@@ -6,10 +6,8 @@ One writer serves every table; the tables, their columns and the event kinds her
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +18,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
+
+from contracts import signals
 
 # Table -> ordered (column, type). Types: int (64-bit), str, bool.
 TABLES: dict[str, list[tuple[str, str]]] = {
@@ -211,27 +211,8 @@ class HistoryWriter:
         for f in self._files.values():
             f.close()
         if compact:
-            with signals_deferred():
+            with signals.deferred():
                 compact_dir(self.dir)
-
-
-@contextlib.contextmanager
-def signals_deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM until the block ends, then act on the first that came: a compaction cut in half
-    leaves JSON Lines beside a Parquet file that already holds some of them. Outside the main thread signals cannot
-    be caught, and the block runs as it is."""
-    came: list[int] = []
-    old: dict[int, object] = {}
-    with contextlib.suppress(ValueError):  # not the main thread
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            old[sig] = signal.signal(sig, lambda signum, _frame: came.append(signum))
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-        if came:
-            signal.raise_signal(came[0])
 
 
 def row_format(table: str, fixed: dict[str, object]) -> bytes:

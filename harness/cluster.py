@@ -6,7 +6,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import itertools
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterable
@@ -15,7 +14,7 @@ from pathlib import Path
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.network import Network
 
-from contracts import measured
+from contracts import measured, signals
 from contracts.errors import ClusterError
 from harness import images, labels, lazydisk, netdelay, watchdog
 from harness.broker_config import ZK_PORT, ZOOKEEPER_PROPERTIES, ClusterSpec, broker_properties, cluster_id, free_port
@@ -44,7 +43,7 @@ class Cluster:
         self.zookeeper: KafkaNode | None = None
         self.firewall = Firewall(lambda: self.nodes, lambda: self.zookeeper)
         self.metadata = Metadata(spec, lambda: self.nodes, self.firewall)
-        self._old_handlers: dict[int, object] = {}
+        self._signals = contextlib.ExitStack()  # the signal policy while the cluster is up
         self._watchdog: subprocess.Popen | None = None
         self._power_cut: set[int] = set()  # brokers that lost power and have not been started since
         # calls that create something in the engine run here, so a signal interrupts the wait, never the call
@@ -52,7 +51,7 @@ class Cluster:
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def __enter__(self) -> Cluster:
-        self._install_signal_handlers()
+        self._signals.enter_context(signals.handled(unless_caller=True))
         try:
             self.start()
         except BaseException as exc:
@@ -160,26 +159,9 @@ class Cluster:
                 self._watchdog.kill()
                 self._watchdog.wait()
                 self._watchdog = None
-            self._restore_signal_handlers()
+            self._signals.close()
         if errors:
             raise errors[0]
-
-    def _install_signal_handlers(self) -> None:
-        def raise_exit(signum, _frame):
-            raise SystemExit(128 + signum)
-
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            if signal.getsignal(sig) is not signal.SIG_DFL:  # the caller handles it (the CLI does)
-                continue
-            try:
-                self._old_handlers[sig] = signal.signal(sig, raise_exit)
-            except ValueError:  # not the main thread
-                return
-
-    def _restore_signal_handlers(self) -> None:
-        for sig, handler in self._old_handlers.items():
-            signal.signal(sig, handler)
-        self._old_handlers.clear()
 
     # -- nodes -------------------------------------------------------------------------------------------
     def _all_nodes(self) -> list[KafkaNode]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
-from contracts import provenance
+from contracts import provenance, signals
 from contracts.errors import UNKNOWN_EXIT, ChaosError
 from contracts.results import expectation
 from contracts.versions import DEFAULT_VERSION, SUPPORTED_VERSIONS
@@ -161,7 +161,7 @@ def housekeeping(sub) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    with exits.signals_handled():
+    with signals.handled():
         return _dispatch(args)
 
 
@@ -182,7 +182,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return exits.interrupted()
     except (Exception, SystemExit) as exc:  # a signal to the group also ends the Spark JVM and clients
-        if exits.SIGNALLED:
+        if signals.SIGNALLED:
             return exits.interrupted()
         if isinstance(exc, ChaosError):
             error_line(str(exc))

@@ -29,11 +29,11 @@ from kchaos.catalog import (
 from kchaos.console import Progress, out, say, say_result, show_available, show_plans, summary
 from kchaos.exits import exit_code
 from kchaos.matrix import column_elsewhere, merged, parse_shard, shard
-from kchaos.pipeline import check, run_and_check
 from kchaos.shrink import shrink
 from reports import class_archive
 from reports.history_text import TIMED, lines
 from reports.render import step_summary, write_junit
+from runloop.check import check, run_and_check
 
 
 def run_many(scenarios: list[Scenario], root: Path, suite: str, ops=None,

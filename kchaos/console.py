@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from rich.console import Console
 from rich.live import Live
@@ -21,22 +20,11 @@ from contracts.scenario import Scenario
 from contracts.versions import METADATA_MODES, default_metadata, java_for, metadata_problem
 from faults.plan import plan
 from kchaos.catalog import contention
+from runloop.progress import Tick
 
 console = Console(stderr=True)
 out = Console(width=None if sys.stdout.isatty() else 160)  # CI logs: wide enough for the summary
 PLAIN_EVERY_S = 10.0  # a plain progress line at least this often while a phase goes on
-
-
-@dataclass
-class Tick:
-    """What the progress display shows."""
-
-    phase: str
-    elapsed: float = 0.0
-    remaining: float = 0.0
-    acked: int = 0
-    errors: int = 0
-    faults: str = ""
 
 
 COLORS = {Badge.PASS: "green", Badge.EXPECTED_ANOMALY: "blue", Badge.KNOWN_BUG: "magenta", Badge.FAIL: "red",

@@ -1,50 +1,24 @@
-"""How a command ends: its exit code from its runs' badges, and on a signal: SIGINT and SIGTERM raise in the main
-thread, the command's cleanup runs, and the shell's code for the signal is the exit status."""
+"""How a command ends: its exit code from its runs' badges, or on a signal (contracts.signals raised it in the main
+thread and the cleanup ran) the shell's code for the signal."""
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import gc
 import os
 import signal
 import sys
-from collections.abc import Iterator
 from typing import NoReturn
 
+from contracts import signals
 from contracts.errors import UNKNOWN_EXIT, ClusterError
 from contracts.results import RunResult
 from kchaos.console import console
 
-SIGNALLED: list[int] = []  # the signal that is ending this command, if one is
-
-
-def _terminate(signum: int, _frame) -> None:
-    """SIGTERM (what `timeout` and CI cancellations send to the process group) ends the command like Ctrl-C."""
-    SIGNALLED.append(signum)
-    raise SystemExit(128 + signum)
-
-
-def _interrupt(signum: int, _frame) -> None:
-    SIGNALLED.append(signum)
-    raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def signals_handled() -> Iterator[None]:
-    """SIGINT raises KeyboardInterrupt and SIGTERM SystemExit inside the block; the old handlers come back after."""
-    handlers = {sig: signal.signal(sig, fn) for sig, fn in ((signal.SIGTERM, _terminate),
-                                                             (signal.SIGINT, _interrupt))}
-    try:
-        yield
-    finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
-
 
 def interrupted() -> int:
     """Say so and give the shell's code for the signal (130 for SIGINT, 143 for SIGTERM)."""
-    signum = SIGNALLED[0] if SIGNALLED else signal.SIGINT
+    signum = signals.SIGNALLED[0] if signals.SIGNALLED else signal.SIGINT
     console.print(f"{signal.Signals(signum).name}: stopped; containers removed, history kept", style="yellow",
                   markup=False)
     return 128 + signum
@@ -55,7 +29,7 @@ def leave(code: int) -> NoReturn:
     signal cut short (the Spark warm-up waiting on its JVM, a client library's) can abort the interpreter's
     shutdown with SIGABRT, and by then the containers are removed and the history is closed. Otherwise every object
     is frozen first: the interpreter's last garbage collection would walk all of them for nothing."""
-    if SIGNALLED:
+    if signals.SIGNALLED:
         atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()

@@ -13,7 +13,7 @@ from harness.cluster import Cluster
 from harness.engine import ensure_engine
 from harness.images import ensure_kafka_image
 from kchaos.catalog import expand, load
-from kchaos.pipeline import Outcome, run_and_check
+from runloop.check import Outcome, run_and_check
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 
 from faults.plan import plan
 from kchaos.catalog import expand
-from kchaos.pipeline import run_and_check
+from runloop.check import run_and_check
 
 SCENARIO = {
     "name": "two-lines", "duration": "20s", "seed": 3,

@@ -8,7 +8,7 @@ import pytest
 
 from contracts.results import Badge
 from kchaos.catalog import catalog, load
-from kchaos.pipeline import run_and_check
+from runloop.check import run_and_check
 
 pytestmark = pytest.mark.slow  # make test-all only: each known bug on its affected and fixed releases
 

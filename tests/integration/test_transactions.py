@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from kchaos.catalog import expand
-from kchaos.pipeline import check, run_and_check
+from runloop.check import check, run_and_check
 
 SCENARIO = {
     "name": "txn-short", "duration": "25s", "seed": 5,

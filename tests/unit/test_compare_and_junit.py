@@ -9,14 +9,15 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from contracts import signals
 from contracts.errors import ClusterError, UsageError
 from contracts.results import VERDICTS, Durations, Metrics, RunResult
-from kchaos import exits, pipeline
 from kchaos.catalog import validate
 from kchaos.matrix import column_elsewhere, merged, parse_shard, shard
 from reports.compare import write_compare
 from reports.guarantees import rules
 from reports.render import write_junit
+from runloop import check as pipeline
 
 RULES = rules(validate({"name": "r"}, "test"))
 
@@ -106,12 +107,12 @@ def test_cases_of_several_seeds_and_versions_have_distinct_names(tmp_path):
 
 
 def test_a_run_the_harness_could_not_complete_is_an_error_and_the_suite_goes_on(tmp_path, monkeypatch):
-    def broker_never_up(scenario, run_dir, on_tick, ops):
-        run_dir.mkdir(parents=True)
+    def broker_never_up(run):
+        run.run_dir.mkdir(parents=True)
         raise ClusterError("kafka-2 did not start within 90s")
 
     monkeypatch.setattr(pipeline, "warm_spark", lambda master: None)
-    monkeypatch.setattr(pipeline, "execute", broker_never_up)
+    monkeypatch.setattr(pipeline.ChaosRun, "execute", broker_never_up)
     scenario = validate({"name": "e", "kafka": {"version": "3.9.2"}}, "test")
     with pytest.raises(ClusterError):
         pipeline.run_and_check(scenario, tmp_path / "raised")
@@ -131,13 +132,13 @@ def test_a_run_the_harness_could_not_complete_is_an_error_and_the_suite_goes_on(
 
 def test_an_error_raised_while_a_signal_ends_the_run_ends_the_suite_too(tmp_path, monkeypatch):
     # SIGTERM raised SystemExit; the run's cleanup then failed (its directory was gone), and that error replaced it
-    def cleanup_failed_after_sigterm(scenario, run_dir, on_tick, ops):
-        exits.SIGNALLED.append(signal.SIGTERM)
-        raise FileNotFoundError(f"{run_dir}/.run.json.tmp")
+    def cleanup_failed_after_sigterm(run):
+        signals.SIGNALLED.append(signal.SIGTERM)
+        raise FileNotFoundError(f"{run.run_dir}/.run.json.tmp")
 
-    monkeypatch.setattr(exits, "SIGNALLED", [])
+    monkeypatch.setattr(signals, "SIGNALLED", [])
     monkeypatch.setattr(pipeline, "warm_spark", lambda master: None)
-    monkeypatch.setattr(pipeline, "execute", cleanup_failed_after_sigterm)
+    monkeypatch.setattr(pipeline.ChaosRun, "execute", cleanup_failed_after_sigterm)
     scenario = validate({"name": "e", "kafka": {"version": "3.9.2"}}, "test")
     with pytest.raises(FileNotFoundError):
         pipeline.run_and_check(scenario, tmp_path / "runs", keep_going=True)

@@ -13,7 +13,7 @@ from reports.checkers import CHECKERS
 from reports.guarantees import RULES
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("contracts", "harness", "faults", "workloads", "reports", "kchaos", "bench")
+PACKAGES = ("contracts", "harness", "faults", "workloads", "reports", "runloop", "kchaos", "bench")
 
 
 def test_design_md_defines_each_anomaly_as_contracts_anomalies_does():
@@ -66,3 +66,10 @@ def test_no_module_but_the_traits_table_and_the_ops_names_fault_kinds():
 
 def test_every_fault_kind_has_one_op():
     assert set(OPS) == set(FAULT_KINDS)
+
+
+def test_only_contracts_signals_sets_a_signal_handler():
+    setters = {str(path) for path, tree in sources() for node in ast.walk(tree)
+               if isinstance(node, ast.Attribute) and node.attr == "signal"
+               and isinstance(node.value, ast.Name) and node.value.id == "signal"}
+    assert setters == {"contracts/signals.py"}

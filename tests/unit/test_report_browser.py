@@ -13,8 +13,8 @@ from playwright.sync_api import sync_playwright
 
 from contracts.history import Event
 from harness.apt import apt_install
-from kchaos import pipeline
 from kchaos.catalog import validate
+from runloop import check as pipeline
 from tests.histories import clean
 from tests.unit.test_compare_and_junit import placed, result
 

@@ -8,6 +8,7 @@ import docker
 import pytest
 import requests
 
+from contracts import signals
 from harness import node as node_module
 from harness.cluster import Cluster, ClusterSpec
 from harness.node import KafkaNode
@@ -89,14 +90,14 @@ def test_a_failed_start_keeps_its_error_when_teardown_fails_too(monkeypatch):
         with pytest.raises(TimeoutError, match="did not register") as failure, cluster:
             pass
     finally:
-        cluster._restore_signal_handlers()  # the broken stop skipped it
+        cluster._signals.close()  # the broken stop skipped it
     assert failure.value.__notes__ == ["teardown also failed: RuntimeError: engine went away"]
 
 
 def test_signal_handlers_are_restored_when_the_engine_cannot_be_asked_what_is_left(monkeypatch):
     before = signal.getsignal(signal.SIGTERM)
     cluster = Cluster(ClusterSpec(brokers=3))
-    cluster._install_signal_handlers()
+    cluster._signals.enter_context(signals.handled(unless_caller=True))
     assert signal.getsignal(signal.SIGTERM) is not before
 
     def unreachable(_run_id: str) -> None:

@@ -1,4 +1,4 @@
-"""From a scenario to a verdict: run it, analyze its history, judge it, write its reports."""
+"""The check after a run, and a run with its check: analyze the history with Spark, judge it, write its reports."""
 
 from __future__ import annotations
 
@@ -12,18 +12,19 @@ from pathlib import Path
 import confluent_kafka
 from pyspark.sql import SparkSession
 
+from contracts import signals
 from contracts.errors import EngineError, ImageError, UsageError
 from contracts.results import Client, Durations, Metrics, RunResult, Span
 from contracts.scenario import Scenario, copy_topic
 from harness.broker_config import ClusterSpec, harness_settings
-from kchaos import exits
-from kchaos.console import Tick
-from kchaos.run import RunInfo, execute, run_dir_for
 from reports import guarantees, render
 from reports import spark as spark_jvm
 from reports.analysis import Analysis, analyze, is_large
 from reports.frames import Readers
 from reports.verdict import verdict
+from runloop.info import RunInfo, run_dir_for
+from runloop.progress import Tick
+from runloop.run import ChaosRun
 from workloads.consumer import reader_name
 
 
@@ -191,9 +192,9 @@ def run_and_check(scenario: Scenario, root: Path, on_tick=lambda t: None, ops=No
         on_tick(t)
 
     try:
-        execute(scenario, run_dir, tick, ops)
+        ChaosRun(scenario, run_dir, tick, ops).execute()
     except Exception as exc:
-        if not keep_going or exits.SIGNALLED or isinstance(exc, UsageError | EngineError | ImageError):
+        if not keep_going or signals.SIGNALLED or isinstance(exc, UsageError | EngineError | ImageError):
             raise
         run_dir.mkdir(parents=True, exist_ok=True)  # the error may have come before the run wrote anything
         result = harness_error(scenario, run_dir, exc, round(time.monotonic() - started, 1))
