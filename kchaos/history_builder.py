@@ -42,15 +42,14 @@ class HistoryBuilder:
         return self
 
     def send(self, producer: int, seq: int, partition: int, offset: int | None = None, outcome: str = "ok",
-             error: str | None = None, took_ns: int = 5 * MS, key: str | None = None,
-             txn: int = NO_TXN) -> HistoryBuilder:
+             error: str | None = None, took_ns: int = 5 * MS, txn: int = NO_TXN) -> HistoryBuilder:
         """One send and how it ended: ok (acked at `offset`, or NO_OFFSET), fail (never written) or info (unknown),
         the last two without an offset; `txn`: the producer's transaction it was sent in."""
         _check_offset(producer, seq, outcome, offset)
         if any(r["producer"] == producer and r["seq"] == seq for r in self.rows.get("sends", [])):
             warnings.warn(f"a second send row for producer {producer} seq {seq}: each value is sent once "
                           "(docs/history-format.md), so the analyzer takes this as a producer bug", stacklevel=2)
-        return self._add("sends", {"producer": producer, "seq": seq, "key": key, "topic": self.topic,
+        return self._add("sends", {"producer": producer, "seq": seq, "key": None, "topic": self.topic,
                                    "partition": partition, "t_invoke": self.t, "t_complete": self.t + took_ns,
                                    "outcome": outcome, "error": None if outcome == "ok" else error,
                                    "offset": NO_OFFSET if offset is None else offset, "txn": txn})

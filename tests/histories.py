@@ -12,8 +12,8 @@ class History(HistoryBuilder):
     """The public builder, with the tests' default error for a send that did not end ok."""
 
     def send(self, producer: int, seq: int, partition: int, offset: int | None = None, outcome: str = "ok",
-             error: str = "X", took_ns: int = 5_000_000, key: str | None = None, txn: int = -1) -> History:
-        super().send(producer, seq, partition, offset, outcome, error, took_ns, key, txn)
+             error: str = "X", took_ns: int = 5_000_000, txn: int = -1) -> History:
+        super().send(producer, seq, partition, offset, outcome, error, took_ns, txn)
         return self
 
 

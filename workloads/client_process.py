@@ -9,6 +9,7 @@ import multiprocessing as mp
 import os
 import signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Self
 
@@ -44,18 +45,33 @@ Client = ProducerClient | TxnProducerClient | ConsumerClient | CopierClient
 TRIM_S = 10.0  # how often a child hands what a burst freed back to the kernel (workloads.malloc.trim_malloc)
 
 
-def _client(kind: Kind, cid: int, incarnation: int, spec_json: str, topics: tuple[str, ...], partitions: int,
-            bootstrap: str, history: HistoryWriter) -> Client:
+@dataclass(frozen=True)
+class Launch:
+    """What a child needs to start its client: which one, its settings as JSON, where it writes or reads, and how
+    long it may take to stop."""
+
+    kind: Kind
+    cid: int
+    spec_json: str
+    topics: tuple[str, ...]  # what it writes or reads (a copier reads the first, copying to its output topic)
+    partitions: int
+    bootstrap: str
+    history_dir: str
+    join_s: float
+
+
+def _client(launch: Launch, incarnation: int, history: HistoryWriter) -> Client:
     """The client of one incarnation of a client process."""
-    first = incarnation * NUMBERING_STRIDE
-    if kind == "copier":
-        return CopierClient(cid, CopierSpec.model_validate_json(spec_json), topics[0], bootstrap, history, first)
-    if kind == "producer":
-        spec = ProducerSpec.model_validate_json(spec_json)
-        if spec.transactional:
-            return TxnProducerClient(cid, spec, topics, partitions, bootstrap, history, first)
-        return ProducerClient(cid, spec, topics[0], bootstrap, history, first)
-    return ConsumerClient(cid, ConsumerSpec.model_validate_json(spec_json), topics, partitions, bootstrap, history)
+    first, spec, cid = incarnation * NUMBERING_STRIDE, launch.spec_json, launch.cid
+    topics, parts, boot = launch.topics, launch.partitions, launch.bootstrap
+    if launch.kind == "copier":
+        return CopierClient(cid, CopierSpec.model_validate_json(spec), topics[0], boot, history, first)
+    if launch.kind == "producer":
+        producer = ProducerSpec.model_validate_json(spec)
+        if producer.transactional:
+            return TxnProducerClient(cid, producer, topics, parts, boot, history, first)
+        return ProducerClient(cid, producer, topics[0], boot, history, first)
+    return ConsumerClient(cid, ConsumerSpec.model_validate_json(spec), topics, parts, boot, history)
 
 
 def _join_s(spec: ProducerSpec | ConsumerSpec | CopierSpec) -> float:
@@ -76,15 +92,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topics: tuple[str, ...], partitions: int,
-           bootstrap: str, history_dir: str, join_s: float, runner: int, flags, counts) -> None:
+def _serve(launch: Launch, incarnation: int, runner: int, flags, counts) -> None:
     """The child: one client writing its own history part until the runner says stop (or dies). Its parent is the
     fork server, which lives on after a killed runner (every child holds the write end of its liveness pipe)."""
     bound_malloc_arenas()
     gc.freeze()  # what the fork server preloaded (confluent-kafka, pyarrow, pydantic) is never garbage
     gc.set_threshold(*GC_THRESHOLD)
-    history = HistoryWriter(Path(history_dir), flush_s=FLUSH_S[kind], part=f"{kind}-{cid}-{incarnation}")
-    client = _client(kind, cid, incarnation, spec_json, topics, partitions, bootstrap, history).start()
+    name = f"{launch.kind}-{launch.cid}"
+    history = HistoryWriter(Path(launch.history_dir), flush_s=FLUSH_S[launch.kind], part=f"{name}-{incarnation}")
+    client = _client(launch, incarnation, history).start()
     trim_at = time.monotonic() + TRIM_S
     while not flags[STOP] and _alive(runner):
         if time.monotonic() >= trim_at:
@@ -93,15 +109,15 @@ def _serve(kind: Kind, cid: int, incarnation: int, spec_json: str, topics: tuple
         flags[READY] = client.positioned.is_set()
         counts[:] = [getattr(client, "acked", 0), getattr(client, "errors", 0)]
         if hung := client.watch.hung():  # as an application's liveness check would: end it, to be restarted
-            history.event(f"{kind}-{cid}", Event.HUNG, detail=hung)
+            history.event(name, Event.HUNG, detail=hung)
             history.close(compact=False)
             os._exit(HUNG_EXIT)
         if not client.thread.is_alive():
-            history.event(f"{kind}-{cid}", Event.STOPPED, detail=f"its thread ended: {client.died or 'returned'}")
+            history.event(name, Event.STOPPED, detail=f"its thread ended: {client.died or 'returned'}")
             break
         time.sleep(POLL_S)
     client.stop()
-    client.join(join_s)
+    client.join(launch.join_s)
     counts[:] = [getattr(client, "acked", 0), getattr(client, "errors", 0)]
     history.close(compact=False)
 
@@ -114,7 +130,8 @@ class ClientProcess:
         """`topics`: what it writes or reads (a copier reads the first, copying to its output topic)."""
         self.kind, self.cid = kind, cid
         self.join_s = _join_s(spec)
-        self._args = (spec.model_dump_json(), topics, partitions, bootstrap, str(history_dir), self.join_s)
+        self._launch = Launch(kind, cid, spec.model_dump_json(), topics, partitions, bootstrap, str(history_dir),
+                              self.join_s)
         self.incarnation = -1
         self._proc: mp.Process | None = None
         self._flags = CTX.Array("b", 2, lock=False)
@@ -149,8 +166,8 @@ class ClientProcess:
         self.incarnation += 1
         self._flags = CTX.Array("b", 2, lock=False)  # stop, ready: plain shared bytes, no lock to wait on
         self._proc = CTX.Process(target=_serve, name=self.name,
-                                 args=(self.kind, self.cid, self.incarnation, *self._args, os.getpid(),
-                                       self._flags, self._counts), daemon=True)
+                                 args=(self._launch, self.incarnation, os.getpid(), self._flags, self._counts),
+                                 daemon=True)
         self._proc.start()
         return self
 

@@ -11,7 +11,7 @@ import pytest
 
 from contracts.history import HistoryWriter, read_jsonl
 from contracts.scenario import CopierSpec, ProducerSpec
-from workloads.client_process import NUMBERING_STRIDE, ClientProcess, _client
+from workloads.client_process import NUMBERING_STRIDE, ClientProcess, Launch, _client
 from workloads.worker import HUNG_S, CallWatch
 
 NOWHERE = "127.0.0.1:1"  # loopback, nothing listens
@@ -68,7 +68,7 @@ def test_a_restarted_client_process_never_reuses_a_seq_of_the_one_it_replaced(tm
                                         ("copier", CopierSpec())])
 def test_each_incarnation_numbers_its_transactions_from_a_range_of_its_own(tmp_path, kind, spec):
     history = HistoryWriter(tmp_path)
-    client = _client(kind, 0, 2, spec.model_dump_json(), ("t",), 1, NOWHERE, history)
+    client = _client(Launch(kind, 0, spec.model_dump_json(), ("t",), 1, NOWHERE, str(tmp_path), 30.0), 2, history)
     assert client.txn == 2 * NUMBERING_STRIDE and getattr(client, "seq", client.txn) == client.txn
 
 
