@@ -16,6 +16,14 @@ class Kind:
     definition: str
     transactional: bool = False  # only a run with transactions or an eos-copy stage can show it
 
+    def counted(self, n: int) -> str:
+        """'3 values written twice', '1 value written twice': the phrase's first plural noun agrees with n."""
+        if n == 1:
+            words = self.phrase.split(" ")
+            first = next(i for i, w in enumerate(words) if w.endswith("s"))
+            return " ".join(["1", *words[:first], words[first][:-1], *words[first + 1:]])
+        return f"{n:,} {self.phrase}"
+
 
 KINDS = (
     Kind('lost-write', 'acknowledged writes lost',

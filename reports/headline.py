@@ -32,7 +32,7 @@ def _anomaly(r: RunResult, name: str, faults: list[dict]) -> str:
     if name == "lost-write" and acked:
         text = f"Lost {n:,} of {acked:,} acknowledged writes ({100 * n / acked:.1f}%)"
     else:
-        text = f"{n:,} {BY_NAME[name].phrase}"
+        text = BY_NAME[name].counted(n)
     span = r.spans.get(name)
     if span is not None:
         where = f"partition {span.partitions[0]}" if len(span.partitions) == 1 else f"{len(span.partitions)} partitions"

@@ -71,7 +71,7 @@ def test_junit_fails_on_fail_and_on_unknown_or_not_provoked_unless_allowed_and_s
     root = ET.parse(path).getroot()
     assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("4", "3", "0")  # unknown fails
     failed = {c.get("name"): c.find("failure") for c in root if c.find("failure") is not None}
-    assert failed["b[4.3.1, seed 1]"].get("message") == "1 acknowledged writes lost; forbidden."
+    assert failed["b[4.3.1, seed 1]"].get("message") == "1 acknowledged write lost; forbidden."
     body = failed["b[4.3.1, seed 1]"].text.splitlines()
     assert body[0] == "FAIL: Kafka broke a guarantee that the settings and the version promise"
     assert body[1].startswith("lost-write is forbidden here: acks=all with min.insync.replicas>=2")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from contracts.anomalies import ANOMALIES
+from contracts.anomalies import ANOMALIES, KINDS
 from contracts.results import Facts, Metrics, RunResult, Span
 from kchaos.catalog import catalog, load, validate
 from reports.guarantees import rules
@@ -69,3 +69,12 @@ def test_no_headline_runs_past_30_words_whatever_the_anomaly_span_faults_and_pla
                              "ends with a very long Java stack trace of forty frames and more " * 3))
     long = [(len(headline(r, faults)[0].split()), headline(r, faults)[0]) for r in results]
     assert max(long)[0] <= WORDS, max(long)
+
+
+def test_a_count_of_one_reads_in_the_singular_for_every_anomaly():
+    said = {k.name: k.counted(1) for k in KINDS}
+    assert said["lost-write"] == "1 acknowledged write lost"
+    assert said["nonmonotonic-poll"] == "1 consumer poll that went back"
+    assert said["committed-unread"] == "1 record below committed offsets no member read"
+    assert all(k.counted(2).startswith("2 ") and k.counted(1) != f"1 {k.phrase}" for k in KINDS)
+    assert KINDS[0].counted(31_350) == "31,350 acknowledged writes lost"
