@@ -35,8 +35,7 @@ def handled(unless_caller: bool = False) -> Iterator[None]:
     try:
         yield
     finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
+        _restore(old)
 
 
 @contextlib.contextmanager
@@ -52,7 +51,12 @@ def deferred() -> Iterator[None]:
     try:
         yield
     finally:
-        for sig, handler in old.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        _restore(old)
         if came:
             signal.raise_signal(came[0])
+
+
+def _restore(old: dict[int, object]) -> None:
+    """Put back the handlers a block replaced (one installed outside Python reads as None: the default)."""
+    for sig, handler in old.items():
+        signal.signal(sig, signal.SIG_DFL if handler is None else handler)

@@ -16,7 +16,7 @@ from contracts import signals
 from contracts.errors import EngineError, ImageError, UsageError
 from contracts.results import Client, Durations, Metrics, RunResult, Span
 from contracts.scenario import Scenario, copy_topic
-from harness.broker_config import ClusterSpec, harness_settings
+from harness.broker_config import harness_settings
 from reports import guarantees, render
 from reports import spark as spark_jvm
 from reports.analysis import Analysis, analyze, is_large
@@ -24,7 +24,7 @@ from reports.frames import Readers
 from reports.verdict import verdict
 from runloop.info import RunInfo, run_dir_for
 from runloop.progress import Tick
-from runloop.run import ChaosRun
+from runloop.run import ChaosRun, cluster_spec
 from workloads.consumer import reader_name
 
 
@@ -85,8 +85,7 @@ def _identity(scenario: Scenario, run_dir: Path) -> dict:
             "durations": Durations(run_s=round(sum(info.timings.values()), 1) if info else 0.0,
                                    workload_s=round(info.timings.get("faults", 0.0), 1) if info else 0.0),
             "client": Client(library="librdkafka", version=confluent_kafka.libversion()[0]),
-            "harness_broker_config": harness_settings(ClusterSpec(
-                scenario.kafka.version, scenario.kafka.brokers, scenario.kafka.mode, scenario.kafka.broker_config())),
+            "harness_broker_config": harness_settings(cluster_spec(scenario)),
             "nemesis_errors": info.nemesis_errors if info else [],
             "allowed": sorted(guarantees.allowed(scenario)),
             "settings": scenario.model_dump(mode="json", by_alias=True)}

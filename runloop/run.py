@@ -28,7 +28,6 @@ from workloads.consumer import record_committed
 from workloads.copier import record_copied, wait_copied
 from workloads.drain import final_drain
 from workloads.sampler import MemorySampler, MetadataSampler
-from workloads.worker import Worker
 
 
 class ChaosRun:
@@ -43,7 +42,7 @@ class ChaosRun:
         self.history: HistoryWriter | None = None
         self.cluster: Cluster | None = None
         self.clients = Clients()
-        self.samplers: tuple[Worker, ...] = ()
+        self.metadata_sampler: MetadataSampler | None = None
         self.memory: MemorySampler | None = None
         self._mark = time.monotonic()
 
@@ -66,7 +65,7 @@ class ChaosRun:
             self.phase("images")
             images.ensure_kafka_image(s.kafka.version, say=lambda m: self.on_tick(Tick("images", faults=m)))
             self.phase("cluster")
-            with Cluster(self._cluster_spec()) as self.cluster:
+            with Cluster(cluster_spec(s)) as self.cluster:
                 self._between_setup_and_teardown()
                 compacted = _compact_meanwhile(self.history)  # nothing writes to the history from here on
             self.info.status = "complete"
@@ -83,12 +82,6 @@ class ChaosRun:
                 self.history.close()
             self.info.save(self.run_dir)
         return self.info
-
-    def _cluster_spec(self) -> ClusterSpec:
-        k = self.scenario.kafka
-        kinds = [FAULT_KINDS[kind] for f in self.scenario.faults for kind in f.fired_kinds()]
-        return ClusterSpec(k.version, k.brokers, k.mode, k.broker_config(), k.per_broker_config(),
-                           any(x.lazy_disk for x in kinds), any(x.net_delay for x in kinds))
 
     def _between_setup_and_teardown(self) -> None:
         """Topics and clients, the workload, heal, drain and dump. On a failure or a signal the clients are stopped
@@ -107,17 +100,16 @@ class ChaosRun:
 
     def _setup(self) -> None:
         """Every topic of the run, the metadata sampler, the clients, then the sampler of their memory."""
-        s, cluster, history = self.scenario, self.cluster, self.history
-        for name in _all_topics(s):
+        s, cluster, history, topics = self.scenario, self.cluster, self.history, _all_topics(self.scenario)
+        for name in topics:
             cluster.metadata.create_topic(name, s.topic.partitions, s.topic.replication_factor, s.topic_config(),
                                           replicas=s.topic.replicas)
-        metadata = MetadataSampler(_all_topics(s), cluster.metadata.partitions_of, cluster.metadata.controller,
-                                   history).start()
+        self.metadata_sampler = MetadataSampler(topics, cluster.metadata.partitions_of,
+                                                cluster.metadata.controller, history).start()
         self.clients = client_loop.start(s, cluster.bootstrap_servers(), history)
         everyone = client_loop.everyone(self.clients)
         # pids only: polling a child from this thread could race the main thread for its exit code (a hung client's 75)
-        memory = MemorySampler(lambda: {c.name: c.pid for c in everyone if c.pid}, history).start()
-        self.samplers, self.memory = (metadata, memory), memory
+        self.memory = MemorySampler(lambda: {c.name: c.pid for c in everyone if c.pid}, history).start()
 
     def _workload(self) -> None:
         """The workload under the schedule's faults for the scenario's duration; the producers are then told to stop,
@@ -167,7 +159,7 @@ class ChaosRun:
         try:
             self.phase("drain")
             self._drain(boot)
-            client_loop.stop(self.samplers, 15)
+            client_loop.stop((self.metadata_sampler, self.memory), 15)
             self.phase("replicas")
             for t in s.topics():
                 _dump_replicas(self.cluster, t, history)
@@ -193,6 +185,14 @@ class ChaosRun:
         (run.json names them at its next save)."""
         if not self.info.engine_stacks and engine.stalled(error) and (path := engine.dump_stacks(self.run_dir)):
             self.info.engine_stacks = path.name
+
+
+def cluster_spec(scenario: Scenario) -> ClusterSpec:
+    """The cluster a scenario runs on: its Kafka settings, and the disk and network tools its fault kinds need."""
+    k = scenario.kafka
+    kinds = [FAULT_KINDS[kind] for f in scenario.faults for kind in f.fired_kinds()]
+    return ClusterSpec(k.version, k.brokers, k.mode, k.broker_config(), k.per_broker_config(),
+                       any(x.lazy_disk for x in kinds), any(x.net_delay for x in kinds))
 
 
 def _compact_meanwhile(history: HistoryWriter) -> cf.Future:
