@@ -40,13 +40,13 @@ def handled(unless_caller: bool = False) -> Iterator[None]:
 
 @contextlib.contextmanager
 def deferred() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM until the block ends, then act on the first that came: a compaction cut in half
+    """Hold every ending signal until the block ends, then act on the first that came: a compaction cut in half
     leaves JSON Lines beside a Parquet file that already holds some of them. Outside the main thread signals cannot
     be caught, and the block runs as it is."""
     came: list[int] = []
     old: dict[int, object] = {}
     with contextlib.suppress(ValueError):  # not the main thread
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in ENDING:
             old[sig] = signal.signal(sig, lambda signum, _frame: came.append(signum))
     try:
         yield

@@ -17,7 +17,7 @@ from kchaos.console import console
 
 
 def interrupted() -> int:
-    """Say so and give the shell's code for the signal (130 for SIGINT, 143 for SIGTERM)."""
+    """Say so and give the shell's code for the signal (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP)."""
     signum = signals.SIGNALLED[0] if signals.SIGNALLED else signal.SIGINT
     console.print(f"{signal.Signals(signum).name}: stopped; containers removed, history kept", style="yellow",
                   markup=False)

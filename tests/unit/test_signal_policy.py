@@ -42,11 +42,12 @@ def test_a_handler_some_caller_set_is_kept_unless_the_policy_is_asked_for_outrig
         signal.signal(signal.SIGTERM, old)
 
 
-def test_a_deferred_block_runs_to_its_end_and_the_signal_lands_after_it():
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_deferred_block_runs_to_its_end_and_the_signal_lands_after_it(sig):
     done = []
     with pytest.raises(SystemExit), signals.handled():
         with signals.deferred():
-            signal.raise_signal(signal.SIGTERM)
+            signal.raise_signal(sig)
             done.append("the whole block")
         done.append("never")
     assert done == ["the whole block"]
