@@ -128,15 +128,26 @@ class ClientProcess:
     def __init__(self, kind: Kind, cid: int, spec: ProducerSpec | ConsumerSpec | CopierSpec,
                  topics: tuple[str, ...], partitions: int, bootstrap: str, history_dir: Path) -> None:
         """`topics`: what it writes or reads (a copier reads the first, copying to its output topic)."""
-        self.kind, self.cid = kind, cid
-        self.join_s = _join_s(spec)
         self._launch = Launch(kind, cid, spec.model_dump_json(), topics, partitions, bootstrap, str(history_dir),
-                              self.join_s)
+                              _join_s(spec))
         self.incarnation = -1
         self._proc: mp.Process | None = None
         self._flags = CTX.Array("b", 2, lock=False)
         self._counts = CTX.Array("q", 2, lock=False)  # acked, errors of the running incarnation
         self._done = [0, 0]  # counts of earlier incarnations
+
+    @property
+    def kind(self) -> Kind:
+        return self._launch.kind
+
+    @property
+    def cid(self) -> int:
+        return self._launch.cid
+
+    @property
+    def join_s(self) -> float:
+        """How long a graceful stop may take."""
+        return self._launch.join_s
 
     @property
     def alive(self) -> bool:
