@@ -1,5 +1,6 @@
-"""Mutation testing of the checkers and the guarantee rules: each curated mutant (tests/mutations.py) is applied to
-a copy of the repository, and the fast analyzer tests must fail on it. Usage: python -m tests.mutate [-k WORDS].
+"""Mutation testing of the checkers and rules: each curated mutant (tests/mutations.py) is applied to a copy of
+the repository, and the test it names as its killer must fail. Usage: python -m tests.mutate [-k WORDS].
+A mutant its killer misses runs the fast analyzer tests, which name the test to write down or show it survived.
 The mutants run one after another in this process, so they share one Spark JVM and its compiled code."""
 
 from __future__ import annotations
@@ -48,15 +49,40 @@ def _apply(copy: Path, m: Mutation, original: str) -> None:
     (copy / m.path).write_text(original.replace(m.old, m.new))
 
 
-def _pytest(files: list[str]) -> int:
-    """The tests' exit code, with every module of the copy imported afresh: the project's packages, and the test
-    modules and conftest files pytest imported by their file names, which would keep the last mutant's functions."""
+class _FirstFailure:
+    """A pytest plugin that keeps the node id of the first test that failed."""
+
+    def __init__(self) -> None:
+        self.nodeid = ""
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed and not self.nodeid:
+            self.nodeid = report.nodeid
+
+
+def _killer(tests: list[str]) -> str:
+    """The first of these tests to fail, or "" when all pass. Every module of the copy is imported afresh: the
+    project's packages, and the test modules and conftest files pytest imported by their file names."""
     root = str(Path.cwd())
     for name, module in list(sys.modules.items()):
         if name.split(".")[0] in PROJECT or (getattr(module, "__file__", None) or "").startswith(root):
             del sys.modules[name]
+    failure = _FirstFailure()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        return pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-m", "not slow", *files])
+        code = pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-m", "not slow", *tests], plugins=[failure])
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        raise SystemExit(f"pytest could not run {' '.join(tests)}: exit code {code}")
+    return failure.nodeid
+
+
+def _judge(m: Mutation) -> str:
+    """How the mutant died: by its named killer, by another test (its name is then wrong), or not at all."""
+    if m.killer and _killer([m.killer]):
+        return "killed"
+    other = _killer(KILLERS[m.path])
+    if not other:
+        return "SURVIVED"
+    return f"killed by {other}, which is not its named killer {m.killer or '(none)'}: name it"
 
 
 def main() -> int:
@@ -68,20 +94,20 @@ def main() -> int:
     sys.path.insert(0, str(copy))
     sys.dont_write_bytecode = True  # a mutant of the same size written within a second must not hit a stale .pyc
     try:
-        if _pytest(KILLERS["reports/checkers.py"]) != pytest.ExitCode.OK:
-            raise SystemExit("the analyzer tests fail without any mutant: fix them first")
+        if failed := _killer(sorted({m.killer for m in chosen if m.killer}) or KILLERS["reports/checkers.py"]):
+            raise SystemExit(f"{failed} fails without any mutant: fix it first")
         for i, m in enumerate(chosen, 1):
             original = (copy / m.path).read_text()
             _apply(copy, m, original)
             t0 = time.monotonic()
-            killed = _pytest(KILLERS[m.path]) == pytest.ExitCode.TESTS_FAILED
+            outcome = _judge(m)
             (copy / m.path).write_text(original)
-            print(f"[{i}/{len(chosen)}] {'killed' if killed else 'SURVIVED'} in {time.monotonic() - t0:.0f} s: "
-                  f"{m.path}: {m.what}", flush=True)
-            survivors += [] if killed else [m]
+            print(f"[{i}/{len(chosen)}] {outcome} in {time.monotonic() - t0:.0f} s: {m.path}: {m.what}", flush=True)
+            survivors += [] if outcome == "killed" else [m]
     finally:
         shutil.rmtree(copy, ignore_errors=True)
-    print(f"{len(chosen) - len(survivors)} of {len(chosen)} mutants killed in {time.monotonic() - started:.0f} s")
+    print(f"{len(chosen) - len(survivors)} of {len(chosen)} mutants killed by their named tests "
+          f"in {time.monotonic() - started:.0f} s")
     return 1 if survivors else 0
 
 

@@ -11,6 +11,7 @@ class Mutation(NamedTuple):
     old: str
     new: str
     what: str
+    killer: str = ""
 
 
 C, G, V = "reports/checkers.py", "reports/guarantees.py", "reports/verdict.py"
