@@ -1,1 +1,2 @@
-"""Benchmarks behind BENCHMARKS.md (`make bench`), each beside the baseline it names, measured in the same run."""
+"""Benchmarks behind BENCHMARKS.md (`make bench`), each beside the baseline it names, measured in
+the same run."""

@@ -1,5 +1,6 @@
-"""How fast the light commands answer: `kchaos --help`, `--version`, `scenarios list` and `validate`, each beside
-the interpreter's own start and beside importing the engine's commands, in the same run."""
+"""How fast the light commands answer: `kchaos --help`, `--version`, `scenarios list` and
+`validate`, each beside the interpreter's own start and beside importing the engine's commands, in
+the same run."""
 
 from __future__ import annotations
 
@@ -37,5 +38,6 @@ def section() -> list[str]:
         rows.append(f"| {what} | {first:.2f} s | {statistics.median(times):.2f} s | "
                     f"{min(times):.2f}-{max(times):.2f} s |")
     return ["## The CLI's light commands", "", f"Measured {time.strftime('%Y-%m-%d')}.", "",
-            f"Command: `BENCH=cli make bench` (a first run, then {RUNS} more), from the venv `make setup` made.", "",
+            f"Command: `BENCH=cli make bench` (a first run, then {RUNS} more), from the venv `make "
+            "setup` made.", "",
             "| command | first run | median of the next | range |", "|---|---|---|---|", *rows, ""]

@@ -1,9 +1,10 @@
-"""`make detect`: false-alarm rate of must-pass scenarios and hit rate of known-unsafe ones; writes DETECTION.md.
+"""`make detect`: false-alarm rate of must-pass scenarios and hit rate of known-unsafe ones; writes
+DETECTION.md.
 
-DETECT_RUNS_PASS (default 20) and DETECT_RUNS_UNSAFE (default 10) set the runs per scenario; DETECT_ONLY=a,b
-limits it to some scenarios, whose rows replace theirs in DETECTION.md (the other rows stay). DETECT_RESUME=1
-keeps each row's seeds 0..runs-1 and runs only the seeds after them, adding to its counts: a detect longer than
-one sitting is measured in parts.
+DETECT_RUNS_PASS (default 20) and DETECT_RUNS_UNSAFE (default 10) set the runs per scenario;
+DETECT_ONLY=a,b limits it to some scenarios, whose rows replace theirs in DETECTION.md (the other
+rows stay). DETECT_RESUME=1 keeps each row's seeds 0..runs-1 and runs only the seeds after them,
+adding to its counts: a detect longer than one sitting is measured in parts.
 """
 
 from __future__ import annotations
@@ -20,17 +21,21 @@ from harness.engine import ensure_engine
 from kchaos.catalog import catalog, load, override
 from runloop.check import run_and_check
 
-MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-restart", "controller-failover",
-             "zombie-leader-acks-all", "isr-shrink-paused-follower", "consumer-group-rebalance",
-             "consumer-group-cooperative", "consumer-group-kip848", "txn-leader-kill", "txn-coordinator-kill",
-             "txn-two-topics", "txn-client-pause", "eos-copy-member-kill", "eos-copy-coordinator-kill",
-             "power-loss-one", "power-loss-all-flushed", "latency-slow-follower", "latency-slow-clients",
+MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-restart",
+             "controller-failover", "zombie-leader-acks-all", "isr-shrink-paused-follower",
+             "consumer-group-rebalance", "consumer-group-cooperative", "consumer-group-kip848",
+             "txn-leader-kill", "txn-coordinator-kill", "txn-two-topics", "txn-client-pause",
+             "eos-copy-member-kill", "eos-copy-coordinator-kill", "power-loss-one",
+             "power-loss-all-flushed", "latency-slow-follower", "latency-slow-clients",
              "latency-slow-controller"]
-# Known Kafka bugs: run on the version that has each (a violation is a hit) and the one that fixed it (must pass)
-REGRESSIONS = ["kip101-hw-truncation", "kip101-power-loss-divergence", "kafka7128-stale-hw-isr-join",
-               "kip279-fast-failover-divergence", "kafka13636-offsets-expire-in-rebalance"]
-UNSAFE = ["acks1-leader-kill", "zombie-leader-acks1", "non-idempotent-retries", "unclean-election-true",
-          "consumer-group-at-most-once", "txn-judged-uncommitted", "eos-copy-offsets-outside", "power-loss-all"]
+# Known Kafka bugs: run on the version that has each (a violation is a hit) and the one that fixed
+# it (must pass)
+REGRESSIONS = ["kip101-hw-truncation", "kip101-power-loss-divergence",
+               "kafka7128-stale-hw-isr-join", "kip279-fast-failover-divergence",
+               "kafka13636-offsets-expire-in-rebalance"]
+UNSAFE = ["acks1-leader-kill", "zombie-leader-acks1", "non-idempotent-retries",
+          "unclean-election-true", "consumer-group-at-most-once", "txn-judged-uncommitted",
+          "eos-copy-offsets-outside", "power-loss-all"]
 ENV = ("DETECT_RUNS_PASS", "DETECT_RUNS_UNSAFE", "DETECT_ONLY", "DETECT_RESUME")
 OUT = Path(__file__).resolve().parents[1] / "DETECTION.md"
 
@@ -50,18 +55,21 @@ class Row:
 
     def line(self) -> str:
         rate = f"{self.hits}/{self.runs}" if self.expect != "-" else "-"
-        return (f"| {self.name} | {self.runs} | {self.violations} | {self.unknown} | {self.errors} | {self.expect} | "
-                f"{rate} | {self.measured} |")
+        return (f"| {self.name} | {self.runs} | {self.violations} | {self.unknown} | {self.errors} "
+                f"| {self.expect} | {rate} | {self.measured} |")
 
     @classmethod
     def parse(cls, line: str) -> Row:
         """A row as DETECTION.md's table holds it."""
-        name, runs, violations, unknown, errors, expect, rate, measured = (c.strip() for c in line.split("|")[1:9])
+        name, runs, violations, unknown, errors, expect, rate, measured = (
+            c.strip() for c in line.split("|")[1:9])
         hits = int(rate.split("/")[0]) if rate != "-" else 0
-        return cls(name, expect, int(runs), int(violations), int(unknown), int(errors), hits, measured)
+        return cls(name, expect, int(runs), int(violations), int(unknown), int(errors), hits,
+                   measured)
 
     def count(self, r: RunResult | None) -> None:
-        """Add one seed's result (None: a harness error) and today's date to the row; a hit is an expectation met."""
+        """Add one seed's result (None: a harness error) and today's date to the row; a hit is an
+        expectation met."""
         self.runs += 1
         self.errors += r is None
         self.violations += r is not None and r.verdict is False
@@ -72,10 +80,10 @@ class Row:
         self.measured = today if first == today else f"{first} to {today}"
 
 
-def run_rows(name: str, runs: int, root: Path, rows: dict[str, str], errors: list[str], resume: bool,
-             save: Callable[[], None]) -> None:
-    """Run each row (matrix combination) of a scenario up to seed runs-1, updating rows (and errors, one line per
-    harness error) and saving after each seed."""
+def run_rows(name: str, runs: int, root: Path, rows: dict[str, str], errors: list[str],
+             resume: bool, save: Callable[[], None]) -> None:
+    """Run each row (matrix combination) of a scenario up to seed runs-1, updating rows (and errors,
+    one line per harness error) and saving after each seed."""
     for base in load(catalog()[name]):
         kept = rows.get(base.name)
         bug = base.bug_expected
@@ -88,19 +96,21 @@ def run_rows(name: str, runs: int, root: Path, rows: dict[str, str], errors: lis
             except Exception as exc:  # noqa: BLE001 - a harness error is a finding of its own, not the end of detect
                 row.count(None)
                 cause = (str(exc).splitlines() or [""])[0][:200]
-                errors.append(f"- {s.name} seed {seed} ({time.strftime('%Y-%m-%d')}): {type(exc).__name__}: {cause}")
+                errors.append(f"- {s.name} seed {seed} ({time.strftime('%Y-%m-%d')}): "
+                              f"{type(exc).__name__}: {cause}")
                 print(errors[-1], flush=True)
             rows[base.name] = row.line()
             save()
         print(rows.get(base.name, f"{base.name}: nothing to run"), flush=True)
 
 
-HEADER = ("| scenario | runs | violations (false alarms if it must pass) | unknown | harness errors | expected anomaly "
-          "| hit rate | measured |")
+HEADER = ("| scenario | runs | violations (false alarms if it must pass) | unknown | harness "
+          "errors | expected anomaly | hit rate | measured |")
 
 
 ERRORS = "## Harness errors"
-TRACED = "## Must-pass violations and unknowns, traced"  # kept as written by hand: which finding explains which run
+# kept as written by hand: which finding explains which run
+TRACED = "## Must-pass violations and unknowns, traced"
 
 
 def _bullets(lines: list[str], header: str) -> list[str]:
@@ -113,8 +123,9 @@ def _bullets(lines: list[str], header: str) -> list[str]:
 
 
 def kept() -> tuple[dict[str, str], list[str], list[str]]:
-    """The rows DETECTION.md already has, by scenario, its harness-error lines and its traced lines: a detect of
-    some scenarios keeps the others' figures, and every sitting's errors and explanations stay listed."""
+    """The rows DETECTION.md already has, by scenario, its harness-error lines and its traced lines:
+    a detect of some scenarios keeps the others' figures, and every sitting's errors and
+    explanations stay listed."""
     if not OUT.exists():
         return {}, [], []
     lines = OUT.read_text().splitlines()
@@ -132,27 +143,33 @@ def write(rows: dict[str, str], errors: list[str], command: str, minutes: float,
     """DETECTION.md, rewritten after every seed so an interrupted detect keeps what it measured."""
     OUT.write_text("\n".join([
         "# Detection power", "",
-        "Each row: its scenario run with seeds 0..runs-1 by `make detect` on the date it names. Must-pass scenarios "
-        "(violations are false alarms) run DETECT_RUNS_PASS times, known-unsafe ones DETECT_RUNS_UNSAFE times; a "
-        "detect limited by DETECT_ONLY replaces only its own rows; with DETECT_RESUME=1 it adds the seeds after a "
-        "row's last one to its counts (a row measured over several days names the first and the last). A must-pass "
-        "violation is a false alarm unless a draft report in docs/findings/ traces it to Kafka or its client.", "",
-        f"Last command: `{command}`; {'took' if done else 'still running after'} {minutes:.0f} min.", "",
+        "Each row: its scenario run with seeds 0..runs-1 by `make detect` on the date it "
+        "names. Must-pass scenarios (violations are false alarms) run DETECT_RUNS_PASS times, "
+        "known-unsafe ones DETECT_RUNS_UNSAFE times; a detect limited by DETECT_ONLY replaces "
+        "only its own rows; with DETECT_RESUME=1 it adds the seeds after a row's last one to "
+        "its counts (a row measured over several days names the first and the last). A "
+        "must-pass violation is a false alarm unless a draft report in docs/findings/ traces "
+        "it to Kafka or its client.", "",
+        f"Last command: `{command}`; {'took' if done else 'still running after'} {minutes:.0f} "
+        "min.", "",
         HEADER, "|---|---|---|---|---|---|---|---|", *rows.values(), "",
-        *([TRACED, "", "Must-pass runs that violated or were unknown, and what explains each (written by hand):", "",
+        *([TRACED, "", "Must-pass runs that violated or were unknown, and what explains each "
+                       "(written by hand):", "",
            *traced, ""] if traced else []),
-        *([ERRORS, "", "Runs that ended without a verdict (each a harness error in its row, never a pass):", "",
+        *([ERRORS, "", "Runs that ended without a verdict (each a harness error in its row, never "
+                       "a pass):", "",
            *errors, ""] if errors else [])]))
 
 
 def main() -> None:
     root = Path(os.environ.get("DETECT_RUNS_DIR", "runs/detect"))
-    n_pass, n_unsafe = int(os.environ.get("DETECT_RUNS_PASS", "20")), int(os.environ.get("DETECT_RUNS_UNSAFE", "10"))
+    n_pass, n_unsafe = int(os.environ.get("DETECT_RUNS_PASS",
+                                          "20")), int(os.environ.get("DETECT_RUNS_UNSAFE", "10"))
     only = [n for n in os.environ.get("DETECT_ONLY", "").split(",") if n]
     resume = os.environ.get("DETECT_RESUME") == "1"
     if unknown := [n for n in only if n not in MUST_PASS + UNSAFE + REGRESSIONS]:
-        print(f"Expected scenarios of MUST_PASS, UNSAFE or REGRESSIONS (bench/detect.py) but got DETECT_ONLY "
-              f"names {unknown}; add them there or fix the names", file=sys.stderr)
+        print("Expected scenarios of MUST_PASS, UNSAFE or REGRESSIONS (bench/detect.py) but got "
+              f"DETECT_ONLY names {unknown}; add them there or fix the names", file=sys.stderr)
         sys.exit(2)
     ensure_engine()
     command = " ".join([*(f"{k}={os.environ[k]}" for k in ENV if os.environ.get(k)), "make detect"])

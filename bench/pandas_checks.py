@@ -1,5 +1,6 @@
-"""The baseline: reports.analysis's checks in plain pandas (one machine, all in memory): every anomaly's count and
-first examples, and the send metrics. A value (producer, seq) is one packed int64 `v`, a topic its index."""
+"""The baseline: reports.analysis's checks in plain pandas (one machine, all in memory): every
+anomaly's count and first examples, and the send metrics. A value (producer, seq) is one packed
+int64 `v`, a topic its index."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ BUCKET_NS, GAP_NS = 100_000_000, 1_000_000_000
 
 
 def _has(df: pd.DataFrame, other: pd.DataFrame) -> np.ndarray:
-    """Which rows of `df` hold a value (packed key `v`) some row of `other` holds: a hash-table lookup."""
+    """Which rows of `df` hold a value (packed key `v`) some row of `other` holds: a hash-table
+    lookup."""
     return pd.Series(df.v.to_numpy()).isin(other.v.to_numpy()).to_numpy()
 
 
@@ -30,16 +32,20 @@ def _with(df: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
 
 
 def _steps(live: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
-    """Consecutive live reads per reader and partition within one assignment of it, with the previous offset."""
-    marks = events[events.kind.isin(["assign", "revoke", "lost"])].rename(columns={"source": "reader"})
+    """Consecutive live reads per reader and partition within one assignment of it, with the
+    previous offset."""
+    marks = events[events.kind.isin(["assign", "revoke",
+                                     "lost"])].rename(columns={"source": "reader"})
     whole = marks.partition.isna() | (marks.partition < 0)
     if "pos" not in live:
         live = live.assign(pos=np.nan)
     both = pd.concat([live.assign(one=0, every=0),
-                      marks[~whole][["reader", "t", "topic", "partition"]].assign(one=1, every=0, poll=-1),
+                      marks[~whole][["reader", "t", "topic", "partition"]]
+                      .assign(one=1, every=0, poll=-1),
                       marks[whole][["reader", "t"]].assign(one=0, every=1, poll=-1)])
     both = both.assign(mark=both.one + both.every).sort_values(
-        ["reader", "t", "mark", "poll", "pos", "offset"], ascending=[True, True, False, True, True, True])
+        ["reader", "t", "mark", "poll", "pos", "offset"], ascending=[
+            True, True, False, True, True, True])
     both["gen_every"] = both.groupby("reader")["every"].cumsum()
     both["gen_one"] = both.groupby(["reader", "topic", "partition"], dropna=False)["one"].cumsum()
     keys = ["reader", "gen_every", "gen_one", "topic", "partition"]
@@ -62,7 +68,8 @@ def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
     missing = _without(ok, final)
     missing = missing.assign(live=_has(missing, live), in_rep=_has(missing, rep))
     covered_to = reads[reads.reader == "drain"].groupby(["topic", "partition"])["offset"].max()
-    missing = missing.merge(covered_to.rename("covered_to").reset_index(), how="left").merge(ends, how="left")
+    missing = missing.merge(covered_to.rename("covered_to").reset_index(), how="left").merge(
+        ends, how="left")
     covered = ~missing.live & (missing.offset >= 0) & (missing.offset <= missing.covered_to)
     lost = covered | (missing.reached.fillna(False).astype(bool) & ~missing.in_rep & dumped)
     found["lost-write"], found["unseen"] = missing[lost], missing[~missing.live & ~lost]
@@ -71,11 +78,15 @@ def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
     placed = placed.drop_duplicates()
     per_value = placed.groupby("v").size()
     moved = per_value[per_value > 1].reset_index()[["v"]]
-    timeouts = sends[(sends.outcome == "info") & (sends.error == "_MSG_TIMED_OUT")][["producer", "t_complete"]]
-    awaited = _with(sends, moved).merge(timeouts.rename(columns={"t_complete": "t_out"}), on="producer")
+    timeouts = sends[(sends.outcome == "info")
+                     & (sends.error == "_MSG_TIMED_OUT")][["producer", "t_complete"]]
+    awaited = _with(sends, moved).merge(timeouts.rename(columns={"t_complete": "t_out"}),
+                                        on="producer")
     at_timeout = awaited[(awaited.t_invoke <= awaited.t_out)
-                         & (awaited.t_complete.isna() | (awaited.t_complete >= awaited.t_out))][["v"]]
-    found["duplicate"], found["timeout-duplicate"] = _without(moved, at_timeout), at_timeout.drop_duplicates()
+                         & (awaited.t_complete.isna()
+                            | (awaited.t_complete >= awaited.t_out))][["v"]]
+    found["duplicate"], found["timeout-duplicate"] = _without(
+        moved, at_timeout), at_timeout.drop_duplicates()
     per_pos = placed.groupby(POS).size()
     found["inconsistent-offset"] = per_pos[per_pos > 1].reset_index()
     per_replica_pos = rep[[*POS, "v"]].drop_duplicates().groupby(POS).size()
@@ -89,39 +100,49 @@ def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
     found["poll-skip"] = steps[steps.offset > steps.prev + 1]
     found["nonmonotonic-poll"] = steps[steps.offset <= steps.prev]
     found["aborted-read"] = _with(ours, sends[sends.outcome == "fail"])
-    found["unexpected"] = pd.concat([reads[(reads.producer < 0) | ~reads.checksum_ok], _without(ours, sends)])
+    found["unexpected"] = pd.concat([reads[(reads.producer < 0) | ~reads.checksum_ok],
+                                     _without(ours, sends)])
     vanished = _without(live, final).merge(ends[ends.reached][["topic", "partition"]])
     found["vanished-read"] = vanished[VALUE].drop_duplicates()
     committed = events[events.kind == "committed"].rename(columns={"offset": "committed"})
-    unread = _without(final, live).merge(committed[["topic", "partition", "committed"]])  # none without a group
+    # none without a group
+    unread = _without(final, live).merge(committed[["topic", "partition", "committed"]])
     found["committed-unread"] = unread[unread.offset < unread.committed]
-    found["recovered"] = _with(sends[sends.outcome == "info"], placed)  # a metric: info sends in the log
+    # a metric: info sends in the log
+    found["recovered"] = _with(sends[sends.outcome == "info"], placed)
     return found
 
 
 def _metrics(sends: pd.DataFrame) -> dict:
-    """Counts per outcome, ack latency percentiles, unavailability windows and the per-second series."""
+    """Counts per outcome, ack latency percentiles, unavailability windows and the per-second
+    series."""
     ok = sends[sends.outcome == "ok"]
     latency = (ok.t_complete - ok.t_invoke).to_numpy()
     t0 = int(sends.t_invoke.min()) if len(sends) else 0
     slices = np.unique((ok.t_complete.to_numpy() - t0) // BUCKET_NS)
-    edges = np.concatenate([[0], slices, [(sends.t_complete.max() - t0) // BUCKET_NS if len(sends) else 0]])
+    edges = np.concatenate([[0], slices,
+                            [(sends.t_complete.max() - t0) // BUCKET_NS if len(sends) else 0]])
     gaps = (np.diff(edges) - 1) * BUCKET_NS
     since = (sends.t_complete - t0) // 1_000_000_000
-    per_s = (sends.assign(s=since, latency=sends.t_complete - sends.t_invoke).groupby(["s", "outcome"])["latency"]
+    per_s = (sends.assign(s=since, latency=sends.t_complete - sends.t_invoke)
+             .groupby(["s", "outcome"])["latency"]
              .agg(["size", lambda x: x.quantile(0.99, interpolation="higher")]))
     return {"counts": sends.outcome.value_counts().to_dict(),
-            "latency": np.percentile(latency, [50, 95, 99], method="inverted_cdf").tolist() if len(ok) else None,
-            "unavailability": [(int(a + 1), int(g)) for a, g in zip(edges[:-1], gaps, strict=True) if g > GAP_NS],
+            "latency": np.percentile(latency, [50, 95, 99], method="inverted_cdf").tolist()
+            if len(ok) else None,
+            "unavailability": [(int(a + 1), int(g)) for a,
+                               g in zip(edges[:-1], gaps, strict=True) if g > GAP_NS],
             "per_second": per_s}
 
 
-# checks that need transactions or an eos-copy stage, which the histories this baseline judges never have
+# checks that need transactions or an eos-copy stage, which the histories this baseline judges never
+# have
 TXN_ONLY = tuple(k.name for k in KINDS if k.transactional)
 
 
 def check(history: Path) -> dict:
-    """Every anomaly's count and first examples, and the send metrics, as reports.analysis finds them."""
+    """Every anomaly's count and first examples, and the send metrics, as reports.analysis finds
+    them."""
     def table(name: str) -> pd.DataFrame:
         path = history / f"{name}.parquet"
         return pd.read_parquet(path) if path.exists() else pd.DataFrame()
@@ -129,15 +150,19 @@ def check(history: Path) -> dict:
     sends, reads, replicas, events = (table(t) for t in ("sends", "reads", "replicas", "events"))
     if len(table("txns")) or len(table("copies")):
         raise ValueError(f"{history}: the pandas baseline judges histories without transactions")
-    topics = pd.Index(pd.concat([t.topic for t in (sends, reads, replicas, events) if len(t)]).unique())
-    for t in (sends, reads, replicas, events):  # numbers, not strings, in every key (as the analysis's topic hash)
+    topics = pd.Index(pd.concat([t.topic for t in (sends, reads, replicas, events) if len(t)])
+                      .unique())
+    # numbers, not strings, in every key (as the analysis's topic hash)
+    for t in (sends, reads, replicas, events):
         if len(t):
             t["topic"] = topics.get_indexer(t.topic)
     for t in (sends, reads, replicas):
-        t["v"] = (t.producer.to_numpy() << 32) + t.seq.to_numpy() if len(t) else pd.Series(dtype="int64")
+        t["v"] = ((t.producer.to_numpy() << 32) + t.seq.to_numpy() if len(t)
+                  else pd.Series(dtype="int64"))
     found = _anomalies(sends, reads, replicas, events)
     recovered = found.pop("recovered")
     return {"counts": {k: len(v) for k, v in found.items()} | dict.fromkeys(TXN_ONLY, 0),
-            "examples": {k: v.sort_values([c for c in (*VALUE, *POS) if c in v]).head(EXAMPLES).to_dict("records")
+            "examples": {k: v.sort_values([c for c in (*VALUE, *POS) if c in v]).head(EXAMPLES)
+                         .to_dict("records")
                          for k, v in found.items() if len(v)},
             "metrics": {**_metrics(sends), "recovered": len(recovered), "reads": len(reads)}}

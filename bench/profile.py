@@ -1,5 +1,6 @@
-"""`BENCH=profile`: where one PySpark analysis of a synthetic history spends its time, read from Spark's event log
-(jobs, stages and tasks, and the time between them that the driver spends starting, planning and in Python)."""
+"""`BENCH=profile`: where one PySpark analysis of a synthetic history spends its time, read from
+Spark's event log (jobs, stages and tasks, and the time between them that the driver spends
+starting, planning and in Python)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ TOP = 8  # call sites listed by time
 
 @dataclass
 class Job:
-    """One Spark job: its call site in our code, when it was submitted and completed (seconds), and its stages."""
+    """One Spark job: its call site in our code, when it was submitted and completed (seconds), and
+    its stages."""
 
     site: str
     start: float
@@ -32,8 +34,8 @@ class Job:
 
 
 def jobs_of(events: list[dict]) -> tuple[list[Job], float, int]:
-    """The jobs of an event log, the seconds from the application's start to its end (or its last job's end when
-    the log has no end), and the tasks run."""
+    """The jobs of an event log, the seconds from the application's start to its end (or its last
+    job's end when the log has no end), and the tasks run."""
     started, jobs, tasks = {}, [], Counter()
     span = [0.0, 0.0]
     for e in events:
@@ -43,8 +45,10 @@ def jobs_of(events: list[dict]) -> tuple[list[Job], float, int]:
         elif kind == "SparkListenerApplicationEnd":
             span[1] = e["Timestamp"] / 1000
         elif kind == "SparkListenerJobStart":
-            infos = e["Stage Infos"]  # a job without our call site (a broadcast, say) is named by its stage
-            site = _site(e.get("Properties", {}).get("callSite.short") or (infos[0]["Stage Name"] if infos else "?"))
+            # a job without our call site (a broadcast, say) is named by its stage
+            infos = e["Stage Infos"]
+            site = _site(e.get("Properties", {}).get("callSite.short")
+                         or (infos[0]["Stage Name"] if infos else "?"))
             started[e["Job ID"]] = (site, e["Submission Time"] / 1000, len(infos))
         elif kind == "SparkListenerStageCompleted":
             tasks[e["Stage Info"]["Stage ID"]] = e["Stage Info"]["Number of Tasks"]
@@ -56,7 +60,8 @@ def jobs_of(events: list[dict]) -> tuple[list[Job], float, int]:
 
 
 def busy(jobs: list[Job]) -> float:
-    """Seconds in which at least one job ran (a query's broadcasts run as jobs of their own, overlapping it)."""
+    """Seconds in which at least one job ran (a query's broadcasts run as jobs of their own,
+    overlapping it)."""
     total, reach = 0.0, float("-inf")
     for j in sorted(jobs, key=lambda j: j.start):
         total += max(0.0, j.end - max(j.start, reach))
@@ -64,7 +69,8 @@ def busy(jobs: list[Job]) -> float:
     return total
 
 
-AHEAD = "withThreadLocalCaptured"  # Spark's name for a query stage that adaptive execution submits on its own thread
+# Spark's name for a query stage that adaptive execution submits on its own thread
+AHEAD = "withThreadLocalCaptured"
 
 
 def _site(call_site: str) -> str:
@@ -75,22 +81,25 @@ def _site(call_site: str) -> str:
 
 
 def profile(sends: int) -> list[str]:
-    """Analyze one synthetic history with the event log on; the wall time beside the time inside jobs."""
+    """Analyze one synthetic history with the event log on; the wall time beside the time inside
+    jobs."""
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
         synthetic.generate(sends, Path(tmp) / "history")
         logs = Path(tmp) / "events"
         logs.mkdir()
         wall, _, _ = measure.run(["bench.engines", "spark", str(Path(tmp) / "history")],
                                  env={"KCHAOS_SPARK_EVENT_LOG": str(logs)})
-        files = sorted(f for f in logs.rglob("*") if f.is_file())  # a rolling log is a directory of parts
+        # a rolling log is a directory of parts
+        files = sorted(f for f in logs.rglob("*") if f.is_file())
         events = [json.loads(line) for f in files for line in f.read_text().splitlines() if line]
         _, _, out = measure.run(["bench.engines", "spark-twice", str(Path(tmp) / "history")])
     jobs, app_s, tasks = jobs_of(events)
     first, again = json.loads(out)["seconds"]
     return _lines(sends, wall, app_s, jobs, tasks) + [
-        f"The same analysis twice in one process: {first:.1f} s in a fresh JVM, {again:.1f} s again in the warm one "
-        f"(the rest of the first is the JVM compiling Spark's code and ours: what every fresh `kchaos` process "
-        "pays once).", ""]
+        f"The same analysis twice in one process: {first:.1f} s in a fresh JVM, {again:.1f} s "
+        "again "
+        "in the warm one (the rest of the first is the JVM compiling Spark's code and ours: what "
+        "every fresh `kchaos` process pays once).", ""]
 
 
 def _lines(sends: int, wall: float, app_s: float, jobs: list[Job], tasks: int) -> list[str]:
@@ -99,19 +108,21 @@ def _lines(sends: int, wall: float, app_s: float, jobs: list[Job], tasks: int) -
     for j in jobs:
         by_site.setdefault(j.site, []).append(j)
     top = sorted(by_site.items(), key=lambda kv: -sum(j.seconds for j in kv[1]))[:TOP]
-    return [f"## Where the analysis time goes ({sends:,} sends)", "", f"Measured {time.strftime('%Y-%m-%d')}.", "",
-            f"Command: `BENCH=profile BENCH_SIZES={sends:.0e} make bench`: one PySpark analysis (the product's "
-            f"settings) of the synthetic history of {sends:,} sends the analysis section uses, with Spark's event "
-            "log on; the baseline is the process's own wall time.", "",
+    return [f"## Where the analysis time goes ({sends:,} sends)", "",
+            f"Measured {time.strftime('%Y-%m-%d')}.", "",
+            f"Command: `BENCH=profile BENCH_SIZES={sends:.0e} make bench`: one PySpark "
+            f"analysis (the product's settings) of the synthetic history of {sends:,} sends "
+            "the analysis section uses, with Spark's event log on; the baseline is the "
+            "process's own wall time.", "",
             "| part | seconds | share of wall time |", "|---|---|---|",
             f"| whole process (baseline) | {wall:.1f} | 100% |",
             f"| before the Spark application started (Python, JVM, session) | {wall - app_s:.1f} | "
             f"{(wall - app_s) / wall:.0%} |",
-            f"| while any of {len(jobs)} Spark jobs ran ({sum(j.stages for j in jobs)} stages, {tasks} tasks) | "
-            f"{in_jobs:.1f} | "
-            f"{in_jobs / wall:.0%} |",
+            f"| while any of {len(jobs)} Spark jobs ran ({sum(j.stages for j in jobs)} stages, "
+            f"{tasks} tasks) | {in_jobs:.1f} | {in_jobs / wall:.0%} |",
             f"| between jobs (session start, planning, Python, pandas) | {app_s - in_jobs:.1f} | "
             f"{(app_s - in_jobs) / wall:.0%} |",
             "", f"The {len(top)} call sites that took longest:", "",
             "| call site | jobs | seconds (summed; jobs overlap) |", "|---|---|---|",
-            *[f"| `{site}` | {len(js)} | {sum(j.seconds for j in js):.1f} |" for site, js in top], ""]
+            *[f"| `{site}` | {len(js)} | {sum(j.seconds for j in js):.1f} |" for site, js in top],
+            ""]

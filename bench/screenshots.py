@@ -1,5 +1,6 @@
-"""docs/screenshots from real runs: a safe and an unsafe scenario's report, and the interactive timeline after a
-drag and a hover, as Debian's Chromium shows them (`python -m bench.screenshots`)."""
+"""docs/screenshots from real runs: a safe and an unsafe scenario's report, and the interactive
+timeline after a drag and a hover, as Debian's Chromium shows them (`python -m
+bench.screenshots`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Every anomaly the checkers look for: its name, how a count of it reads, and its definition. The one list of
-them: the checkers and the guarantee rules register under these names, in this order, and docs/DESIGN.md's table
-is checked against it."""
+"""Every anomaly the checkers look for: its name, how a count of it reads, and its definition. The
+one list of them: the checkers and the guarantee rules register under these names, in this order,
+and docs/DESIGN.md's table is checked against it."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ class Kind:
     transactional: bool = False  # only a run with transactions or an eos-copy stage can show it
 
     def counted(self, n: int) -> str:
-        """'3 values written twice', '1 value written twice': the phrase's first plural noun agrees with n."""
+        """'3 values written twice', '1 value written twice': the phrase's first plural noun agrees
+        with n."""
         if n == 1:
             words = self.phrase.split(" ")
             first = next(i for i, w in enumerate(words) if w.endswith("s"))
@@ -27,55 +28,61 @@ class Kind:
 
 KINDS = (
     Kind('lost-write', 'acknowledged writes lost',
-         'an `ok` send outside any transaction that no reader saw although a contiguous reader (the drain, an '
-         'assign-mode reader) read past its offset, or that a complete final read and every replica lack; one a '
-         "live consumer read and the log then lost (an unclean election) counts too. A subscribe-mode reader's "
-         'poll past it proves nothing alone: its group may have skipped the offset (Jepsen counts any poll past '
-         'it)'),
+         "an `ok` send outside any transaction that no reader saw although a contiguous reader "
+         "(the drain, an assign-mode reader) read past its offset, or that a complete final read "
+         "and every replica lack; one a live consumer read and the log then lost (an unclean "
+         "election) counts too. A subscribe-mode reader's poll past it proves nothing alone: its "
+         "group may have skipped the offset (Jepsen counts any poll past it)"),
     Kind('lost-committed', 'writes of committed transactions lost',
-         'the same, for a send whose transaction committed (a send of an aborted or undecided transaction may be '
-         'absent)', True),
+         'the same, for a send whose transaction committed (a send of an aborted or undecided '
+         'transaction may be absent)', True),
     Kind('unseen', 'acknowledged writes never read back (not provably lost)',
-         'an `ok` send (of a committed transaction, if in one) not read by the end, where the final read did not '
-         'reach the end of the log (unknown, not false)'),
+         'an `ok` send (of a committed transaction, if in one) not read by the end, where the '
+         'final read did not reach the end of the log (unknown, not false)'),
     Kind('duplicate', 'values written twice',
          "one value at more than one position (an ack's offset counts)"),
     Kind('timeout-duplicate', 'values re-sent after a message timeout and written twice',
-         'a duplicate of a value its producer was still awaiting when another of its messages timed out: '
-         'librdkafka then re-sends under a bumped epoch, which the broker cannot de-duplicate'),
+         'a duplicate of a value its producer was still awaiting when another of its messages '
+         'timed out: librdkafka then re-sends under a bumped epoch, which the broker cannot '
+         'de-duplicate'),
     Kind('inconsistent-offset', 'offsets holding two different values',
          'one position holding different values across acks, reads and replicas'),
     Kind('nonmonotonic-send', 'sends acknowledged out of order',
-         "a producer's send in a partition acked at a lower offset than its send there just before it, in send "
-         'order (`t_invoke`, then `seq`)'),
+         "a producer's send in a partition acked at a lower offset than its send there just before "
+         "it, in send order (`t_invoke`, then `seq`)"),
     Kind('poll-skip', 'consumer polls that skipped records',
-         'one consumer, one partition within one assignment of it, consecutive records (in poll order, and in '
-         "order within a poll) skipping an offset; with transactions a skip is judged by the record's place among "
-         "the final log's records as the reader's isolation level sees them (markers and aborted records hold "
-         'offsets)'),
+         "one consumer, one partition within one assignment of it, consecutive records (in poll "
+         "order, and in order within a poll) skipping an offset; with transactions a skip is "
+         "judged by the record's place among the final log's records as the reader's isolation "
+         "level sees them (markers and aborted records hold offsets)"),
     Kind('nonmonotonic-poll', 'consumer polls that went back',
-         'one consumer, one partition within one assignment of it, consecutive records (in poll order, and in '
-         'order within a poll) going back'),
+         'one consumer, one partition within one assignment of it, consecutive records (in poll '
+         'order, and in order within a poll) going back'),
     Kind('aborted-read', 'reads of failed sends or aborted transactions',
-         'a value read whose send definitely failed, or that a read_committed reader read from an aborted '
-         "transaction (Jepsen's G1a)"),
+         "a value read whose send definitely failed, or that a read_committed reader read from an "
+         "aborted transaction (Jepsen's G1a)"),
     Kind('precommitted-read', 'reads of transactions before their commit was asked for',
-         "a read_committed reader read a transaction's value before its producer asked to commit it", True),
+         "a read_committed reader read a transaction's value before its producer asked to commit "
+         "it", True),
     Kind('torn-transaction', 'committed transactions seen in part',
-         'a read_committed reader that reads every partition from the beginning read part of a committed '
-         'transaction and read past the rest', True),
+         'a read_committed reader that reads every partition from the beginning read part of a '
+         'committed transaction and read past the rest', True),
     Kind('unexpected', 'reads of values no producer sent',
-         'a value read that no producer attempted (in a run that reached its drain), or a bad checksum'),
+         'a value read that no producer attempted (in a run that reached its drain), or a bad '
+         'checksum'),
     Kind('vanished-read', 'records read live and gone from the final log',
          'a value a live consumer read that a complete final read lacks'),
     Kind('replica-divergence', 'offsets where replicas disagree',
          "after heal, two replicas holding different values at one offset below the drain's end"),
     Kind('committed-unread', 'records below committed offsets no member read',
-         "a record below the group's final committed offset that no live member read (at-least-once broken)"),
+         "a record below the group's final committed offset that no live member read "
+         "(at-least-once broken)"),
     Kind('eos-duplicate', 'input records copied twice by the exactly-once stage',
-         'an input record whose copy the read_committed drain of an eos-copy output found at two offsets', True),
+         'an input record whose copy the read_committed drain of an eos-copy output found at two '
+         'offsets', True),
     Kind('eos-loss', 'input records the exactly-once stage committed but never copied',
-         "an input record below the eos-copy group's final committed offset with no copy in the output", True),
+         "an input record below the eos-copy group's final committed offset with no copy in the "
+         "output", True),
 )
 ANOMALIES: tuple[str, ...] = tuple(k.name for k in KINDS)
 BY_NAME = {k.name: k for k in KINDS}

@@ -1,4 +1,5 @@
-"""Where Kafka clients' own log lines go: nowhere a user reads them; what they report is in the history."""
+"""Where Kafka clients' own log lines go: nowhere a user reads them; what they report is in the
+history."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""What a user reads: scenario errors as one line each, naming the field path, the value and what is expected (like
-Hypothesis), with a suggestion where the value looks like a misspelling; and set-up progress on stderr."""
+"""What a user reads: scenario errors as one line each, naming the field path, the value and what is
+expected (like Hypothesis), with a suggestion where the value looks like a misspelling; and set-up
+progress on stderr."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from pydantic import BaseModel
 from contracts.scenario import QUOTED, Scenario
 
 CAP = 80  # characters of a value that an error line echoes
-BOUNDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+BOUNDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<",
+          "less_than_equal": "<="}
 
 
 def shown(value: Any) -> str:
-    """`value`'s repr cut to CAP characters: an error line echoes what it got, never a whole document."""
+    """`value`'s repr cut to CAP characters: an error line echoes what it got, never a whole
+    document."""
     text = repr(value)
     return text if len(text) <= CAP else text[:CAP - 1] + "…"
 
@@ -35,14 +38,16 @@ def _suggest(word: Any, choices: list[str]) -> str:
 
 
 def _fields_at(loc: tuple) -> list[str]:
-    """The field names a model takes at an error's location (for suggestions); [] inside free-form mappings."""
+    """The field names a model takes at an error's location (for suggestions); [] inside free-form
+    mappings."""
     model: Any = Scenario
     for part in loc[:-1]:
         field = model.model_fields.get(part) if isinstance(part, str) else None
         if isinstance(part, int):
             continue
         annotation = getattr(field, "annotation", None)
-        inner = getattr(annotation, "__args__", (annotation,))[0] if annotation is not None else None
+        inner = getattr(annotation, "__args__",
+                        (annotation,))[0] if annotation is not None else None
         model = inner if isinstance(inner, type) and issubclass(inner, BaseModel) else annotation
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             return []
@@ -50,7 +55,8 @@ def _fields_at(loc: tuple) -> list[str]:
 
 
 def describe_error(err: dict, where: str) -> str:
-    """One pydantic error as one line naming the field path, the value and what is expected, like Hypothesis."""
+    """One pydantic error as one line naming the field path, the value and what is expected, like
+    Hypothesis."""
     loc = tuple(p for p in err["loc"] if p not in ("function-after", "function-before"))
     path = ".".join(str(p) for p in loc).replace("for_", "for")
     got = err.get("input")
@@ -69,10 +75,12 @@ def describe_error(err: dict, where: str) -> str:
     msg = err["msg"].removeprefix("Value error, ")
     if msg.startswith("Expected"):
         choices = re.findall(QUOTED, msg)
-        return f"{where}: {msg} but got {path}={shown(got)}{_suggest(got, choices) if isinstance(got, str) else ''}"
+        hint = _suggest(got, choices) if isinstance(got, str) else ""
+        return f"{where}: {msg} but got {path}={shown(got)}{hint}"
     return f"{where}: {msg}" if "=" in msg else f"{where}: {path}: {msg} (got {shown(got)})"
 
 
 def progress(message: str) -> None:
-    """A line of set-up progress (a download, a build) on stderr, where it never mixes with a command's output."""
+    """A line of set-up progress (a download, a build) on stderr, where it never mixes with a
+    command's output."""
     print(message, file=sys.stderr, flush=True)

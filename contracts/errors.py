@@ -14,7 +14,8 @@ class UsageError(ChaosError):
 
 
 class EngineError(ChaosError):
-    """No usable Docker engine (bad input to the machine, as a bad scenario is to the file: nothing started)."""
+    """No usable Docker engine (bad input to the machine, as a bad scenario is to the file: nothing
+    started)."""
 
     exit_code = 2
 

@@ -1,5 +1,6 @@
-"""Every fault kind's traits, once: what it aims at, its default target, the broker restarts it waits for, what
-the brokers need for it, which fields it reads, and what it does to data. faults.registry binds each to its op."""
+"""Every fault kind's traits, once: what it aims at, its default target, the broker restarts it
+waits for, what the brokers need for it, which fields it reads, and what it does to data.
+faults.registry binds each to its op."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Literal
 
 from contracts.measured import Stop
 
-Aimed = Literal["consumers", "producers", "copiers"]  # which of the workload's clients a client fault hits
+# which of the workload's clients a client fault hits
+Aimed = Literal["consumers", "producers", "copiers"]
 Aim = Literal["brokers", "itself"] | Aimed  # itself: it picks its victims from live metadata
 
 
@@ -19,18 +21,22 @@ class FaultKind:
     name: str
     default_target: str = "one"
     aims: Aim = "brokers"
-    restarts: Literal["none", "once", "each"] = "none"  # broker restarts an op waits for: none, one, each broker
-    restart_after: Stop = "kill"  # how its brokers stop before those restarts: which measured figure plans them
+    # broker restarts an op waits for: none, one, each broker
+    restarts: Literal["none", "once", "each"] = "none"
+    # how its brokers stop before those restarts: which measured figure plans them
+    restart_after: Stop = "kill"
     lazy_disk: bool = False  # needs the brokers' data directories on lazyfs
     net_delay: bool = False  # needs netdelay in the brokers' containers
-    params: frozenset[str] = frozenset()  # the kind-specific FaultSpec fields its op reads (FAULT_PARAMS)
+    # the kind-specific FaultSpec fields its op reads (FAULT_PARAMS)
+    params: frozenset[str] = frozenset()
     zookeeper_only: bool = False  # it reads and triggers elections through ZooKeeper
-    # what it does to unflushed data: nothing, a power loss of its targets, or of the last in-sync replica (while
-    # the other replicas crash keeping their logs, in KIP-101's second scenario)
+    # what it does to unflushed data: nothing, a power loss of its targets, or of the last in-sync
+    # replica (while the other replicas crash keeping their logs, in KIP-101's second scenario)
     power_loss: Literal["none", "targets", "last-replica", "last-replica-others-crash"] = "none"
 
     def busy_s(self, hold: float, brokers: int, restart_s: float) -> float:
-        """About how long one op keeps its line busy: its hold and the broker restarts it waits for."""
+        """About how long one op keeps its line busy: its hold and the broker restarts it waits
+        for."""
         return hold + {"none": 0, "once": restart_s, "each": brokers * restart_s}[self.restarts]
 
     @property
@@ -48,7 +54,8 @@ FAULT_KINDS = _kinds(
     FaultKind("terminate", restarts="once", restart_after="clean"),
     FaultKind("pause"),
     FaultKind("restart", restarts="once", restart_after="clean"),
-    FaultKind("power-loss", restarts="once", lazy_disk=True, params=frozenset({"torn"}), power_loss="targets"),
+    FaultKind("power-loss", restarts="once", lazy_disk=True, params=frozenset({"torn"}),
+              power_loss="targets"),
     FaultKind("disk-full", restarts="once", lazy_disk=True),
     FaultKind("disk-slow", lazy_disk=True, params=frozenset({"latency_ms"})),
     FaultKind("isolate"),
@@ -65,14 +72,14 @@ FAULT_KINDS = _kinds(
     FaultKind("rolling-restart", aims="itself", restarts="each", restart_after="clean"),
     FaultKind("hard-rolling-restart", aims="itself", restarts="each"),
     FaultKind("last-replica-standing", aims="itself", restarts="once"),
-    FaultKind("last-replica-power-loss", aims="itself", restarts="once", lazy_disk=True, params=frozenset({"torn"}),
-              power_loss="last-replica"),
+    FaultKind("last-replica-power-loss", aims="itself", restarts="once", lazy_disk=True,
+              params=frozenset({"torn"}), power_loss="last-replica"),
     FaultKind("unclean-sequence", aims="itself", restarts="once"),
     FaultKind("hw-truncation", aims="itself", restarts="each"),
     FaultKind("stale-hw-isr-join", aims="itself", restarts="each", zookeeper_only=True),
     FaultKind("fast-failover-divergence", aims="itself", restarts="each", zookeeper_only=True),
-    FaultKind("power-loss-divergence", aims="itself", restarts="each", lazy_disk=True, zookeeper_only=True,
-              power_loss="last-replica-others-crash"),
+    FaultKind("power-loss-divergence", aims="itself", restarts="each", lazy_disk=True,
+              zookeeper_only=True, power_loss="last-replica-others-crash"),
     FaultKind("consumer-kill", aims="consumers"),
     FaultKind("consumer-pause", aims="consumers"),
     FaultKind("producer-pause", aims="producers"),

@@ -1,5 +1,5 @@
-"""A scenario's fault lines: which kind fires at what target and when, and the random mix that picks a kind and a
-target per op from the seed."""
+"""A scenario's fault lines: which kind fires at what target and when, and the random mix that picks
+a kind and a target per op from the seed."""
 
 from __future__ import annotations
 
@@ -11,14 +11,17 @@ from contracts.faultkinds import FAULT_KINDS
 from contracts.fields import Seconds, one_of
 
 COUNTED = ("one", "all", "minority", "majority")  # targets that name members by how many
-# txn-coordinator: the leader of producer 0's __transaction_state partition; group-coordinator: of the consumer
-# group's __consumer_offsets partition
+# txn-coordinator: the leader of producer 0's __transaction_state partition; group-coordinator: of
+# the consumer group's __consumer_offsets partition
 COORDINATORS = ("txn-coordinator", "group-coordinator")
-Link = Literal["clients", "replication", "controller"]  # a broker's listeners a latency fault can slow
+# a broker's listeners a latency fault can slow
+Link = Literal["clients", "replication", "controller"]
 TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS)
-MIX = "mix"  # a line whose every op is a kind and a target drawn from the seed (Jepsen's combined nemesis)
-# The targets a mix draws for a kind aimed at brokers: with two replicas or more, never every replica at once, so
-# an op of a mix loses together no more than a line of its kind aimed at one broker could
+# a line whose every op is a kind and a target drawn from the seed (Jepsen's combined nemesis)
+MIX = "mix"
+# The targets a mix draws for a kind aimed at brokers: with two replicas or more, never every
+# replica at once, so an op of a mix loses together no more than a line of its kind aimed at one
+# broker could
 MIX_TARGETS = ("one", "leader", "followers", "controller")
 
 
@@ -34,11 +37,14 @@ class FaultSpec(BaseModel):
     after: Seconds = Field(5.0, ge=0, le=86400)
     probability: float = Field(0.3, gt=0, le=1)
     kbit: int = Field(512, ge=8, le=10_000_000)
-    torn: bool = False  # power-loss: a file that grew keeps part of a page of what it had not fsynced
-    latency_ms: int = Field(100, ge=1, le=60_000)  # disk-slow: each write and fsync; latency: each packet
+    # power-loss: a file that grew keeps part of a page of what it had not fsynced
+    torn: bool = False
+    # disk-slow: each write and fsync; latency: each packet
+    latency_ms: int = Field(100, ge=1, le=60_000)
     jitter_ms: int = Field(0, ge=0, le=60_000)  # latency: plus or minus, drawn uniformly per packet
     link: Link = "clients"  # latency: which of the targets' links
-    kinds: list[str] = []  # mix: the kinds it picks among, one per op (and a target for each, from MIX_TARGETS)
+    # mix: the kinds it picks among, one per op (and a target for each, from MIX_TARGETS)
+    kinds: list[str] = []
 
     @model_validator(mode="before")
     @classmethod
@@ -66,7 +72,8 @@ class FaultSpec(BaseModel):
     @model_validator(mode="after")
     def _mix(self) -> FaultSpec:
         if (self.fault == MIX) != bool(self.kinds):
-            raise ValueError("fault: mix needs kinds: [...], the fault kinds it picks among; only a mix takes kinds")
+            raise ValueError("fault: mix needs kinds: [...], the fault kinds it picks among; only "
+                             "a mix takes kinds")
         return self
 
     def fired_kinds(self) -> list[str]:

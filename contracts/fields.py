@@ -12,7 +12,8 @@ from contracts.anomalies import ANOMALIES
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")  # Kafka's legal topic names
-SCENARIO_NAME = re.compile(r"^[A-Za-z0-9_.\-\[\]=,]{1,200}$")  # a directory name, matrix tags included
+# a directory name, matrix tags included
+SCENARIO_NAME = re.compile(r"^[A-Za-z0-9_.\-\[\]=,]{1,200}$")
 
 
 def seconds(value: Any) -> float:
@@ -25,7 +26,8 @@ def seconds(value: Any) -> float:
     return float(m[1]) * UNITS[m[2]]
 
 
-FAULT_PARAMS = ("probability", "kbit", "torn", "latency_ms", "jitter_ms", "link")  # read by some fault kinds only
+# read by some fault kinds only
+FAULT_PARAMS = ("probability", "kbit", "torn", "latency_ms", "jitter_ms", "link")
 
 
 def one_of(names: tuple[str, ...] | list[str]) -> str:
@@ -52,14 +54,15 @@ def _matching(pattern: re.Pattern, expected: str) -> AfterValidator:
     return AfterValidator(check)
 
 
-TopicName = Annotated[str, _matching(TOPIC_NAME, "a Kafka topic name (1-249 letters, digits, '.', '_' or '-')")]
-ScenarioName = Annotated[str, _matching(SCENARIO_NAME, "a scenario name of letters, digits and . _ - [ ] = , "
-                                                       "(no spaces)")]
+TopicName = Annotated[str, _matching(TOPIC_NAME, "a Kafka topic name (1-249 letters, digits, '.', "
+                                                 "'_' or '-')")]
+ScenarioName = Annotated[str, _matching(SCENARIO_NAME, "a scenario name of letters, digits and . _ "
+                                                       "- [ ] = , (no spaces)")]
 
 
 class Regression(BaseModel):
-    """A known Kafka bug the scenario reproduces: where it is described, the versions that have and fix it, and the
-    forbidden anomalies that show it (any of them)."""
+    """A known Kafka bug the scenario reproduces: where it is described, the versions that have and
+    fix it, and the forbidden anomalies that show it (any of them)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -7,7 +7,8 @@ from functools import cache
 from typing import NamedTuple
 
 SEP = b"|"
-# An eos-copy output value names its input position: producer COPY_BASE + the input partition, seq the input offset
+# An eos-copy output value names its input position: producer COPY_BASE + the input partition, seq
+# the input offset
 COPY_BASE = 1_000_000
 
 
@@ -25,21 +26,23 @@ def _pad(n: int) -> tuple[bytes, int]:
 
 
 def encode(producer: int, seq: int, size: int = 64) -> bytes:
-    """`producer|seq|crc|padding`, padded to at least `size` bytes; crc is the crc32 of padding then `producer|seq|`.
-    Built as bytes with a cached pad and its crc, SEP written into the formats: it runs once per send, on the
-    producer's hot path."""
+    """`producer|seq|crc|padding`, padded to at least `size` bytes; crc is the crc32 of padding then
+    `producer|seq|`. Built as bytes with a cached pad and its crc, SEP written into the formats: it
+    runs once per send, on the producer's hot path."""
     head = b"%d|%d|" % (producer, seq)
     pad, crc = _pad(size - len(head) - 9)
     return b"%s%08x|%s" % (head, zlib.crc32(head, crc), pad)
 
 
 def seq_of(value: bytes) -> int:
-    """The seq of a value `encode` made, unchecked: a producer's delivery report reads its own send back with it."""
+    """The seq of a value `encode` made, unchecked: a producer's delivery report reads its own send
+    back with it."""
     return int(value.split(SEP, 2)[1])
 
 
 def decode(value: bytes | str | None) -> Decoded | None:
-    """Parse a payload; None when it is not one of ours at all, checksum_ok False when it is damaged."""
+    """Parse a payload; None when it is not one of ours at all, checksum_ok False when it is
+    damaged."""
     if value is None:
         return None
     raw = value.encode() if isinstance(value, str) else value

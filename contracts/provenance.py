@@ -19,13 +19,14 @@ def version() -> str:
 
 @cache
 def commit() -> str:
-    """The commit of the checkout kafka-chaos runs from, with '+dirty' for uncommitted changes ("unknown" outside
-    a git checkout)."""
+    """The commit of the checkout kafka-chaos runs from, with '+dirty' for uncommitted changes
+    ("unknown" outside a git checkout)."""
     top = Path(__file__).resolve().parents[1]
     try:
-        head = subprocess.run(["git", "-C", str(top), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=10)
-        dirty = subprocess.run(["git", "-C", str(top), "status", "--porcelain", "--untracked-files=no"],
+        head = subprocess.run(["git", "-C", str(top), "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(top), "status", "--porcelain",
+                                "--untracked-files=no"],
                                capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"

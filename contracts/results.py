@@ -1,5 +1,5 @@
-"""The results contract: `RunResult` is results.json, what the console, JUnit, the report and the comparison read.
-It imports neither pyspark nor the checkers, so reading results is cheap."""
+"""The results contract: `RunResult` is results.json, what the console, JUnit, the report and the
+comparison read. It imports neither pyspark nor the checkers, so reading results is cheap."""
 
 from __future__ import annotations
 
@@ -18,11 +18,13 @@ SAMPLED_SENDS = 20_000  # individual sends the latency chart draws, sampled even
 LATE_S = 2.0  # a fault op that starts more than this after its planned time is late
 
 
-PartitionName = Annotated[str, BeforeValidator(str)]  # topic-partition; older results.json name a partition by number
+# topic-partition; older results.json name a partition by number
+PartitionName = Annotated[str, BeforeValidator(str)]
 
 
 def partition_name(topic: str, partition: int) -> str:
-    """A partition as Kafka names it (`chaos-2` is partition 2 of `chaos`), in facts, metrics and charts."""
+    """A partition as Kafka names it (`chaos-2` is partition 2 of `chaos`), in facts, metrics and
+    charts."""
     return f"{topic}-{partition}"
 
 
@@ -36,32 +38,41 @@ class Facts:
     replicas_dumped: bool
     recovered: bool
     assign_readers: list[str]
-    committed_readers: list[str] = field(default_factory=list)  # live readers held to read_committed
-    transactional: bool = False  # the history has transactions (their markers leave gaps in the offsets)
-    group_commits: str = "none"  # "none" (no group), "known", or "unknown" (the committed offsets were not read)
-    client_trouble: list[str] = field(default_factory=list)  # the first client errors, fatal errors and restarts
-    ops: dict[str, int] = field(default_factory=dict)  # planned fault ops by how they ended (fired, skipped, ...)
+    # live readers held to read_committed
+    committed_readers: list[str] = field(default_factory=list)
+    # the history has transactions (their markers leave gaps in the offsets)
+    transactional: bool = False
+    # "none" (no group), "known", or "unknown" (the committed offsets were not read)
+    group_commits: str = "none"
+    # the first client errors, fatal errors and restarts
+    client_trouble: list[str] = field(default_factory=list)
+    # planned fault ops by how they ended (fired, skipped, ...)
+    ops: dict[str, int] = field(default_factory=dict)
     late_ops: int = 0  # fired ops that started more than LATE_S after their planned time
     skipped_because: dict[str, int] = field(default_factory=dict)  # skipped ops by why
-    chaos_problems: list[str] = field(default_factory=list)  # ops that failed or had no effect; lines that never fired
-    observed: list[str] = field(default_factory=list)  # cluster events the run showed (contracts.scenario.PROVOKED)
-    # eos-copy: "none" (no stage), "known" or "unknown" (its final committed offsets could not be read), and the
-    # input partitions whose committed offset the stage left below the input's end
+    # ops that failed or had no effect; lines that never fired
+    chaos_problems: list[str] = field(default_factory=list)
+    # cluster events the run showed (contracts.scenario.PROVOKED)
+    observed: list[str] = field(default_factory=list)
+    # eos-copy: "none" (no stage), "known" or "unknown" (its final committed offsets could not be
+    # read), and the input partitions whose committed offset the stage left below the input's end
     copy_commits: str = "none"
     copy_behind: list[int] = field(default_factory=list)
 
 
 def plan_share(facts: Facts | None) -> str:
-    """How much of the planned chaos happened: `8 of 10 planned fault ops fired (2 skipped: brokers held by another
-    line), 1 over 2 s late`; "" without planned ops."""
+    """How much of the planned chaos happened: `8 of 10 planned fault ops fired (2 skipped: brokers
+    held by another line), 1 over 2 s late`; "" without planned ops."""
     planned = sum(facts.ops.values()) if facts else 0
     if not planned:
         return ""
     fired = facts.ops.get("fired", 0)
-    rest = [f"{n} {outcome}" + (f": {', '.join(facts.skipped_because)}" if outcome == "skipped" else "")
+    rest = [f"{n} {outcome}"
+            + (f": {', '.join(facts.skipped_because)}" if outcome == "skipped" else "")
             for outcome, n in facts.ops.items() if outcome != "fired" and n]
     late = f", {facts.late_ops} over {LATE_S:g} s late" if facts.late_ops else ""
-    return f"{fired} of {planned} planned fault ops fired" + (f" ({'; '.join(rest)})" if rest else "") + late
+    return f"{fired} of {planned} planned fault ops fired" + (
+        f" ({'; '.join(rest)})" if rest else "") + late
 
 
 @dataclass(frozen=True)
@@ -74,11 +85,13 @@ class Rule:
     doc: str
 
 
-SCHEMA_VERSION = 2  # 2: `verdict` a boolean or null, `badge`, `known_bug`, `durations`, `client`, relative `run_dir`
+# 2: `verdict` a boolean or null, `badge`, `known_bug`, `durations`, `client`, relative `run_dir`
+SCHEMA_VERSION = 2
 
 
 class Badge(StrEnum):
-    """What a run showed, one meaning each, from least to most severe. Console, report, JUnit and compare say these."""
+    """What a run showed, one meaning each, from least to most severe. Console, report, JUnit and
+    compare say these."""
 
     PASS = "PASS"
     EXPECTED_ANOMALY = "EXPECTED ANOMALY"
@@ -93,7 +106,8 @@ class Badge(StrEnum):
 
     @property
     def green(self) -> bool:
-        """Whether CI passes on it; NOT PROVOKED and UNKNOWN pass only with --allow-unknown, FAIL never."""
+        """Whether CI passes on it; NOT PROVOKED and UNKNOWN pass only with --allow-unknown, FAIL
+        never."""
         return self in (Badge.PASS, Badge.EXPECTED_ANOMALY, Badge.KNOWN_BUG)
 
 
@@ -106,10 +120,13 @@ def expectation(s: Scenario) -> str:
 
 MEANINGS = {
     Badge.PASS: "every guarantee held and no anomaly occurred",
-    Badge.EXPECTED_ANOMALY: "only anomalies that the settings allow occurred, such as lost writes with acks=1",
+    Badge.EXPECTED_ANOMALY: "only anomalies that the settings allow occurred, such as lost writes "
+                            "with acks=1",
     Badge.KNOWN_BUG: "a known Kafka bug was found again on the release that has it",
-    Badge.NOT_PROVOKED: "the chaos did not show what the scenario exists to show: a harness miss, not a Kafka bug",
-    Badge.UNKNOWN: "the run could not establish the facts a verdict needs, or the harness could not complete it",
+    Badge.NOT_PROVOKED: "the chaos did not show what the scenario exists to show: a harness miss, "
+                        "not a Kafka bug",
+    Badge.UNKNOWN: "the run could not establish the facts a verdict needs, or the harness could "
+                   "not complete it",
     Badge.FAIL: "Kafka broke a guarantee that the settings and the version promise",
 }
 
@@ -131,7 +148,8 @@ class Window(BaseModel):
 
 
 class Span(BaseModel):
-    """Where and when an anomaly's sends were acknowledged, over all of them (seconds since the first send)."""
+    """Where and when an anomaly's sends were acknowledged, over all of them (seconds since the
+    first send)."""
 
     partitions: list[int]
     first_s: float
@@ -139,7 +157,8 @@ class Span(BaseModel):
 
 
 class Requests(BaseModel):
-    """What the producers' librdkafka counted of their requests to brokers, summed over every client handle."""
+    """What the producers' librdkafka counted of their requests to brokers, summed over every client
+    handle."""
 
     timed_out: int = 0
     retried: int = 0
@@ -154,7 +173,8 @@ class Memory(BaseModel):
     peak_mib: float
     harness_peak_mib: float
     slope_mib_per_h: float | None = None  # None under three samples or ten minutes
-    growth_mib: dict[str, float] = {}  # each process's, the harness's and each client's by name, where there is a slope
+    # each process's, the harness's and each client's by name, where there is a slope
+    growth_mib: dict[str, float] = {}
 
 
 class Metrics(BaseModel):
@@ -169,13 +189,15 @@ class Metrics(BaseModel):
     recovered: int = 0  # indeterminate sends found later in a read or a replica
     leader_changes: dict[str, int] = {}  # by topic-partition
     reads: int = 0
-    isr_recovery_s: float | None = None  # the longest time from a fault op's end to every partition's full ISR
+    # the longest time from a fault op's end to every partition's full ISR
+    isr_recovery_s: float | None = None
     requests: Requests | None = None  # None: no producer reported its counters
     memory: Memory | None = None  # None: a history without memory samples
 
 
 class Durations(BaseModel):
-    """How long a run took, in seconds: set by the run and its first check, never changed by `kchaos analyze`."""
+    """How long a run took, in seconds: set by the run and its first check, never changed by `kchaos
+    analyze`."""
 
     run_s: float = 0.0  # set-up to teardown: everything before the analysis
     workload_s: float = 0.0  # the workload with its faults, within run_s
@@ -197,7 +219,8 @@ VERDICTS = {"true": True, "false": False, "unknown": None}  # schema 1 wrote the
 
 
 class RunResult(BaseModel):
-    """One run's identity, verdict, anomalies, metrics and facts (schema_version says which shape)."""
+    """One run's identity, verdict, anomalies, metrics and facts (schema_version says which
+    shape)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -208,12 +231,14 @@ class RunResult(BaseModel):
     description: str = ""
     kafka: str
     seed: int
-    run_dir: str  # in results.json relative to where the command ran; `load` makes it the file's directory
+    # in results.json relative to where the command ran; `load` makes it the file's directory
+    run_dir: str
     started_utc: str = ""
     status: str = "complete"  # complete | error | interrupted | running (a run killed half-way)
     durations: Durations = Durations()
     verdict: bool | None  # None: unknown
-    known_bug: str = ""  # the known bug (`regression.bug`) this run found again on the release that has it
+    # the known bug (`regression.bug`) this run found again on the release that has it
+    known_bug: str = ""
     error: str = ""  # the harness could not complete the run: why
     forbidden: dict[str, int] = {}
     allowed_seen: dict[str, int] = {}
@@ -229,17 +254,20 @@ class RunResult(BaseModel):
     facts: Facts | None = None
     nemesis_errors: list[str] = []
     client: Client = Client()
-    harness_broker_config: dict[str, str] = {}  # broker settings the harness added; the scenario's own are settings
+    # broker settings the harness added; the scenario's own are settings
+    harness_broker_config: dict[str, str] = {}
     settings: dict[str, Any] = {}  # the resolved scenario
 
     @model_validator(mode="before")
     @classmethod
     def _upgrade(cls, data: Any) -> Any:
-        """Read schema 1: a string verdict, `failed`, one `elapsed_s`; and drop the derived badge."""
+        """Read schema 1: a string verdict, `failed`, one `elapsed_s`; and drop the derived
+        badge."""
         if not isinstance(data, dict):
             return data
         data = {k: v for k, v in data.items() if k != "badge"}
-        if data.get("schema_version") == 1:  # every schema 1 file says so; a result made in code says nothing
+        # every schema 1 file says so; a result made in code says nothing
+        if data.get("schema_version") == 1:
             data["verdict"] = VERDICTS.get(data.get("verdict"), data.get("verdict"))
             data.pop("failed", None)
             data["durations"] = {"run_s": data.pop("elapsed_s", 0.0)}
@@ -252,7 +280,8 @@ class RunResult(BaseModel):
     @computed_field
     @property
     def badge(self) -> Badge:
-        """The run's one badge: a violation, then what kept the run from a verdict, then a missed expectation."""
+        """The run's one badge: a violation, then what kept the run from a verdict, then a missed
+        expectation."""
         if self.verdict is False:
             return Badge.KNOWN_BUG if self.known_bug else Badge.FAIL
         if self.verdict is None or self.error:
@@ -263,7 +292,8 @@ class RunResult(BaseModel):
 
     @property
     def row_name(self) -> str:
-        """The scenario's name without the `version=` tag of a version matrix, which `kafka` already says."""
+        """The scenario's name without the `version=` tag of a version matrix, which `kafka` already
+        says."""
         name, _, tags = self.scenario.partition("[")
         kept = [t for t in tags.removesuffix("]").split(",") if t and not t.startswith("version=")]
         return f"{name}[{','.join(kept)}]" if kept else name
@@ -274,15 +304,19 @@ class RunResult(BaseModel):
         return self.badge is Badge.FAIL
 
     def save(self, run_dir: Path) -> Path:
-        """Write results.json into the run directory, its `run_dir` relative to the working directory."""
+        """Write results.json into the run directory, its `run_dir` relative to the working
+        directory."""
         path = run_dir / "results.json"
-        path.write_text(self.model_copy(update={"run_dir": relative(run_dir)}).model_dump_json(indent=1))
+        path.write_text(self.model_copy(update={"run_dir": relative(run_dir)})
+                        .model_dump_json(indent=1))
         return path
 
     @classmethod
     def load(cls, path: Path) -> RunResult:
-        """Read a results.json of either schema; `run_dir` becomes the directory it is in, as an absolute path."""
-        return cls.model_validate_json(path.read_text()).model_copy(update={"run_dir": os.path.abspath(path.parent)})
+        """Read a results.json of either schema; `run_dir` becomes the directory it is in, as an
+        absolute path."""
+        result = cls.model_validate_json(path.read_text())
+        return result.model_copy(update={"run_dir": os.path.abspath(path.parent)})
 
 
 def relative(path: Path) -> str:

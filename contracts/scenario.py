@@ -1,17 +1,12 @@
-"""The scenario model: pydantic models and their one-line error messages. The fault kinds and anomaly names a
-scenario may use are contracts.faultkinds' and contracts.anomalies', each written once."""
+"""The scenario model: pydantic models and their one-line error messages. The fault kinds and
+anomaly names a scenario may use are contracts.faultkinds' and contracts.anomalies', each written
+once."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from contracts.faultkinds import FAULT_KINDS
 from contracts.faultlines import COUNTED, MIX, FaultSpec
@@ -24,10 +19,18 @@ from contracts.fields import (
     TopicName,
     one_of,
 )
-from contracts.versions import DEFAULT_VERSION, OLDEST, Metadata, default_metadata, metadata_problem, release
+from contracts.versions import (
+    DEFAULT_VERSION,
+    OLDEST,
+    Metadata,
+    default_metadata,
+    metadata_problem,
+    release,
+)
 
 QUOTED = r"'([^']*)'"  # the values a message lists
-# Cluster events a scenario can exist to provoke; the analysis observes them in the history (reports.provoked)
+# Cluster events a scenario can exist to provoke; the analysis observes them in the history
+# (reports.provoked)
 PROVOKED = ("isr-shrink", "leader-election", "unclean-election", "controller-change", "rebalance")
 
 
@@ -37,7 +40,8 @@ def transactional_id(producer: int) -> str:
 
 
 def copier_id(copier: int) -> str:
-    """The transactional.id of an eos-copy stage's instance (kept across its restarts, so a new one fences it)."""
+    """The transactional.id of an eos-copy stage's instance (kept across its restarts, so a new one
+    fences it)."""
     return f"chaos-copy-{copier}"
 
 
@@ -61,7 +65,8 @@ class KafkaSpec(Strict):
     # unset: KRaft from 3.3, ZooKeeper before (so `--kafka V` picks the mode V runs in)
     metadata: Metadata | None = None
     config: dict[str, str | int | float | bool] = {}
-    # settings of single brokers, by broker id, over `config` (a follower that fetches less per request, say)
+    # settings of single brokers, by broker id, over `config` (a follower that fetches less per
+    # request, say)
     broker_overrides: dict[int, dict[str, str | int | float | bool]] = {}
 
     @field_validator("version", mode="before")
@@ -89,7 +94,8 @@ class KafkaSpec(Strict):
             raise ValueError(problem)
         for broker in self.broker_overrides:
             if not 1 <= broker <= self.brokers:
-                raise ValueError(f"kafka.broker_overrides names broker {broker}, but the brokers are 1..{self.brokers}")
+                raise ValueError(f"kafka.broker_overrides names broker {broker}, but the brokers "
+                                 f"are 1..{self.brokers}")
         return self
 
 
@@ -99,14 +105,16 @@ class TopicSpec(Strict):
     replication_factor: int = Field(3, ge=1, le=5)
     min_insync_replicas: int = Field(2, ge=1, le=5)
     unclean_leader_election: bool = False
-    # Explicit replicas of every partition (node ids), e.g. [3, 4, 5] to keep a topic off the KRaft quorum's
-    # majority (nodes 1-3) so that killing its whole ISR leaves the controller quorum alive.
+    # Explicit replicas of every partition (node ids), e.g. [3, 4, 5] to keep a topic off the KRaft
+    # quorum's majority (nodes 1-3) so that killing its whole ISR leaves the controller quorum
+    # alive.
     replicas: list[int] | None = None
     config: dict[str, str | int | float | bool] = {}
 
 
 class ProducerSpec(Strict):
-    count: int = Field(2, ge=1, le=16)  # at least one: a run in which nothing writes could check nothing
+    # at least one: a run in which nothing writes could check nothing
+    count: int = Field(2, ge=1, le=16)
     acks: Literal["0", "1", "all"] = "all"
     idempotence: bool = True
     retries: int = Field(2147483647, ge=0, le=2147483647)
@@ -115,18 +123,24 @@ class ProducerSpec(Strict):
     batch_size: int = Field(16384, ge=1, le=16 * 1024 * 1024)
     compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
     message_timeout_ms: int = Field(30000, ge=1000, le=3_600_000)
-    request_timeout_ms: int = Field(10000, ge=500, le=600_000)  # librdkafka: how long the broker may wait for acks
-    # librdkafka: when the client gives a request up; None leaves librdkafka's default (60 s, or just under the
-    # transaction timeout for a transactional producer)
+    # librdkafka: how long the broker may wait for acks
+    request_timeout_ms: int = Field(10000, ge=500, le=600_000)
+    # librdkafka: when the client gives a request up; None leaves librdkafka's default (60 s, or
+    # just under the transaction timeout for a transactional producer)
     socket_timeout_ms: int | None = Field(None, ge=10, le=300_000)
     keyed: bool = False
     payload_bytes: int = Field(64, ge=24, le=1_000_000)
-    rate: float = Field(1000, ge=0, le=1_000_000)  # messages per second per producer; 0 = as fast as possible
-    transactional: bool = False  # each producer sends in transactions (KIP-98) under its own transactional.id
-    txn_sends: int = Field(5, ge=1, le=10_000)  # sends per transaction: 1 to this many, drawn per transaction
-    abort_ratio: float = Field(0.2, ge=0, le=1)  # the share of transactions a transactional producer aborts
+    # messages per second per producer; 0 = as fast as possible
+    rate: float = Field(1000, ge=0, le=1_000_000)
+    # each producer sends in transactions (KIP-98) under its own transactional.id
+    transactional: bool = False
+    # sends per transaction: 1 to this many, drawn per transaction
+    txn_sends: int = Field(5, ge=1, le=10_000)
+    # the share of transactions a transactional producer aborts
+    abort_ratio: float = Field(0.2, ge=0, le=1)
     transaction_timeout_ms: int = Field(60000, ge=1000, le=900_000)
-    txn_topics: int = Field(1, ge=1, le=2)  # 2: each transaction's sends are spread over topic.name and a second topic
+    # 2: each transaction's sends are spread over topic.name and a second topic
+    txn_topics: int = Field(1, ge=1, le=2)
 
     @field_validator("acks", mode="before")
     @classmethod
@@ -135,7 +149,8 @@ class ProducerSpec(Strict):
 
     @property
     def may_rewrite(self) -> bool:
-        """Whether a retry can write a batch a second time: retries without idempotence's de-duplication."""
+        """Whether a retry can write a batch a second time: retries without idempotence's
+        de-duplication."""
         return self.retries > 0 and not self.idempotence
 
 
@@ -143,18 +158,23 @@ class ConsumerSpec(Strict):
     count: int = Field(2, ge=0, le=16)
     group: str = "chaos"
     mode: Literal["subscribe", "assign"] = "subscribe"
-    # after: commit once the reads are recorded (at-least-once); before: commit first (at-most-once, unsafe)
+    # after: commit once the reads are recorded (at-least-once); before: commit first (at-most-once,
+    # unsafe)
     commit: Literal["auto", "after", "before"] = "after"
-    # both: consumers alternate read_committed (even indices) and read_uncommitted (odd) side by side
+    # both: consumers alternate read_committed (even indices) and read_uncommitted (odd) side by
+    # side
     isolation: Literal["read_uncommitted", "read_committed", "both"] = "read_uncommitted"
-    # subscribe mode: the classic group protocol with a client-side assignor, or KIP-848's (group.protocol=consumer,
-    # Kafka 4.0+), where the broker assigns partitions incrementally and no assignor is named
+    # subscribe mode: the classic group protocol with a client-side assignor, or KIP-848's
+    # (group.protocol=consumer, Kafka 4.0+), where the broker assigns partitions incrementally and
+    # no assignor is named
     group_protocol: Literal["classic", "consumer"] = "classic"
     assignor: Literal["range", "roundrobin", "cooperative-sticky"] = "range"
-    # where a member starts in a partition its group has no committed offset for; with latest, producers start only
-    # once every member has its first assignment, so a fresh group does not start past the first records
+    # where a member starts in a partition its group has no committed offset for; with latest,
+    # producers start only once every member has its first assignment, so a fresh group does not
+    # start past the first records
     reset: Literal["earliest", "latest"] = "earliest"
-    # To prove the transactional checkers can fail: judge every reader as this level, whatever it reads with
+    # To prove the transactional checkers can fail: judge every reader as this level, whatever it
+    # reads with
     judged_as: Literal["read_uncommitted", "read_committed"] | None = None
 
     def isolation_of(self, cid: int) -> str:
@@ -169,16 +189,17 @@ class ConsumerSpec(Strict):
 
 
 class CopierSpec(Strict):
-    """The consume-transform-produce stage of `workload: eos-copy` (KIP-98, KIP-447): instances in one group read
-    the topic with read_committed and copy each record, transformed, to its output topic in transactions that also
-    commit their input offsets."""
+    """The consume-transform-produce stage of `workload: eos-copy` (KIP-98, KIP-447): instances in
+    one group read the topic with read_committed and copy each record, transformed, to its output
+    topic in transactions that also commit their input offsets."""
 
     count: int = Field(2, ge=1, le=8)
     group: str = "chaos-copy"
     records: int = Field(50, ge=1, le=10_000)  # records per transaction at most (one consume batch)
-    abort_ratio: float = Field(0.1, ge=0, le=1)  # transactions aborted on purpose, as a failed transform would
-    # in-transaction: send_offsets_to_transaction (exactly-once); outside: consumer.commit before the transaction
-    # commits (the broken stage that proves eos-loss can be caught)
+    # transactions aborted on purpose, as a failed transform would
+    abort_ratio: float = Field(0.1, ge=0, le=1)
+    # in-transaction: send_offsets_to_transaction (exactly-once); outside: consumer.commit before
+    # the transaction commits (the broken stage that proves eos-loss can be caught)
     offsets: Literal["in-transaction", "outside"] = "in-transaction"
     transaction_timeout_ms: int = Field(30000, ge=1000, le=900_000)
 
@@ -193,7 +214,8 @@ class Scenario(Strict):
     topic: TopicSpec = TopicSpec()
     producer: ProducerSpec = ProducerSpec()
     consumer: ConsumerSpec = ConsumerSpec()
-    # produce-consume: producers and live consumers on one topic; eos-copy: copiers (below) copy it to another too
+    # produce-consume: producers and live consumers on one topic; eos-copy: copiers (below) copy it
+    # to another too
     workload: Literal["produce-consume", "eos-copy"] = "produce-consume"
     copier: CopierSpec = CopierSpec()
     faults: list[FaultSpec] = []
@@ -202,8 +224,10 @@ class Scenario(Strict):
     expect: list[Anomaly] = []
     provokes: list[Literal[PROVOKED]] = []  # type: ignore[valid-type]  # events that must be seen, or unknown
     recovery_timeout: Seconds = Field(120.0, ge=1, le=3600)
-    drain_timeout: Seconds = Field(90.0, ge=1, le=3600)  # the final drain gives up this long after its last record
-    regression: Regression | None = None  # a known bug: its violation is the bug found again on `affected`
+    # the final drain gives up this long after its last record
+    drain_timeout: Seconds = Field(90.0, ge=1, le=3600)
+    # a known bug: its violation is the bug found again on `affected`
+    regression: Regression | None = None
 
     @field_validator("expect", "provokes", mode="before")
     @classmethod
@@ -215,10 +239,13 @@ class Scenario(Strict):
         if self.topic.replication_factor > self.kafka.brokers:
             raise ValueError(f"topic.replication_factor={self.topic.replication_factor} exceeds "
                              f"kafka.brokers={self.kafka.brokers}")
-        if self.topic.replicas is not None and (len(self.topic.replicas) != self.topic.replication_factor or
-                                                 not set(self.topic.replicas) <= set(range(1, self.kafka.brokers + 1))):
-            raise ValueError(f"topic.replicas={self.topic.replicas} must name {self.topic.replication_factor} "
-                             f"distinct brokers among 1..{self.kafka.brokers}")
+        if self.topic.replicas is not None and (len(self.topic.replicas)
+                                                != self.topic.replication_factor or
+                                                 not set(self.topic.replicas)
+                                                <= set(range(1, self.kafka.brokers + 1))):
+            raise ValueError(f"topic.replicas={self.topic.replicas} must name "
+                             f"{self.topic.replication_factor} distinct brokers among "
+                             f"1..{self.kafka.brokers}")
         if self.topic.min_insync_replicas > self.topic.replication_factor:
             raise ValueError(f"topic.min_insync_replicas={self.topic.min_insync_replicas} exceeds "
                              f"topic.replication_factor={self.topic.replication_factor}")
@@ -230,21 +257,25 @@ class Scenario(Strict):
                 self._broker_target(i, f)
             self._timing(i, f)
             self._params(i, f, frozenset().union(*(k.params for k in kinds)))
-        if self.producer.idempotence and (self.producer.acks != "all" or self.producer.max_in_flight > 5):
-            raise ValueError("producer.idempotence=true needs producer.acks='all' and producer.max_in_flight<=5 "
-                             "(librdkafka refuses otherwise)")
+        if self.producer.idempotence and (self.producer.acks != "all"
+                                          or self.producer.max_in_flight > 5):
+            raise ValueError("producer.idempotence=true needs producer.acks='all' and "
+                             "producer.max_in_flight<=5 (librdkafka refuses otherwise)")
         problem = self.version_problem(self.kafka.version)
         if problem:
             raise ValueError(problem)
         self._transaction_limits()
         p = self.producer
         if p.txn_topics > 1 and (not p.transactional or self.workload != "produce-consume"):
-            raise ValueError(f"producer.txn_topics={p.txn_topics} needs producer.transactional=true and "
-                             f"workload='produce-consume' (not transactional={p.transactional}, workload="
-                             f"{self.workload!r}); set txn_topics: 1")
+            raise ValueError(f"producer.txn_topics={p.txn_topics} needs "
+                             "producer.transactional=true "
+                             "and workload='produce-consume' (not "
+                             f"transactional={p.transactional}, "
+                             f"workload={self.workload!r}); set txn_topics: 1")
         if self.producer.transactional and not self.producer.idempotence:
-            raise ValueError("producer.transactional=true needs producer.idempotence=true (a transactional producer "
-                             "is idempotent); remove producer.idempotence=false")
+            raise ValueError("producer.transactional=true needs producer.idempotence=true (a "
+                             "transactional producer is idempotent); remove "
+                             "producer.idempotence=false")
         return self
 
     def _transaction_limits(self) -> None:
@@ -253,45 +284,55 @@ class Scenario(Strict):
         if not p.transactional:
             return
         if p.message_timeout_ms > p.transaction_timeout_ms:
-            raise ValueError(f"producer.message_timeout_ms={p.message_timeout_ms} exceeds producer."
-                             f"transaction_timeout_ms={p.transaction_timeout_ms} (librdkafka refuses a transactional "
-                             "producer whose messages outlive its transactions); lower message_timeout_ms")
+            raise ValueError(f"producer.message_timeout_ms={p.message_timeout_ms} exceeds "
+                             f"producer.transaction_timeout_ms={p.transaction_timeout_ms} "
+                             "(librdkafka refuses a transactional producer whose messages outlive "
+                             "its transactions); lower message_timeout_ms")
         if p.socket_timeout_ms is not None and p.socket_timeout_ms > p.transaction_timeout_ms + 100:
-            raise ValueError(f"producer.socket_timeout_ms={p.socket_timeout_ms} exceeds producer."
-                             f"transaction_timeout_ms={p.transaction_timeout_ms} + 100 (librdkafka refuses such a "
-                             "transactional producer); lower socket_timeout_ms or leave it unset")
+            raise ValueError(f"producer.socket_timeout_ms={p.socket_timeout_ms} exceeds "
+                             f"producer.transaction_timeout_ms={p.transaction_timeout_ms} + 100 "
+                             "(librdkafka refuses such a transactional producer); lower "
+                             "socket_timeout_ms or leave it unset")
 
     def _broker_target(self, i: int, f: FaultSpec) -> None:
         """Node ids a fault names must be brokers of this cluster."""
-        ids = f.target if isinstance(f.target, list) else [f.target] if isinstance(f.target, int) else []
-        if any(not 1 <= n <= self.kafka.brokers for n in ids) or (isinstance(f.target, list) and not ids):
-            raise ValueError(f"faults.{i}.target={f.target!r} must name brokers among 1..{self.kafka.brokers} "
-                             f"(kafka.brokers={self.kafka.brokers})")
+        ids = f.target if isinstance(f.target, list) else [f.target] if isinstance(
+            f.target, int) else []
+        if any(not 1 <= n <= self.kafka.brokers for n in ids) or (
+                isinstance(f.target, list) and not ids):
+            raise ValueError(f"faults.{i}.target={f.target!r} must name brokers among "
+                             f"1..{self.kafka.brokers} (kafka.brokers={self.kafka.brokers})")
 
     def _params(self, i: int, f: FaultSpec, params: frozenset[str]) -> None:
-        """A field that only other fault kinds read (kbit on a pause, link on a kill) would be ignored silently;
-        `params`: those the line's kinds read."""
+        """A field that only other fault kinds read (kbit on a pause, link on a kill) would be
+        ignored silently; `params`: those the line's kinds read."""
         changed = {n for n in FAULT_PARAMS if getattr(f, n) != FaultSpec.model_fields[n].default}
         for name in sorted(changed - params):
             readers = [k for k, other in FAULT_KINDS.items() if name in other.params]
-            raise ValueError(f"faults.{i}.{name}={getattr(f, name)!r} is not read by a {f.fault!r} fault (only "
-                             f"{one_of(readers)} {'reads' if len(readers) == 1 else 'read'} it); remove it")
+            raise ValueError(f"faults.{i}.{name}={getattr(f, name)!r} is not read by a {f.fault!r} "
+                             f"fault (only {one_of(readers)} "
+                             f"{'reads' if len(readers) == 1 else 'read'} it); remove it")
 
     def _timing(self, i: int, f: FaultSpec) -> None:
-        """A fault line must plan at least one op within the run, and its jitter must not reverse its period."""
+        """A fault line must plan at least one op within the run, and its jitter must not reverse
+        its period."""
         if f.after + min(f.for_, self.duration) > self.duration:
-            raise ValueError(f"faults.{i}: after={f.after:g} s plus for={f.for_:g} s exceeds duration="
-                             f"{self.duration:g} s, so the line would never fire; lower after or raise duration")
+            raise ValueError(f"faults.{i}: after={f.after:g} s plus for={f.for_:g} s exceeds "
+                             f"duration={self.duration:g} s, so the line would never fire; lower "
+                             "after or raise duration")
         if f.jitter >= f.every:
             raise ValueError(f"faults.{i}.jitter={f.jitter:g} s must be below every={f.every:g} s")
 
     def _client_target(self, i: int, f: FaultSpec, aims: str) -> None:
-        """A fault aimed at the workload's clients names them by count (one, all, minority, majority) or index."""
+        """A fault aimed at the workload's clients names them by count (one, all, minority,
+        majority) or index."""
         n = {"consumers": self.consumer.count, "producers": self.producer.count,
              "copiers": self.copier.count if self.workload == "eos-copy" else 0}[aims]
-        ids = f.target if isinstance(f.target, list) else [f.target] if isinstance(f.target, int) else []
+        ids = f.target if isinstance(f.target, list) else [f.target] if isinstance(
+            f.target, int) else []
         if aims == "copiers" and self.workload != "eos-copy":
-            raise ValueError(f"faults.{i}.fault={f.fault!r} needs workload='eos-copy' (not {self.workload!r})")
+            raise ValueError(f"faults.{i}.fault={f.fault!r} needs workload='eos-copy' (not "
+                             f"{self.workload!r})")
         if n == 0:
             raise ValueError(f"faults.{i}.fault={f.fault!r} needs {aims[:-1]}.count >= 1")
         if isinstance(f.target, str) and f.target not in COUNTED:
@@ -301,24 +342,28 @@ class Scenario(Strict):
             raise ValueError(f"faults.{i}.target={f.target!r} must name {aims} among 0..{n - 1}")
 
     def version_problem(self, version: str, metadata: str | None = None) -> str | None:
-        """Why the scenario cannot run on a Kafka version (in `metadata` mode, if given; or a feature it lacks)."""
+        """Why the scenario cannot run on a Kafka version (in `metadata` mode, if given; or a
+        feature it lacks)."""
         if release(version) < OLDEST:
-            return (f"Kafka {version} is older than 0.10.2, the oldest the harness runs (kafka.version={version!r}); "
-                    "`kchaos images list --available` lists the others")
+            return (f"Kafka {version} is older than 0.10.2, the oldest the harness runs "
+                    f"(kafka.version={version!r}); `kchaos images list --available` lists the "
+                    "others")
         if self.consumer.group_protocol == "consumer" and release(version) < (4, 0):
             return (f"consumer.group_protocol='consumer' (KIP-848) needs Kafka 4.0 or later, not "
                     f"kafka.version={version!r}; use group_protocol: classic")
         if self.producer.idempotence and release(version) < (0, 11):
-            return (f"producer.idempotence=true (KIP-98) needs Kafka 0.11 or later, not kafka.version={version!r}; "
-                    "set producer.idempotence: false")
+            return ("producer.idempotence=true (KIP-98) needs Kafka 0.11 or later, not "
+                    f"kafka.version={version!r}; set producer.idempotence: false")
         if metadata and self.kafka.metadata and metadata != self.kafka.metadata:
-            return (f"the scenario runs in {self.kafka.metadata} mode only (kafka.metadata: {self.kafka.metadata}), "
-                    f"not {metadata}: ask for Kafka {version} without ':{metadata}'")
+            return (f"the scenario runs in {self.kafka.metadata} mode only (kafka.metadata: "
+                    f"{self.kafka.metadata}), not {metadata}: ask for Kafka {version} without "
+                    f"':{metadata}'")
         metadata = metadata or self.kafka.metadata or default_metadata(version)
         zk = [k for f in self.faults for k in f.fired_kinds() if FAULT_KINDS[k].zookeeper_only]
         if metadata == "kraft" and zk:
-            return (f"fault {zk[0]} reads and triggers elections through ZooKeeper; kafka.version={version!r} runs "
-                    "KRaft: use a ZooKeeper-mode version (kafka.metadata: zookeeper)")
+            return (f"fault {zk[0]} reads and triggers elections through ZooKeeper; "
+                    f"kafka.version={version!r} runs KRaft: use a ZooKeeper-mode version "
+                    "(kafka.metadata: zookeeper)")
         return metadata_problem(version, metadata)
 
     @property
@@ -332,7 +377,8 @@ class Scenario(Strict):
         return self.version_problem(version, metadata) is None
 
     def topics(self) -> tuple[str, ...]:
-        """The topics the producers write and the consumers read (an eos-copy output topic is not one of them)."""
+        """The topics the producers write and the consumers read (an eos-copy output topic is not
+        one of them)."""
         t = self.topic.name
         return (t, second_topic(t)) if self.producer.txn_topics > 1 else (t,)
 

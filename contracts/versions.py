@@ -9,7 +9,8 @@ DEFAULT_VERSION = "4.3.1"
 SUPPORTED_VERSIONS = ("4.3.1", "3.9.2")
 VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?$")
 NO_ZOOKEEPER = "ZooKeeper mode was removed in Kafka 4.0"
-# The oldest release the harness starts: named listeners (KIP-103) and the clients' ApiVersions came with 0.10.2.
+# The oldest release the harness starts: named listeners (KIP-103) and the clients' ApiVersions came
+# with 0.10.2.
 OLDEST = (0, 10, 2)
 # KRaft is production-ready from 3.3 (KIP-833); earlier releases run in ZooKeeper mode.
 KRAFT_FROM = (3, 3)
@@ -29,25 +30,27 @@ def has_zookeeper(version: str) -> bool:
 
 
 def release(version: str) -> tuple[int, ...]:
-    """A version as numbers, for comparisons ('3.9.2' -> (3, 9, 2)); a part that is not a number counts as 0."""
+    """A version as numbers, for comparisons ('3.9.2' -> (3, 9, 2)); a part that is not a number
+    counts as 0."""
     return tuple(int(x) if x.isdigit() else 0 for x in version.split("."))
 
 
 def transaction_defense(version: str) -> str:
     """What KIP-890 (Transactions Server-Side Defense) does for transactions on this version."""
     if release(version) >= (4, 0):
-        return ("KIP-890 on (Kafka 4.0+: part 1 verifies a partition's transaction before it takes a write; part 2, "
-                "transaction.version=2, bumps the producer epoch per transaction for clients that speak it)")
+        return ("KIP-890 on (Kafka 4.0+: part 1 verifies a partition's transaction before it takes "
+                "a write; part 2, transaction.version=2, bumps the producer epoch per transaction "
+                "for clients that speak it)")
     if release(version) >= (3, 6):
-        return ("KIP-890 part 1 (Kafka 3.6+): a partition verifies the producer's transaction is ongoing before it "
-                "takes a write; no per-transaction epoch bump (part 2 is 4.0)")
-    return ("before KIP-890 (Kafka < 3.6): a delayed write can land after its transaction ended and join or hang a "
-            "later one")
+        return ("KIP-890 part 1 (Kafka 3.6+): a partition verifies the producer's transaction is "
+                "ongoing before it takes a write; no per-transaction epoch bump (part 2 is 4.0)")
+    return ("before KIP-890 (Kafka < 3.6): a delayed write can land after its transaction ended "
+            "and join or hang a later one")
 
 
 def java_for(version: str) -> int:
-    """The newest JRE a Kafka version is built and tested with (its README and ops docs): 17 from 3.1, 11 from
-    2.1 (KAFKA-7264), 8 before."""
+    """The newest JRE a Kafka version is built and tested with (its README and ops docs): 17 from
+    3.1, 11 from 2.1 (KAFKA-7264), 8 before."""
     if release(version) >= (3, 1):
         return 17
     if release(version) >= (2, 1):
@@ -56,7 +59,8 @@ def java_for(version: str) -> int:
 
 
 def default_metadata(version: str) -> str:
-    """The metadata mode a version runs in unless a scenario says otherwise: KRaft from 3.3, else ZooKeeper."""
+    """The metadata mode a version runs in unless a scenario says otherwise: KRaft from 3.3, else
+    ZooKeeper."""
     return "kraft" if release(version) >= KRAFT_FROM else "zookeeper"
 
 
@@ -67,9 +71,10 @@ def split_target(token: str) -> tuple[str, str | None]:
 
 
 def target_label(version: str, metadata: str | None) -> str:
-    """A version and mode as `--kafka` names them: the mode only when it is not the version's default
-    (3.9.2:zookeeper; 3.9.2 in KRaft is 3.9.2)."""
-    return f"{version}:{metadata}" if metadata and metadata != default_metadata(version) else version
+    """A version and mode as `--kafka` names them: the mode only when it is not the version's
+    default (3.9.2:zookeeper; 3.9.2 in KRaft is 3.9.2)."""
+    return (f"{version}:{metadata}" if metadata and metadata != default_metadata(version)
+            else version)
 
 
 def metadata_problem(version: str, metadata: str) -> str | None:
@@ -77,8 +82,8 @@ def metadata_problem(version: str, metadata: str) -> str | None:
     if metadata == "zookeeper" and not has_zookeeper(version):
         return f"{NO_ZOOKEEPER}; kafka.version={version!r} needs kafka.metadata='kraft'"
     if metadata == "kraft" and release(version) < KRAFT_FROM:
-        return (f"KRaft is production-ready from Kafka 3.3 (KIP-833); kafka.version={version!r} needs "
-                "kafka.metadata='zookeeper'")
+        return (f"KRaft is production-ready from Kafka 3.3 (KIP-833); kafka.version={version!r} "
+                "needs kafka.metadata='zookeeper'")
     return None
 
 
@@ -91,20 +96,23 @@ KIP_320 = WIKI + "KIP-320%3A+Allow+fetchers+to+detect+and+handle+log+truncation"
 
 
 def replica_fencing(version: str) -> tuple[str, str]:
-    """What keeps a version's replicas from truncating below the high watermark or diverging, as (words, KIP link).
-    A version without a mechanism still documents the guarantee; losing it there is the bug the KIP fixed."""
+    """What keeps a version's replicas from truncating below the high watermark or diverging, as
+    (words, KIP link). A version without a mechanism still documents the guarantee; losing it there
+    is the bug the KIP fixed."""
     r = release(version)
     if r < (0, 11):
-        return (f"Kafka {version} predates leader epochs (KIP-101, 0.11): a restarted follower truncates to its "
-                "own high watermark and replicas can diverge across failovers", KIP_101)
+        return (f"Kafka {version} predates leader epochs (KIP-101, 0.11): a restarted "
+                "follower truncates to its own high watermark and replicas can diverge "
+                "across failovers", KIP_101)
     if r < (2, 0):
-        return (f"Kafka {version} has leader epochs (KIP-101) but not KIP-279's truncation (2.0): replicas can still "
-                "diverge across leader failovers in quick succession (KAFKA-6361)", KIP_279)
+        return (f"Kafka {version} has leader epochs (KIP-101) but not KIP-279's truncation (2.0): "
+                "replicas can still diverge across leader failovers in quick succession "
+                "(KAFKA-6361)", KIP_279)
     if r < (2, 1):
-        return (f"Kafka {version} has leader epochs with KIP-279 truncation, not KIP-320's epoch fencing of fetches "
-                "(2.1)", KIP_320)
-    return ("leader epochs (KIP-101), KIP-279 truncation and KIP-320 epoch-fenced fetches truncate a follower to "
-            "its leader's log", KIP_101)
+        return (f"Kafka {version} has leader epochs with KIP-279 truncation, not KIP-320's epoch "
+                "fencing of fetches (2.1)", KIP_320)
+    return ("leader epochs (KIP-101), KIP-279 truncation and KIP-320 epoch-fenced fetches truncate "
+            "a follower to its leader's log", KIP_101)
 
 
 
@@ -113,6 +121,6 @@ ELR_FROM = (4, 1)
 
 
 def eligible_leader_replicas(version: str) -> bool:
-    """Whether a new cluster of this release elects from eligible leader replicas (KIP-966) when its last in-sync
-    replica fails: on by default from 4.1 (in 4.0 it exists but is off)."""
+    """Whether a new cluster of this release elects from eligible leader replicas (KIP-966) when its
+    last in-sync replica fails: on by default from 4.1 (in 4.0 it exists but is off)."""
     return release(version) >= ELR_FROM

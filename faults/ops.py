@@ -1,5 +1,6 @@
-"""Fault operations. Each breaks something, checks that it broke (raising NoEffect when it did not), holds it for
-the op's duration, then heals what it broke. An op returns what it did, for the op's `faults` row."""
+"""Fault operations. Each breaks something, checks that it broke (raising NoEffect when it did not),
+holds it for the op's duration, then heals what it broke. An op returns what it did, for the op's
+`faults` row."""
 
 from __future__ import annotations
 
@@ -22,13 +23,14 @@ STATE_AFTER = {"kill": "exited", "terminate": "exited", "pause": "paused"}
 
 
 class NoEffect(Exception):
-    """An op ran without error but what it should have broken was not broken (a node already down, say)."""
+    """An op ran without error but what it should have broken was not broken (a node already down,
+    say)."""
 
 
 @dataclass
 class Ctx:
-    """What a fault needs: the cluster, the topic, the seeded rng, a stop-aware sleep, the workload's clients, and
-    the owner name its network rules go by."""
+    """What a fault needs: the cluster, the topic, the seeded rng, a stop-aware sleep, the
+    workload's clients, and the owner name its network rules go by."""
 
     cluster: ClusterControl
     topic: str
@@ -84,7 +86,8 @@ def process(action: str) -> Op:
 
 
 def power_loss(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-    """Cut the targets' power together: each loses every write it had not fsynced; start them again after the hold."""
+    """Cut the targets' power together: each loses every write it had not fsynced; start them again
+    after the hold."""
     for t in targets:
         ctx.expect_state(t, "running", "power-loss found it not running")
     try:
@@ -100,8 +103,8 @@ def power_loss(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
 
 
 def disk_fault(command: Callable[[FaultSpec], str]) -> Op:
-    """Make the targets' disks full or slow (a lazyfs command) for the op's hold, then heal them and start any broker
-    that stopped (a log directory that fails halts a broker that has no other)."""
+    """Make the targets' disks full or slow (a lazyfs command) for the op's hold, then heal them and
+    start any broker that stopped (a log directory that fails halts a broker that has no other)."""
     def run(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         for t in targets:
             ctx.expect_state(t, "running", f"{spec.fault} found it not running")
@@ -112,12 +115,14 @@ def disk_fault(command: Callable[[FaultSpec], str]) -> Op:
             ctx.hold(spec.for_)
         finally:
             for t in set(targets) - set(ctx.cluster.stopped()):
-                with contextlib.suppress(ClusterError):  # it stopped since: its lazyfs, and the fault, went with it
+                # it stopped since: its lazyfs, and the fault, went with it
+                with contextlib.suppress(ClusterError):
                     healed[str(t)] = ctx.cluster.node(t).lazyfs("heal")["faults"]
             exited = [t for t in targets if t in ctx.cluster.stopped()]
             ctx.cluster.start_nodes(exited)
         if not exited and not any(f["refused"] or f["slowed"] for f in healed.values()):
-            raise NoEffect(f"{spec.fault}: no write or fsync reached the disks of brokers {targets}")
+            raise NoEffect(f"{spec.fault}: no write or fsync reached the disks of brokers "
+                           f"{targets}")
         return {"action": command(spec), "exited": exited, "disk": healed}
     return run
 
@@ -131,7 +136,8 @@ def restart(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
 
 
 def _expect_rules(ctx: Ctx, node_ids: list[int], what: str) -> None:
-    """Raise NoEffect unless some running broker among `node_ids` holds fault rules (iptables or tc)."""
+    """Raise NoEffect unless some running broker among `node_ids` holds fault rules (iptables or
+    tc)."""
     stopped = ctx.cluster.stopped()
     rules = [ctx.cluster.firewall.rules(n) for n in node_ids if n not in stopped]
     if not any("-A KCHAOS" in r or " tbf " in r for r in rules):
@@ -192,8 +198,9 @@ def link_fault(fragment: Callable[[Ctx, FaultSpec, int], str]) -> Op:
 
 
 def latency(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-    """Delay every packet the targets receive on one link (clients, replication or controller) by the op's latency
-    plus or minus its jitter for the hold; the row says how many packets each broker's netdelay held, and how long."""
+    """Delay every packet the targets receive on one link (clients, replication or controller) by
+    the op's latency plus or minus its jitter for the hold; the row says how many packets each
+    broker's netdelay held, and how long."""
     q = netdelay.queue(spec.latency_ms, spec.jitter_ms)
     zookeeper = bool(ctx.cluster.zookeeper_ids())
     before = {t: ctx.cluster.node(t).net_delay(q) for t in targets}
@@ -201,22 +208,28 @@ def latency(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     try:
         for t in targets:
             port = netdelay.port(spec.link, ctx.cluster.node(t).external_port or 0, zookeeper)
-            ctx.cluster.firewall.link_fault(t, netdelay.fragment(q, spec.latency_ms, spec.jitter_ms, port), ctx.owner)
+            ctx.cluster.firewall.link_fault(
+                t, netdelay.fragment(q, spec.latency_ms, spec.jitter_ms, port), ctx.owner)
         _expect_rules(ctx, targets, "the latency rule")
         ctx.hold(spec.for_)
-        after = {t: ctx.cluster.node(t).net_delay(q) for t in targets if t not in ctx.cluster.stopped()}
+        after = {t: ctx.cluster.node(t).net_delay(q) for t in targets
+                 if t not in ctx.cluster.stopped()}
     finally:
         ctx.cluster.firewall.lift(ctx.owner)
-    held = {t: a.packets - (before[t].packets if a.packets >= before[t].packets else 0) for t, a in after.items()}
+    held = {t: a.packets - (before[t].packets if a.packets >= before[t].packets else 0) for t,
+            a in after.items()}
     if not any(held.values()):
-        raise NoEffect(f"latency: no {spec.link} packet reached brokers {targets} while the rule was in force")
+        raise NoEffect(f"latency: no {spec.link} packet reached brokers {targets} while the rule "
+                       "was in force")
     return {"link": spec.link, "latency_ms": spec.latency_ms, "jitter_ms": spec.jitter_ms,
-            "delayed": {str(t): {"packets": held[t], "held_mean_ms": round(after[t].held_mean_ms, 1),
+            "delayed": {str(t): {"packets": held[t],
+                                 "held_mean_ms": round(after[t].held_mean_ms, 1),
                                  "errors": after[t].errors} for t in after}}
 
 
 def rolling(action: str) -> Op:
-    """kafkatest's clean_bounce / hard_bounce: each broker in turn, waiting for a full ISR in between."""
+    """kafkatest's clean_bounce / hard_bounce: each broker in turn, waiting for a full ISR in
+    between."""
     def run(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         bounced = []
         for t in sorted(targets or ctx.cluster.node_ids()):
@@ -238,20 +251,23 @@ def _partition_of(ctx: Ctx):
 
 
 def _wait_isr_alone(ctx: Ctx, partition: int, leader: int) -> None:
-    """Wait until a partition's ISR is its leader alone, as the controller recorded it. In ZooKeeper mode that is
-    read from ZooKeeper: a controller among the cut-off followers cannot update the leader's metadata, and the
-    brokers' answers may be the leader's."""
+    """Wait until a partition's ISR is its leader alone, as the controller recorded it. In ZooKeeper
+    mode that is read from ZooKeeper: a controller among the cut-off followers cannot update the
+    leader's metadata, and the brokers' answers may be the leader's."""
     what = f"ISR of partition {partition} shrinking to [{leader}]"
     if not ctx.cluster.zookeeper_ids():
-        ctx.cluster.metadata.wait_for(what, lambda: ctx.cluster.metadata.isr(ctx.topic, partition) == [leader],
-                                      timeout_s=60)
+        ctx.cluster.metadata.wait_for(
+            what, lambda: ctx.cluster.metadata.isr(ctx.topic, partition) == [leader], timeout_s=60)
         return
     with ctx.cluster.zookeeper_session() as zk:
-        ctx.cluster.metadata.wait_for(what, lambda: zk.partition(ctx.topic, partition).isr == (leader,), timeout_s=60)
+        ctx.cluster.metadata.wait_for(what,
+                                      lambda: zk.partition(ctx.topic, partition).isr == (leader,),
+                                      timeout_s=60)
 
 
 def last_replica_standing(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-    """Cut the followers off until the ISR is the leader alone, then kill the leader; restore after `for`."""
+    """Cut the followers off until the ISR is the leader alone, then kill the leader; restore after
+    `for`."""
     partition, meta = _partition_of(ctx)
     leader, followers = meta.leader, [r for r in meta.replicas if r != meta.leader]
     try:
@@ -266,10 +282,11 @@ def last_replica_standing(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict
 
 
 def last_replica_power_loss(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-    """KIP-966's case: a leader drops what its followers send its listener (its own requests to a ZooKeeper-era
-    controller among them are still answered; a KRaft controller is not cut off) until the ISR of a partition is
-    the leader alone, then loses power; it is started again after the hold. The row says who led while it was down:
-    nobody before eligible leader replicas, an eligible follower with them."""
+    """KIP-966's case: a leader drops what its followers send its listener (its own requests to a
+    ZooKeeper-era controller among them are still answered; a KRaft controller is not cut off) until
+    the ISR of a partition is the leader alone, then loses power; it is started again after the
+    hold. The row says who led while it was down: nobody before eligible leader replicas, an
+    eligible follower with them."""
     partition, meta = _partition_of(ctx)
     leader, followers = meta.leader, [r for r in meta.replicas if r != meta.leader]
     ctx.expect_state(leader, "running", "last-replica-power-loss found the leader not running")
@@ -284,7 +301,8 @@ def last_replica_power_loss(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> di
     led_by = ctx.cluster.metadata.leader(ctx.topic, partition)
     ctx.cluster.start_nodes([leader])
     loss = cut.losses[leader]
-    return {"partition": partition, "leader": leader, "followers": followers, "leader_while_down": led_by,
+    return {"partition": partition, "leader": leader, "followers": followers,
+            "leader_while_down": led_by,
             "lost": {"files": loss.files, "bytes": loss.bytes, "torn": loss.torn}}
 
 
@@ -296,45 +314,51 @@ def unclean_sequence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     try:
         ctx.cluster.firewall.partition(isolate_grudge(ctx.cluster, [lagging]), ctx.owner)
         ctx.cluster.metadata.wait_for(f"replica {lagging} leaving the ISR of partition {partition}",
-                                      lambda: lagging not in ctx.cluster.metadata.isr(ctx.topic, partition),
+                                      lambda: lagging not in ctx.cluster.metadata.isr(
+                                          ctx.topic, partition),
                                       timeout_s=60)
         ctx.hold(spec.for_)  # writes continue without the lagging replica
         for r in in_sync:
             _break(ctx, "kill", r)
     finally:
         ctx.cluster.firewall.lift(ctx.owner)
-    ctx.hold(spec.for_)  # only the lagging replica is alive: unclean election happens here, or nothing does
+    # only the lagging replica is alive: unclean election happens here, or nothing does
+    ctx.hold(spec.for_)
     ctx.cluster.start_nodes(in_sync)
     return {"partition": partition, "lagging": lagging, "killed": in_sync}
 
 
 def off_controller(ctx: Ctx) -> tuple[int, int]:
-    """A partition (drawn by the op's rng) with 3 in-sync replicas, none of them the controller, so that killing
-    replicas never moves the controller and the controller reaches them all; and its leader."""
+    """A partition (drawn by the op's rng) with 3 in-sync replicas, none the controller, and its
+    leader: killing replicas never moves the controller, and the controller reaches them all."""
     controller = ctx.cluster.metadata.controller()
     parts = ctx.cluster.metadata.partitions(ctx.topic)
     fit = [p for p, m in sorted(parts.items()) if controller not in m.replicas and len(m.isrs) == 3]
     if not fit:
-        raise NoEffect(f"no partition of {ctx.topic} with 3 in-sync replicas off the controller ({controller})")
+        raise NoEffect(f"no partition of {ctx.topic} with 3 in-sync replicas off the controller "
+                       f"({controller})")
     partition = ctx.rng.choice(fit)
     return partition, parts[partition].leader
 
 
 def hw_truncation(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-    """KIP-101's truncation to the high watermark, on a partition off the controller: the replica the controller
-    elects last stops hearing the other two (its fetches still reach the leader, which acknowledges what they report,
-    so its high watermark falls behind); the leader dies, it follows the next leader without hearing it (truncating,
-    before 0.11); that leader dies and it is elected."""
+    """KIP-101's truncation to the high watermark, on a partition off the controller: the replica
+    the controller elects last stops hearing the other two (its fetches still reach the leader,
+    which acknowledges what they report, so its high watermark falls behind); the leader dies, it
+    follows the next leader without hearing it (truncating, before 0.11); that leader dies and it is
+    elected."""
     meta = ctx.cluster.metadata
     partition, first = off_controller(ctx)
-    second, cut = [r for r in meta.assignment(ctx.topic, partition) if r != first]  # the controller's order
+    # the controller's order
+    second, cut = [r for r in meta.assignment(ctx.topic, partition) if r != first]
 
     def leading(node: int) -> None:
         meta.wait_for(f"replica {node} leading partition {partition}",
                       lambda: meta.leader(ctx.topic, partition) == node, timeout_s=60)
     try:
         ctx.cluster.firewall.partition({cut: {first, second}}, ctx.owner)
-        ctx.hold(3.0)  # acknowledgements the cut-off follower never hears of (several fetch rounds of the other)
+        # acknowledgements the cut-off follower never hears of (several fetch rounds of the other)
+        ctx.hold(3.0)
         _break(ctx, "kill", first)
         leading(second)
         ctx.hold(spec.for_)  # the cut-off follower follows a leader it cannot reach
@@ -347,9 +371,9 @@ def hw_truncation(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
 
 
 def client_fault(which: Aimed, action: Literal["kill", "pause"]) -> Op:
-    """kill: SIGKILL workload client processes (a group rebalances after session.timeout.ms), restarted after `for`;
-    pause: SIGSTOP them for `for`, then SIGCONT, as a long GC pause or a stopped VM stalls a process (how Jepsen
-    found KAFKA-17754 in transactional producers)."""
+    """kill: SIGKILL workload client processes (a group rebalances after session.timeout.ms),
+    restarted after `for`; pause: SIGSTOP them for `for`, then SIGCONT, as a long GC pause or a
+    stopped VM stalls a process (how Jepsen found KAFKA-17754 in transactional producers)."""
     def op(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         clients = ctx.clients.of(which)
         victims = pick(spec.target, list(range(len(clients))), ctx.rng)

@@ -1,5 +1,5 @@
-"""A seeded fault schedule: when each fault line's ops fire and for how long, as schedule.json records it. Pure:
-planning needs no cluster."""
+"""A seeded fault schedule: when each fault line's ops fire and for how long, as schedule.json
+records it. Pure: planning needs no cluster."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from contracts.faultlines import MIX, MIX_TARGETS, FaultSpec
 
 @dataclass(frozen=True)
 class PlannedOp:
-    """One fault firing: seconds after the workload starts, which of the scenario's faults, for how long."""
+    """One fault firing: seconds after the workload starts, which of the scenario's faults, for how
+    long."""
 
     at: float
     index: int
@@ -25,16 +26,18 @@ class PlannedOp:
 
 
 def plan(faults: list[FaultSpec], duration: float, seed: int) -> list[PlannedOp]:
-    """The schedule for a run: each fault from `after`, every `every` seconds ± `jitter`, ending by `duration`; a
-    mix draws each op's kind and target from the same seed."""
+    """The schedule for a run: each fault from `after`, every `every` seconds ± `jitter`, ending by
+    `duration`; a mix draws each op's kind and target from the same seed."""
     rng = random.Random(seed)
     ops = [_drawn(PlannedOp(round(t, 3), i, f.fault, f.for_), f, rng) for i, f in enumerate(faults)
-           for t in line_starts(f, duration, lambda f=f: f.every + rng.uniform(-f.jitter, f.jitter))]
+           for t in line_starts(f, duration,
+                                lambda f=f: f.every + rng.uniform(-f.jitter, f.jitter))]
     return sorted(ops, key=lambda o: (o.at, o.index))
 
 
 def _drawn(op: PlannedOp, f: FaultSpec, rng: random.Random) -> PlannedOp:
-    """A mix's op with its kind drawn, and a target for a kind aimed at brokers; any other op as it is."""
+    """A mix's op with its kind drawn, and a target for a kind aimed at brokers; any other op as it
+    is."""
     if f.fault != MIX:
         return op
     kind = rng.choice(f.kinds)
@@ -46,12 +49,13 @@ def op_spec(line: FaultSpec, op: PlannedOp) -> FaultSpec:
     """What one op fires: its line, with the kind and target a mix drew for it."""
     if op.fault == line.fault:
         return line
-    return line.model_copy(update={"fault": op.fault, "target": op.target or FAULT_KINDS[op.fault].default_target})
+    return line.model_copy(update={"fault": op.fault,
+                                   "target": op.target or FAULT_KINDS[op.fault].default_target})
 
 
 def line_starts(f: FaultSpec, duration: float, gap: Callable[[], float]) -> Iterator[float]:
-    """When a fault line's ops start: from `after`, each `gap()` (at least 0.5 s) after the one before, while its
-    hold still ends by `duration`."""
+    """When a fault line's ops start: from `after`, each `gap()` (at least 0.5 s) after the one
+    before, while its hold still ends by `duration`."""
     t = f.after
     while t + min(f.for_, duration) <= duration:
         yield t

@@ -1,4 +1,5 @@
-"""What faults may ask of the cluster and of the consumers: typed interfaces, so faults never import them."""
+"""What faults may ask of the cluster and of the consumers: typed interfaces, so faults never import
+them."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ class Loss(Protocol):
 
 
 class PowerCut(Protocol):
-    """A power loss of several brokers: each one's loss, and the time between the first and the last to stop."""
+    """A power loss of several brokers: each one's loss, and the time between the first and the last
+    to stop."""
 
     losses: dict[int, Loss]
     spread_s: float
@@ -85,7 +87,8 @@ class ClusterControl(Protocol):
 
 
 class ClientControl(Protocol):
-    """A workload client's process (a producer or a consumer) a fault can crash, restart, pause and resume."""
+    """A workload client's process (a producer or a consumer) a fault can crash, restart, pause and
+    resume."""
 
     @property
     def alive(self) -> bool: ...
@@ -99,13 +102,15 @@ class ClientControl(Protocol):
     def resume(self) -> None: ...
 
 
-Aimed = Literal["consumers", "producers", "copiers"]  # which of the workload's clients a client fault hits
+# which of the workload's clients a client fault hits
+Aimed = Literal["consumers", "producers", "copiers"]
 
 
 @dataclass(frozen=True)
 class Clients:
-    """The workload's client processes a fault may hit (a client's crash or stall is a fault of the application,
-    not of Kafka), and the ids whose coordinators `group-coordinator` and `txn-coordinator` name."""
+    """The workload's client processes a fault may hit (a client's crash or stall is a fault of the
+    application, not of Kafka), and the ids whose coordinators `group-coordinator` and
+    `txn-coordinator` name."""
 
     consumers: list[ClientControl] = field(default_factory=list)
     producers: list[ClientControl] = field(default_factory=list)
@@ -114,4 +119,5 @@ class Clients:
     txn_id: str = ""
 
     def of(self, which: Aimed) -> list[ClientControl]:
-        return {"consumers": self.consumers, "producers": self.producers, "copiers": self.copiers}[which]
+        return {"consumers": self.consumers, "producers": self.producers,
+                "copiers": self.copiers}[which]

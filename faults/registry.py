@@ -1,5 +1,5 @@
-"""Every fault kind's op, by the name contracts.faultkinds gives it and its traits: what the nemesis calls when
-a planned op fires."""
+"""Every fault kind's op, by the name contracts.faultkinds gives it and its traits: what the nemesis
+calls when a planned op fires."""
 
 from __future__ import annotations
 

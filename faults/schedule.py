@@ -1,5 +1,5 @@
-"""The nemesis: it carries out a planned fault schedule (faults.plan), one thread per fault line, and records how
-every planned op ended."""
+"""The nemesis: it carries out a planned fault schedule (faults.plan), one thread per fault line,
+and records how every planned op ended."""
 
 from __future__ import annotations
 
@@ -22,27 +22,33 @@ STOP_WAIT_S = 300.0
 
 
 class Nemesis:
-    """Runs a schedule against a cluster: each fault line on a thread of its own, so one line's slow op never
-    delays another's; an op whose brokers another line's op holds is skipped (an op that picks its own brokers
-    as it goes, a rolling restart, holds them all). Every planned op ends as one `faults`
-    row: fired, skipped, failed, no-effect, or (when the run ended first) not-reached."""
+    """Runs a schedule against a cluster: each fault line on a thread of its own, so one line's slow
+    op never delays another's; an op whose brokers another line's op holds is skipped (an op that
+    picks its own brokers as it goes, a rolling restart, holds them all). Every planned op ends as
+    one `faults` row: fired, skipped, failed, no-effect, or (when the run ended first)
+    not-reached."""
 
-    def __init__(self, cluster: ClusterControl, topic: str, faults: list[FaultSpec], ops: list[PlannedOp],
-                 seed: int, history: HistoryWriter, clients: Clients | None = None,
+    def __init__(self, cluster: ClusterControl, topic: str, faults: list[FaultSpec],
+                 ops: list[PlannedOp], seed: int, history: HistoryWriter,
+                 clients: Clients | None = None,
                  on_failure: Callable[[str], None] = lambda error: None) -> None:
         self.cluster, self.topic, self.faults, self.history = cluster, topic, faults, history
-        self.on_failure = on_failure  # told each failed op's error as it happens (the cluster still as it failed)
+        # told each failed op's error as it happens (the cluster still as it failed)
+        self.on_failure = on_failure
         self.clients = clients or Clients()
         self.stop_event = threading.Event()
-        self.lines = {i: [op for op in ops if op.index == i] for i in sorted({op.index for op in ops})}
-        self.ctx = {i: Ctx(cluster, topic, random.Random(seed + 1 + i), self.stop_event, self.clients, f"line-{i}")
+        self.lines = {i: [op for op in ops if op.index == i]
+                      for i in sorted({op.index for op in ops})}
+        self.ctx = {i: Ctx(cluster, topic, random.Random(seed + 1 + i), self.stop_event,
+                           self.clients, f"line-{i}")
                     for i in self.lines}
         self.started: set[PlannedOp] = set()
         self.running: dict[int, str] = {}
         self.held: dict[int, int] = {}  # broker -> the line whose running op holds it
         self._held_lock = threading.Lock()
         self.errors: list[str] = []
-        self.threads = [threading.Thread(target=self._line, args=(i,), name=f"nemesis-{i}", daemon=True)
+        self.threads = [threading.Thread(target=self._line, args=(i,), name=f"nemesis-{i}",
+                                         daemon=True)
                         for i in self.lines]
 
     @property
@@ -58,15 +64,16 @@ class Nemesis:
         return self
 
     def stop(self, wait_s: float = STOP_WAIT_S) -> None:
-        """Ask running ops to heal early, wait for them (up to `wait_s` each), and record every op never started
-        as not reached."""
+        """Ask running ops to heal early, wait for them (up to `wait_s` each), and record every op
+        never started as not reached."""
         self.stop_event.set()
         for t in self.threads:
             t.join(wait_s)
         for i, ops in self.lines.items():
             for op in ops:
                 if op not in self.started:
-                    self._record(op, now_ns(), [], {"planned_at": op.at, "target": self.faults[i].target},
+                    self._record(op, now_ns(), [],
+                                 {"planned_at": op.at, "target": self.faults[i].target},
                                  Outcome.NOT_REACHED)
 
     def _line(self, index: int) -> None:
@@ -78,7 +85,8 @@ class Nemesis:
 
     def fire(self, op: PlannedOp) -> None:
         """Run one op; record it with its delay from the plan and how it ended."""
-        spec, kind, ctx = op_spec(self.faults[op.index], op), FAULT_KINDS[op.fault], self.ctx[op.index]
+        spec, kind, ctx = op_spec(self.faults[op.index],
+                                  op), FAULT_KINDS[op.fault], self.ctx[op.index]
         t_start = now_ns()
         targets: list[int] = []
         detail: dict = {"planned_at": op.at, "target": spec.target,
@@ -86,8 +94,9 @@ class Nemesis:
         outcome = Outcome.FIRED
         try:
             if kind.needs_targets:
-                targets, detail["partition"] = resolve(spec.target, self.cluster, self.topic, ctx.rng,
-                                                              self.clients.group, self.clients.txn_id)
+                targets, detail["partition"] = resolve(
+                    spec.target, self.cluster, self.topic, ctx.rng, self.clients.group,
+                    self.clients.txn_id)
                 if not targets:
                     detail["skipped"] = f"no node matched target {spec.target!r} at this moment"
                     outcome = Outcome.SKIPPED
@@ -95,7 +104,8 @@ class Nemesis:
                     detail["skipped"] = f"brokers {busy} were held by another fault line's op"
                     outcome, targets = Outcome.SKIPPED, []
             elif kind.aims == "itself" and (busy := self.claim(op.index, self.cluster.node_ids())):
-                detail["skipped"] = f"brokers {busy} were held by another fault line's op (this op may touch any)"
+                detail["skipped"] = (f"brokers {busy} were held by another fault line's op "
+                                     "(this op may touch any)")
                 outcome = Outcome.SKIPPED
             if outcome is Outcome.FIRED:
                 self.running[op.index] = f"{spec.fault}({','.join(map(str, targets))})"
@@ -115,8 +125,8 @@ class Nemesis:
             self._record(op, t_start, targets, detail, outcome)
 
     def claim(self, line: int, brokers: list[int]) -> list[int]:
-        """Hold brokers for a line's op, so another line's op cannot kill or pause one mid-restart; returns those
-        another line holds (and claims none then)."""
+        """Hold brokers for a line's op, so another line's op cannot kill or pause one mid-restart;
+        returns those another line holds (and claims none then)."""
         with self._held_lock:
             busy = sorted(b for b in brokers if self.held.get(b, line) != line)
             if not busy:
@@ -131,14 +141,16 @@ class Nemesis:
     def _planned(self, op: PlannedOp) -> int:
         return self.t0_ns + int(op.at * 1e9)
 
-    def _record(self, op: PlannedOp, t_start: int, targets: list[int], detail: dict, outcome: Outcome) -> None:
-        self.history.fault(op.fault, t_start, targets, detail, line=op.index, planned=self._planned(op),
-                           outcome=outcome)
+    def _record(self, op: PlannedOp, t_start: int, targets: list[int], detail: dict,
+                outcome: Outcome) -> None:
+        self.history.fault(op.fault, t_start, targets, detail, line=op.index,
+                           planned=self._planned(op), outcome=outcome)
 
 
 def heal_all(cluster: ClusterControl, topic: str, history: HistoryWriter, timeout_s: float) -> bool:
-    """Final generator: heal every network rule, resume, restart stopped brokers, wait for full ISR everywhere.
-    Records a `heal` fault row, and a liveness finding if the ISR never recovers (returns False)."""
+    """Final generator: heal every network rule, resume, restart stopped brokers, wait for full ISR
+    everywhere. Records a `heal` fault row, and a liveness finding if the ISR never recovers
+    (returns False)."""
     t_start = now_ns()
     cluster.heal()
     stopped = cluster.stopped()

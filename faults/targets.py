@@ -1,4 +1,5 @@
-"""Resolve a fault's target (data in the scenario) to node ids, from live metadata at the moment it fires."""
+"""Resolve a fault's target (data in the scenario) to node ids, from live metadata at the moment it
+fires."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from faults.ports import ClusterControl
 
 
 def pick(target: Any, members: list[int], rng: random.Random) -> list[int]:
-    """`one`, `all`, `minority`, `majority`, an id or a list of ids, among `members` (brokers or consumers)."""
+    """`one`, `all`, `minority`, `majority`, an id or a list of ids, among `members` (brokers or
+    consumers)."""
     if isinstance(target, int):
         return [target]
     if isinstance(target, list):
@@ -37,8 +39,9 @@ def java_hash(text: str) -> int:
 
 
 def coordinator(cluster: ClusterControl, internal_topic: str, key: str) -> tuple[list[int], int]:
-    """The leader of the internal partition that owns `key` (Kafka: Utils.abs(key.hashCode) % partitions), and
-    that partition; empty before the internal topic exists (its first transaction or group creates it)."""
+    """The leader of the internal partition that owns `key` (Kafka: Utils.abs(key.hashCode) %
+    partitions), and that partition; empty before the internal topic exists (its first transaction
+    or group creates it)."""
     try:
         parts = cluster.metadata.partitions(internal_topic)
     except ClusterError:
@@ -52,9 +55,10 @@ def coordinator(cluster: ClusterControl, internal_topic: str, key: str) -> tuple
 
 def resolve(target: Any, cluster: ClusterControl, topic: str, rng: random.Random, group: str = "",
             txn_id: str = "") -> tuple[list[int], int]:
-    """(node ids, the partition consulted) for `one`, `minority`, `majority`, `all`, `leader`, `followers`,
-    `controller`, `isr`, `non-isr`, `txn-coordinator` (of `txn_id`, by default producer 0's), `group-coordinator`
-    (of `group`), a node id or a list of them. Empty when nothing matches (e.g. no leader)."""
+    """(node ids, the partition consulted) for `one`, `minority`, `majority`, `all`, `leader`,
+    `followers`, `controller`, `isr`, `non-isr`, `txn-coordinator` (of `txn_id`, by default producer
+    0's), `group-coordinator` (of `group`), a node id or a list of them. Empty when nothing matches
+    (e.g. no leader)."""
     if target == "txn-coordinator":
         return coordinator(cluster, "__transaction_state", txn_id or transactional_id(0))
     if target == "group-coordinator":

@@ -1,4 +1,5 @@
-"""What each node of a cluster is told: the settings every chaos run wants, listeners, and its metadata role."""
+"""What each node of a cluster is told: the settings every chaos run wants, listeners, and its
+metadata role."""
 
 from __future__ import annotations
 
@@ -11,18 +12,22 @@ from contracts.errors import ClusterError
 from contracts.versions import DEFAULT_VERSION, default_metadata, metadata_problem, release
 
 INTERNAL_PORT, CONTROLLER_PORT, ZK_PORT = 9092, 9093, 2181
-# How long a silent broker keeps its session, so how soon its partitions move, in either metadata mode: ZooKeeper's
-# session (Kafka's default before KIP-537, 18 s since 2.5: a SIGKILLed broker can restart that much sooner, see
-# KafkaNode) and KRaft's broker session (9 s by default). Equal, so a comparison of the modes compares Kafka.
+# How long a silent broker keeps its session, so how soon its partitions move, in either metadata
+# mode: ZooKeeper's session (Kafka's default before KIP-537, 18 s since 2.5: a SIGKILLed broker can
+# restart that much sooner, see KafkaNode) and KRaft's broker session (9 s by default). Equal, so a
+# comparison of the modes compares Kafka.
 SESSION_MS = 6000
 ZK_TICK_MS = 2000  # ZooKeeper's tickTime: it expires a session at the first tick past its timeout
-# KIP-848 groups take their session and heartbeat from the brokers (45 s and 5 s by default, settings known since
-# 3.7): the same 10 s and 1 s the harness gives classic members, so a crashed member's partitions move within a run.
-CONSUMER_GROUP_TIMING = {"group.consumer.min.session.timeout.ms": "6000", "group.consumer.session.timeout.ms": "10000",
+# KIP-848 groups take their session and heartbeat from the brokers (45 s and 5 s by default,
+# settings known since 3.7): the same 10 s and 1 s the harness gives classic members, so a crashed
+# member's partitions move within a run.
+CONSUMER_GROUP_TIMING = {"group.consumer.min.session.timeout.ms": "6000",
+                         "group.consumer.session.timeout.ms": "10000",
                          "group.consumer.min.heartbeat.interval.ms": "1000",
                          "group.consumer.heartbeat.interval.ms": "1000"}
-ZOOKEEPER_PROPERTIES = {"dataDir": "/var/lib/zookeeper", "clientPort": str(ZK_PORT), "admin.enableServer": "false",
-                        "maxClientCnxns": "0", "tickTime": str(ZK_TICK_MS), "4lw.commands.whitelist": "*"}
+ZOOKEEPER_PROPERTIES = {"dataDir": "/var/lib/zookeeper", "clientPort": str(ZK_PORT),
+                        "admin.enableServer": "false", "maxClientCnxns": "0",
+                        "tickTime": str(ZK_TICK_MS), "4lw.commands.whitelist": "*"}
 
 
 @dataclass
@@ -33,7 +38,8 @@ class ClusterSpec:
     brokers: int = 3
     metadata: str = ""  # "kraft" or "zookeeper"; empty: the version's default (KRaft from 3.3)
     config: dict[str, str] = field(default_factory=dict)
-    node_config: dict[int, dict[str, str]] = field(default_factory=dict)  # one broker's settings, over `config`
+    # one broker's settings, over `config`
+    node_config: dict[int, dict[str, str]] = field(default_factory=dict)
     lazy_disk: bool = False  # brokers' data on lazyfs, for power-loss faults
     net_delay: bool = False  # netdelay mounted in the brokers, for latency faults
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
@@ -48,7 +54,8 @@ class ClusterSpec:
             raise ClusterError(problem)
 
     def controllers(self) -> list[int]:
-        """Node ids of the KRaft controller quorum (static voters): the first three nodes, or all if fewer."""
+        """Node ids of the KRaft controller quorum (static voters): the first three nodes, or all if
+        fewer."""
         return list(range(1, min(3, self.brokers) + 1))
 
 
@@ -60,7 +67,8 @@ def free_port() -> int:
 
 
 def cluster_id() -> str:
-    """A random KRaft cluster id (URL-safe base64 of a UUID, never starting with '-', which CLIs read as a flag)."""
+    """A random KRaft cluster id (URL-safe base64 of a UUID, never starting with '-', which CLIs
+    read as a flag)."""
     while True:
         cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not cid.startswith("-"):
@@ -68,9 +76,9 @@ def cluster_id() -> str:
 
 
 def broker_defaults(brokers: int) -> dict[str, str]:
-    """Broker settings a chaos run wants whatever the scenario: fast rebalances, no auto-created topics, and few
-    internal partitions (a SIGKILLed broker recovers every partition it hosts before it starts, so Kafka's 50
-    __consumer_offsets partitions would triple its restart)."""
+    """Broker settings a chaos run wants whatever the scenario: fast rebalances, no auto-created
+    topics, and few internal partitions (a SIGKILLed broker recovers every partition it hosts before
+    it starts, so Kafka's 50 __consumer_offsets partitions would triple its restart)."""
     rf = str(min(3, brokers))
     return {
         "offsets.topic.num.partitions": rf,
@@ -90,9 +98,10 @@ def broker_defaults(brokers: int) -> dict[str, str]:
 
 
 def harness_settings(spec: ClusterSpec) -> dict[str, str]:
-    """The broker settings the harness adds that change Kafka's behaviour and the scenario does not set itself (its
-    listeners, roles and paths aside)."""
-    session = ("zookeeper.session.timeout.ms" if (spec.metadata or default_metadata(spec.version)) == "zookeeper"
+    """The broker settings the harness adds that change Kafka's behaviour and the scenario does not
+    set itself (its listeners, roles and paths aside)."""
+    session = ("zookeeper.session.timeout.ms"
+               if (spec.metadata or default_metadata(spec.version)) == "zookeeper"
                else "broker.session.timeout.ms")
     props = broker_defaults(spec.brokers) | {session: str(SESSION_MS)}
     props |= CONSUMER_GROUP_TIMING if release(spec.version) >= (3, 7) else {}
@@ -100,9 +109,10 @@ def harness_settings(spec: ClusterSpec) -> dict[str, str]:
     return {k: v for k, v in props.items() if k not in plumbing and k not in spec.config}
 
 
-def broker_properties(spec: ClusterSpec, node_id: int, alias: str, external_port: int) -> dict[str, str]:
-    """One broker's server.properties: defaults, its listeners, its role (KRaft voter or ZooKeeper client), then the
-    scenario's overrides and this broker's own."""
+def broker_properties(spec: ClusterSpec, node_id: int, alias: str, external_port: int) -> dict[
+        str, str]:
+    """One broker's server.properties: defaults, its listeners, its role (KRaft voter or ZooKeeper
+    client), then the scenario's overrides and this broker's own."""
     props = broker_defaults(spec.brokers)
     if release(spec.version) >= (3, 7):
         props |= CONSUMER_GROUP_TIMING
@@ -117,13 +127,16 @@ def broker_properties(spec: ClusterSpec, node_id: int, alias: str, external_port
         props |= {
             "process.roles": "broker,controller" if node_id in voters else "broker",
             "node.id": str(node_id),
-            "controller.quorum.voters": ",".join(f"{v}@kafka-{v}:{CONTROLLER_PORT}" for v in voters),
+            "controller.quorum.voters": ",".join(
+                f"{v}@kafka-{v}:{CONTROLLER_PORT}" for v in voters),
             "controller.listener.names": "CONTROLLER",
             "broker.session.timeout.ms": str(SESSION_MS),
         }
     props |= {
         "listeners": ",".join(f"{name}://0.0.0.0:{port}" for name, port in listeners.items()),
-        "advertised.listeners": f"INTERNAL://{alias}:{INTERNAL_PORT},EXTERNAL://127.0.0.1:{external_port}",
-        "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "advertised.listeners": (f"INTERNAL://{alias}:{INTERNAL_PORT},"
+                                 f"EXTERNAL://127.0.0.1:{external_port}"),
+        "listener.security.protocol.map": ("INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,"
+                                           "CONTROLLER:PLAINTEXT"),
     }
     return props | {k: str(v) for k, v in spec.config.items()} | spec.node_config.get(node_id, {})

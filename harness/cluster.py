@@ -1,5 +1,5 @@
-"""A real Kafka cluster of N brokers on a private Docker network: its lifecycle. Broker settings, network rules
-and metadata queries live in broker_config, firewall and metadata."""
+"""A real Kafka cluster of N brokers on a private Docker network: its lifecycle. Broker settings,
+network rules and metadata queries live in broker_config, firewall and metadata."""
 
 from __future__ import annotations
 
@@ -17,20 +17,29 @@ from testcontainers.core.network import Network
 from contracts import measured, signals
 from contracts.errors import ClusterError
 from harness import images, labels, lazydisk, netdelay, watchdog
-from harness.broker_config import ZK_PORT, ZOOKEEPER_PROPERTIES, ClusterSpec, broker_properties, cluster_id, free_port
+from harness.broker_config import (
+    ZK_PORT,
+    ZOOKEEPER_PROPERTIES,
+    ClusterSpec,
+    broker_properties,
+    cluster_id,
+    free_port,
+)
 from harness.firewall import Firewall
 from harness.metadata import SETTLING_EVERY_S, Metadata
 from harness.node import KafkaNode
 from harness.replicas import Parsed, Segment, node_segments, parse_segment
 from harness.zookeeper import ZooKeeper
 
-ZK_LATE_S = 30.0  # how far past a killed broker's unloaded session expiry its registration is waited for
+# how far past a killed broker's unloaded session expiry its registration is waited for
+ZK_LATE_S = 30.0
 ROWS_AT_ONCE = 50_000  # replica rows handed to the history at a time
 
 
 class Cluster:
-    """N brokers (KRaft combined mode by default, or ZooKeeper mode for 3.x) on one private network; `firewall`
-    holds its network rules and `metadata` answers who leads, who is in sync and who controls."""
+    """N brokers (KRaft combined mode by default, or ZooKeeper mode for 3.x) on one private network;
+    `firewall` holds its network rules and `metadata` answers who leads, who is in sync and who
+    controls."""
 
     def __init__(self, spec: ClusterSpec) -> None:
         spec.validate()
@@ -46,10 +55,12 @@ class Cluster:
         self._signals = contextlib.ExitStack()  # the signal policy while the cluster is up
         self._watchdog: subprocess.Popen | None = None
         self._power_cut: set[int] = set()  # brokers that lost power and have not been started since
-        # calls that create something in the engine run here, so a signal interrupts the wait, never the call
+        # calls that create something in the engine run here, so a signal interrupts the wait, never
+        # the call
         self._engine_calls = cf.ThreadPoolExecutor(1, thread_name_prefix="engine-call")
 
-    # -- lifecycle ----------------------------------------------------------------------------------------
+    # -- lifecycle
+    # ----------------------------------------------------------------------------------------
     def __enter__(self) -> Cluster:
         self._signals.enter_context(signals.handled(unless_caller=True))
         try:
@@ -63,8 +74,8 @@ class Cluster:
         self._stop_after(exc)
 
     def _stop_after(self, exc: BaseException | None) -> None:
-        """Tear down; when the run itself failed (`exc`), a teardown error is noted on that failure, never put in
-        its place."""
+        """Tear down; when the run itself failed (`exc`), a teardown error is noted on that failure,
+        never put in its place."""
         try:
             self.stop()
         except Exception as stop_exc:
@@ -73,18 +84,24 @@ class Cluster:
             exc.add_note(f"teardown also failed: {type(stop_exc).__name__}: {stop_exc}")
 
     def start(self, timeout_s: float = 120.0) -> Cluster:
-        """Create the network and every node, then wait until each broker is registered and answers metadata."""
+        """Create the network and every node, then wait until each broker is registered and answers
+        metadata."""
         if not images.image_exists(self.image):
-            raise ClusterError(f"Image {self.image} is missing; run `kchaos images build --kafka {self.spec.version}`")
+            raise ClusterError(f"Image {self.image} is missing; run `kchaos images build --kafka "
+                               f"{self.spec.version}`")
         lazyfs = lazydisk.binary() if self.spec.lazy_disk else None
         delayer = netdelay.binary() if self.spec.net_delay else None
-        # the Ryuk reaper's image cannot be pulled here; the harness labels and removes its own containers
+        # the Ryuk reaper's image cannot be pulled here; the harness labels and removes its own
+        # containers
         testcontainers_config.ryuk_disabled = True
-        self.network = Network(docker_network_kw={"labels": labels.labels(self.spec.run_id, "network"),
+        self.network = Network(docker_network_kw={"labels": labels.labels(
+            self.spec.run_id, "network"),
                                                   "driver": "bridge"})
         self.network.name = f"kchaos-{self.spec.run_id}"
-        self._watchdog = watchdog.spawn(self.spec.run_id)  # before anything exists that could be left behind
-        self._network_up = True  # from here `stop` removes it, once the create (perhaps in flight) has returned
+        # before anything exists that could be left behind
+        self._watchdog = watchdog.spawn(self.spec.run_id)
+        # from here `stop` removes it, once the create (perhaps in flight) has returned
+        self._network_up = True
         self._in_engine(self.network.create)
         zk = self.spec.metadata == "zookeeper"
         if zk:
@@ -93,14 +110,16 @@ class Cluster:
             self.zookeeper.wait_started(timeout_s)
         for i in range(1, self.spec.brokers + 1):
             node = self._node(i, "zk-broker" if zk else "kraft").with_external_port(free_port())
-            node.with_properties(broker_properties(self.spec, i, node.alias, node.external_port or 0))
+            node.with_properties(broker_properties(
+                self.spec, i, node.alias, node.external_port or 0))
             if lazyfs:
                 node.with_lazy_disk(lazyfs)
             if delayer:
                 node.with_net_delay(delayer)
             self.nodes.append(node)
         first = 1 if zk else 0
-        if zk:  # the first broker up takes the controller: broker 1, so that a schedule can plan around it
+        # the first broker up takes the controller: broker 1, so that a schedule can plan around it
+        if zk:
             self._in_engine(self.nodes[0].launch)
             self.nodes[0].wait_started(timeout_s)
         for node in self.nodes[first:]:
@@ -111,17 +130,19 @@ class Cluster:
         return self
 
     def _in_engine(self, call: Callable[[], object]) -> None:
-        """Make a call that creates a network or container and wait for it. A signal that ends the run interrupts
-        the wait; the call completes, so `stop`, which lets it finish first, removes what it made."""
+        """Make a call that creates a network or container and wait for it. A signal that ends the
+        run interrupts the wait; the call completes, so `stop`, which lets it finish first, removes
+        what it made."""
         self._engine_calls.submit(call).result()
 
     def _node(self, node_id: int, role: str) -> KafkaNode:
         assert self.network is not None
-        return KafkaNode(self.image, node_id, role).on(self.network, labels.labels(self.spec.run_id, "node"),
-                                                        self.cluster_id)
+        return KafkaNode(self.image, node_id, role).on(
+            self.network, labels.labels(self.spec.run_id, "node"), self.cluster_id)
 
     def wait_ready(self, timeout_s: float = 120.0) -> None:
-        """Every broker registered and a metadata request answered; on timeout name the missing brokers."""
+        """Every broker registered and a metadata request answered; on timeout name the missing
+        brokers."""
         want = set(self.node_ids())
         seen: set[int] = set()
 
@@ -131,7 +152,8 @@ class Cluster:
             return seen == want
 
         try:
-            self.metadata.wait_for("every broker registered", registered, timeout_s, SETTLING_EVERY_S)
+            self.metadata.wait_for("every broker registered", registered, timeout_s,
+                                   SETTLING_EVERY_S)
         except ClusterError as exc:
             missing = sorted(want - seen) or sorted(want)
             tails = "\n".join(f"--- kafka-{m} ---\n{self.node(m).log_tail(15)}" for m in missing)
@@ -139,15 +161,19 @@ class Cluster:
                                f"(registered: {sorted(seen)}).\n{tails}") from exc
 
     def stop(self) -> None:
-        """Remove every node (together) and the network; safe to call twice and after a failed start. A node that
-        cannot be removed does not keep the others: the first such error is raised once everything else is gone."""
-        self._engine_calls.shutdown(wait=True)  # a create a signal interrupted the wait for has returned
+        """Remove every node (together) and the network; safe to call twice and after a failed
+        start. A node that cannot be removed does not keep the others: the first such error is
+        raised once everything else is gone."""
+        # a create a signal interrupted the wait for has returned
+        self._engine_calls.shutdown(wait=True)
         nodes = self._all_nodes()
-        with cf.ThreadPoolExecutor(max_workers=len(nodes) or 1, thread_name_prefix="remove") as pool:
+        with cf.ThreadPoolExecutor(max_workers=len(nodes) or 1,
+                                   thread_name_prefix="remove") as pool:
             removals = [pool.submit(node.remove) for node in nodes]
         errors = [e for e in (r.exception() for r in removals) if e is not None]
         if self.network is not None and self._network_up:
-            with contextlib.suppress(Exception):  # already gone is fine; labels.clean() is the fallback
+            # already gone is fine; labels.clean() is the fallback
+            with contextlib.suppress(Exception):
                 self.network.remove()
             self._network_up = False
         try:
@@ -163,7 +189,8 @@ class Cluster:
         if errors:
             raise errors[0]
 
-    # -- nodes -------------------------------------------------------------------------------------------
+    # -- nodes
+    # -------------------------------------------------------------------------------------------
     def _all_nodes(self) -> list[KafkaNode]:
         return [*self.nodes, *([self.zookeeper] if self.zookeeper else [])]
 
@@ -183,7 +210,8 @@ class Cluster:
         return [self.zookeeper.node_id] if self.zookeeper else []
 
     def zookeeper_session(self) -> ZooKeeper:
-        """A session with the cluster's ZooKeeper (use it as a context manager); ZooKeeper mode only."""
+        """A session with the cluster's ZooKeeper (use it as a context manager); ZooKeeper mode
+        only."""
         if not self.zookeeper:
             raise ClusterError("this cluster runs KRaft: it has no ZooKeeper")
         return ZooKeeper(f"{self.zookeeper.ip()}:{ZK_PORT}")
@@ -197,34 +225,41 @@ class Cluster:
         return [n.node_id for n in self.nodes if n.state() != "running"]
 
     def start_node(self, node_id: int) -> None:
-        """Restart a stopped broker with its data, then re-apply the network rules in force for it."""
+        """Restart a stopped broker with its data, then re-apply the network rules in force for
+        it."""
         self.start_nodes([node_id])
 
     def start_nodes(self, node_ids: Iterable[int]) -> None:
-        """Restart brokers together (a KRaft voter cannot finish starting without a quorum), wait for each,
-        then re-apply the network rules in force for them."""
+        """Restart brokers together (a KRaft voter cannot finish starting without a quorum), wait
+        for each, then re-apply the network rules in force for them."""
         nodes = [self.node(i) for i in node_ids]
-        began, after = time.monotonic(), "clean" if nodes and all(n.stopped_cleanly for n in nodes) else "kill"
+        began, after = time.monotonic(), "clean" if nodes and all(
+            n.stopped_cleanly for n in nodes) else "kill"
         self._await_unregistered(nodes)
         for n in nodes:
             n.begin_start()
         for n in nodes:
             n.wait_started()
             self.firewall.apply(n)
-        recovering, self._power_cut = self._power_cut & set(node_ids), self._power_cut - set(node_ids)
-        if nodes and not recovering:  # validation plans ordinary restarts; a power loss's recovery takes longer
-            measured.record_restart(self.spec.version, self.spec.metadata, after, time.monotonic() - began)
+        recovering, self._power_cut = (self._power_cut & set(node_ids),
+                                       self._power_cut - set(node_ids))
+        # validation plans ordinary restarts; a power loss's recovery takes longer
+        if nodes and not recovering:
+            measured.record_restart(self.spec.version, self.spec.metadata, after,
+                                    time.monotonic() - began)
 
     def _await_unregistered(self, nodes: list[KafkaNode]) -> None:
-        """ZooKeeper mode: wait until ZooKeeper has dropped the registrations of SIGKILLed brokers, however late a
-        loaded ZooKeeper expires their sessions (up to ZK_LATE_S past the unloaded bound); a broker whose
-        registration could not be seen gone waits that bound out by the clock when it starts."""
+        """ZooKeeper mode: wait until ZooKeeper has dropped the registrations of SIGKILLed brokers,
+        however late a loaded ZooKeeper expires their sessions (up to ZK_LATE_S past the unloaded
+        bound); a broker whose registration could not be seen gone waits that bound out by the clock
+        when it starts."""
         lapses = {n: lapse for n in nodes if (lapse := n.zk_session_lapse()) is not None}
         if not lapses:
             return
         try:
             with self.zookeeper_session() as zk:
-                gone = zk.await_absent([f"/brokers/ids/{n.node_id}" for n in lapses], max(lapses.values()) + ZK_LATE_S)
+                gone = zk.await_absent([f"/brokers/ids/{n.node_id}" for n in lapses],
+                                       max(lapses.values()) + ZK_LATE_S)
         except ClusterError:
             return
         if gone:
@@ -232,8 +267,8 @@ class Cluster:
                 n.unregistered()
 
     def power_off(self, node_ids: list[int], torn: bool = False) -> lazydisk.PowerCut:
-        """Cut the power of brokers together: every one is frozen before any loses what it had not fsynced (a
-        correlated failure); they stay down until `start_nodes`."""
+        """Cut the power of brokers together: every one is frozen before any loses what it had not
+        fsynced (a correlated failure); they stay down until `start_nodes`."""
         nodes = [self.node(i) for i in node_ids]
         stopped: list[float] = []
         self._power_cut |= set(node_ids)
@@ -242,19 +277,22 @@ class Cluster:
             stopped += [n.freeze(pid) for n, pid in zip(nodes, pids, strict=True)]
             losses = {n.node_id: n.power_off(torn) for n in nodes}
         except BaseException:
-            for n in nodes:  # none may stay frozen: a frozen broker is "running" and would never be started again
+            # none may stay frozen: a frozen broker is "running" and would never be started again
+            for n in nodes:
                 n.kill()
             raise
         return lazydisk.PowerCut(losses, max(stopped) - min(stopped) if stopped else 0.0)
 
     def heal(self) -> None:
-        """Remove every partition and link rule, resume paused nodes; stopped nodes are left to start_node."""
+        """Remove every partition and link rule, resume paused nodes; stopped nodes are left to
+        start_node."""
         self.firewall.clear()
         for node in self.nodes:
             node.resume()
             self.firewall.apply(node)
 
-    # -- evidence ------------------------------------------------------------------------------------------------
+    # -- evidence
+    # -----------------------------------------------------------------------------------------
     def collect_logs(self, directory: Path) -> None:
         """Write each node's full log to DIR/<alias>.log."""
         directory.mkdir(parents=True, exist_ok=True)
@@ -262,13 +300,15 @@ class Cluster:
             (directory / f"{node.alias}.log").write_text(node.log_text())
 
     def dump_replica_logs(self, topic: str, sink: Callable[[list[bytes]], None]) -> None:
-        """Every record of every replica of a topic, from each running broker's segment files, handed to `sink` as
-        JSON lines of `replicas` rows, ROWS_AT_ONCE at a time: copied to this host's disk in parallel (a failed copy
-        raises before any row is handed on), then read a segment at a time, partition by partition, one broker after
-        another, so a batch the followers hold byte for byte is decoded once, and no more than one segment of an
-        hours-long run's log, and one partition's parses, are held at once."""
+        """Every record of every replica of a topic, from each running broker's segment files,
+        handed to `sink` as JSON lines of `replicas` rows, ROWS_AT_ONCE at a time: copied to this
+        host's disk in parallel (a failed copy raises before any row is handed on), then read a
+        segment at a time, partition by partition, one broker after another, so a batch the
+        followers hold byte for byte is decoded once, and no more than one segment of an hours-long
+        run's log, and one partition's parses, are held at once."""
         running = [n for n in self.nodes if n.state() == "running"]
-        tmp = labels.scratch(self.spec.run_id)  # the run's watchdog removes it if the run is killed meanwhile
+        # the run's watchdog removes it if the run is killed meanwhile
+        tmp = labels.scratch(self.spec.run_id)
         tmp.mkdir(parents=True, exist_ok=True)
         try:
             with cf.ThreadPoolExecutor(max_workers=len(running) or 1) as pool:
@@ -279,7 +319,8 @@ class Cluster:
                     by_partition.setdefault(segment.partition, []).append((node.node_id, segment))
             for partition in sorted(by_partition):
                 parsed: Parsed = {}
-                rows = itertools.chain.from_iterable(parse_segment(s.read(), broker, topic, partition, parsed)
+                rows = itertools.chain.from_iterable(parse_segment(
+                    s.read(), broker, topic, partition, parsed)
                                                      for broker, s in by_partition[partition])
                 while chunk := list(itertools.islice(rows, ROWS_AT_ONCE)):
                     sink(chunk)

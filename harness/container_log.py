@@ -1,5 +1,6 @@
-"""A container's log since a start began, read where the engine keeps it on this host: the engine's own `logs
---since` scans the whole log file on every call, which grows with every restart of an hours-long run."""
+"""A container's log since a start began, read where the engine keeps it on this host: the engine's
+own `logs --since` scans the whole log file on every call, which grows with every restart of an
+hours-long run."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class Mark:
-    """Where a container's log ended when a start began: a byte offset in its json-file on this host (None when the
-    engine keeps it elsewhere) and the time, for the engine's API."""
+    """Where a container's log ended when a start began: a byte offset in its json-file on this host
+    (None when the engine keeps it elsewhere) and the time, for the engine's API."""
 
     path: Path | None
     offset: int
@@ -20,7 +21,8 @@ class Mark:
 
 
 def mark(container=None) -> Mark:
-    """The log's end now (a docker-py container, or None before it exists: its whole log is then new)."""
+    """The log's end now (a docker-py container, or None before it exists: its whole log is then
+    new)."""
     log_path = container.attrs.get("LogPath") if container is not None else None
     path = Path(log_path) if log_path else None
     try:
@@ -30,8 +32,8 @@ def mark(container=None) -> Mark:
 
 
 def since(container, at: Mark) -> str:
-    """What the container printed since `at`: from the json-file's offset when readable and not rotated, else
-    through the engine's API."""
+    """What the container printed since `at`: from the json-file's offset when readable and not
+    rotated, else through the engine's API."""
     if at.path is not None:
         try:
             with at.path.open("rb") as f:

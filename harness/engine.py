@@ -27,33 +27,37 @@ def engine_answers() -> bool:
 
 
 def ensure_engine(wait_s: float = 60.0, say=progress) -> None:
-    """Return when a Docker engine answers; install and start dockerd as root on Debian if needed."""
+    """Return when a Docker engine answers; install and start dockerd as root on Debian if
+    needed."""
     if engine_answers():
         return
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
         raise EngineError(
-            "No Docker engine answers `docker info`. Start one (e.g. `sudo systemctl start docker`) "
-            "or run as root on Debian/Ubuntu so kchaos can install docker.io and start dockerd itself."
+            "No Docker engine answers `docker info`. Start one (e.g. `sudo systemctl start "
+            "docker`) or run as root on Debian/Ubuntu so kchaos can install docker.io and start "
+            "dockerd itself."
         )
     if shutil.which("dockerd") is None:
         say("Installing Debian's docker.io (no Docker engine on this machine)...")
         apt_install("docker.io", "iptables", error=EngineError)
     say(f"Starting dockerd in the background (log: {DOCKERD_LOG})...")
     with DOCKERD_LOG.open("ab") as log:
-        subprocess.Popen(["dockerd"], stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+        subprocess.Popen(["dockerd"], stdout=log, stderr=log, stdin=subprocess.DEVNULL,
+                         start_new_session=True)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if engine_answers():
             return
         time.sleep(0.5)
     tail = DOCKERD_LOG.read_text(errors="replace").splitlines()[-10:]
-    raise EngineError(f"dockerd did not answer within {wait_s:.0f}s. Last lines of {DOCKERD_LOG}:\n" + "\n".join(tail))
+    raise EngineError(f"dockerd did not answer within {wait_s:.0f}s. Last lines "
+                      f"of {DOCKERD_LOG}:\n" + "\n".join(tail))
 
 
 STACKS_GLOB = "goroutine-stacks-*.log"
 STACK_DIRS = (Path("/var/run/docker"), Path("/var/lib/docker"))
-# What an engine call that never came back leaves in an error: requests' read timeout on the engine's socket, or
-# freezer.EngineStuck's own words
+# What an engine call that never came back leaves in an error: requests' read timeout on the
+# engine's socket, or freezer.EngineStuck's own words
 STALL_SIGNS = ("UnixHTTPConnectionPool", "did not answer `docker")
 
 
@@ -63,9 +67,11 @@ def stalled(error: str) -> bool:
 
 
 def dump_stacks(directory: Path, wait_s: float = 5.0) -> Path | None:
-    """Have dockerd and containerd write their goroutine stacks (SIGUSR1) and move dockerd's into `directory`, the
-    evidence a stalled engine leaves for its bug report; None when no engine here can be signalled."""
-    engines = [p for p in psutil.process_iter(["name"]) if p.info["name"] in ("dockerd", "containerd")]
+    """Have dockerd and containerd write their goroutine stacks (SIGUSR1) and move dockerd's into
+    `directory`, the evidence a stalled engine leaves for its bug report; None when no engine here
+    can be signalled."""
+    engines = [p for p in psutil.process_iter(["name"])
+               if p.info["name"] in ("dockerd", "containerd")]
     before = {p for d in STACK_DIRS for p in d.glob(STACKS_GLOB)}
     try:
         for p in engines:

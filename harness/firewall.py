@@ -11,10 +11,12 @@ from harness.node import KafkaNode
 
 
 class Firewall:
-    """Grudges and link rules, each held by an owner (a fault line), so that lines running at once lift only their
-    own; a node's rules are the union of every owner's, applied inside its container (healing is one flush)."""
+    """Grudges and link rules, each held by an owner (a fault line), so that lines running at once
+    lift only their own; a node's rules are the union of every owner's, applied inside its container
+    (healing is one flush)."""
 
-    def __init__(self, nodes: Callable[[], list[KafkaNode]], zookeeper: Callable[[], KafkaNode | None]) -> None:
+    def __init__(self, nodes: Callable[[], list[KafkaNode]],
+                 zookeeper: Callable[[], KafkaNode | None]) -> None:
         self._nodes, self._zookeeper = nodes, zookeeper
         self._grudges: dict[str, dict[int, set[int]]] = {}
         self._links: dict[str, dict[int, list[str]]] = {}
@@ -39,14 +41,16 @@ class Firewall:
             return [rule for links in self._links.values() for rule in links.get(node_id, [])]
 
     def partition(self, grudge: dict[int, set[int]], owner: str = "") -> None:
-        """Set `owner`'s grudge (an empty one lifts it): each node drops every packet from the peers it names."""
+        """Set `owner`'s grudge (an empty one lifts it): each node drops every packet from the peers
+        it names."""
         with self._lock:
             self._grudges[owner] = {k: set(v) for k, v in grudge.items() if v}
             for node in self._nodes():
                 self.apply(node)
 
     def link_fault(self, node_id: int, fragment: str, owner: str = "") -> None:
-        """Add a client-side or link rule (port block, TCP reset, packet loss, bandwidth) to one node."""
+        """Add a client-side or link rule (port block, TCP reset, packet loss, bandwidth) to one
+        node."""
         with self._lock:
             self._links.setdefault(owner, {}).setdefault(node_id, []).append(fragment)
             self.apply(self._node(node_id))
@@ -66,7 +70,8 @@ class Firewall:
             self._links.clear()
 
     def apply(self, node: KafkaNode) -> None:
-        """Make a running node's rules what the state says (nothing to do for a stopped or paused node)."""
+        """Make a running node's rules what the state says (nothing to do for a stopped or paused
+        node)."""
         with self._lock:
             if node.state() != "running":
                 return
@@ -82,17 +87,20 @@ class Firewall:
             return
         code, out = done
         if code != 0:
-            raise ClusterError(f"network rules on {node.alias} failed (exit {code}): {out.strip()[-300:]}")
+            raise ClusterError(f"network rules on {node.alias} failed (exit {code}): "
+                               f"{out.strip()[-300:]}")
 
     def rules(self, node_id: int) -> str:
         """The iptables and tc state inside a node (for tests and reports)."""
-        return self._node(node_id).sh(f"iptables -S {netrules.CHAIN} 2>&1; tc qdisc show dev eth0")[1]
+        return self._node(node_id).sh(f"iptables -S {netrules.CHAIN} 2>&1; tc qdisc show dev "
+                                      "eth0")[1]
 
     def isolated(self) -> set[int]:
         """Brokers that currently drop or are dropped by a peer, or refuse clients."""
         with self._lock:
             grudge = self.grudge
-            cut = set(grudge) | {n for links in self._links.values() for n, rules in links.items() if rules}
+            cut = set(grudge) | {n for links in self._links.values() for n,
+                                 rules in links.items() if rules}
         for peers in grudge.values():
             cut |= peers
         return cut

@@ -1,6 +1,7 @@
-"""The cgroup freezer that `docker pause` drives, read and thawed from this host: the way out when the engine hangs
-on a frozen container (seen in CI: `docker pause` froze a broker and never returned, and every later call on that
-container waited behind it until the cgroup was thawed by hand)."""
+"""The cgroup freezer that `docker pause` drives, read and thawed from this host: the way out when
+the engine hangs on a frozen container (seen in CI: `docker pause` froze a broker and never
+returned, and every later call on that container waited behind it until the cgroup was thawed by
+hand)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ ENGINE_CALL_S = 30  # a pause, unpause or removal the engine has not answered by
 
 
 class EngineStuck(ClusterError):
-    """The engine did not answer a freezer or removal call in time; the container's cgroup was thawed."""
+    """The engine did not answer a freezer or removal call in time; the container's cgroup was
+    thawed."""
 
 
 def _controls(container_id: str, root: Path) -> list[tuple[Path, str, str]]:
-    """A container's freeze control file under each layout Docker uses (cgroup v1 and v2, cgroupfs and systemd
-    drivers), each with the values that thaw and freeze it."""
+    """A container's freeze control file under each layout Docker uses (cgroup v1 and v2, cgroupfs
+    and systemd drivers), each with the values that thaw and freeze it."""
     scope = f"docker-{container_id}.scope"
     return [(root / "freezer" / "docker" / container_id / "freezer.state", "THAWED", "FROZEN"),
             (root / "freezer" / "system.slice" / scope / "freezer.state", "THAWED", "FROZEN"),
@@ -51,14 +53,15 @@ def thaw(container_id: str, root: Path = ROOT) -> bool:
 
 
 def freeze(container_id: str, root: Path = ROOT) -> bool:
-    """Freeze the container's cgroup again, so that an engine which still counts it paused can unpause it (a
-    thawed container's unpause fails with "container not paused"); True when it was thawed."""
+    """Freeze the container's cgroup again, so that an engine which still counts it paused can
+    unpause it (a thawed container's unpause fails with "container not paused"); True when it was
+    thawed."""
     return _set(container_id, root, frozen=True)
 
 
 def bounded(call: Callable[[], object], container_id: str, what: str, root: Path = ROOT) -> None:
-    """Run an engine call made with an ENGINE_CALL_S client timeout; when it times out, thaw the container's cgroup
-    (which lets the engine finish what it was stuck in) and raise EngineStuck."""
+    """Run an engine call made with an ENGINE_CALL_S client timeout; when it times out, thaw the
+    container's cgroup (which lets the engine finish what it was stuck in) and raise EngineStuck."""
     try:
         call()
     except requests.exceptions.Timeout as exc:

@@ -1,4 +1,5 @@
-"""Build and cache the images a cluster runs on: a Debian JRE base, and Kafka <version> from its stock jars."""
+"""Build and cache the images a cluster runs on: a Debian JRE base, and Kafka <version> from its
+stock jars."""
 
 from __future__ import annotations
 
@@ -44,21 +45,24 @@ def _image(tag: str):
 
 
 def recipe(version: str) -> str:
-    """A digest of the Dockerfile and the pinned JRE a version's image is built from: an image built from older
-    ones is rebuilt."""
+    """A digest of the Dockerfile and the pinned JRE a version's image is built from: an image built
+    from older ones is rebuilt."""
     made_of = (DOCKER_DIR / "Dockerfile").read_bytes() + JRES[java_for(version)].pin.encode()
     return hashlib.sha256(made_of).hexdigest()[:12]
 
 
 def ensure_kafka_image(version: str, say=progress) -> str:
-    """Return the image for a Kafka version, building what is missing (jars, base, image) or stale (its recipe)."""
+    """Return the image for a Kafka version, building what is missing (jars, base, image) or stale
+    (its recipe)."""
     tag = image_for(version)
     ours = tag.startswith(f"{IMAGE_REPO}:")
     image = _image(tag)
-    if image is not None and (not ours or image.labels.get("org.kafka-chaos.recipe") == recipe(version)):
+    if image is not None and (not ours
+                              or image.labels.get("org.kafka-chaos.recipe") == recipe(version)):
         return tag
     if not ours:
-        raise ImageError(f"Image {tag} (from KCHAOS_KAFKA_IMAGE) is not present locally; pull or load it first.")
+        raise ImageError(f"Image {tag} (from KCHAOS_KAFKA_IMAGE) is not present locally; pull or "
+                         "load it first.")
     libs = fetch_jars(version, say)
     base = ensure_jre_image(java_for(version), say)
     say(f"Building image {tag}...")
@@ -68,10 +72,12 @@ def ensure_kafka_image(version: str, say=progress) -> str:
     shutil.copytree(libs, ctx / "libs")
     shutil.copy(DOCKER_DIR / "Dockerfile", ctx / "Dockerfile")
     try:
+        jars = f"stock {(libs.parent / '.complete').read_text()}"
         _client().images.build(path=str(ctx), tag=tag, rm=True,
                                buildargs={"BASE": base, "KAFKA_VERSION": version},
-                               labels={"org.kafka-chaos": "image", "org.kafka-chaos.recipe": recipe(version),
-                                       "org.kafka-chaos.jars": f"stock {(libs.parent / '.complete').read_text()}"})
+                               labels={"org.kafka-chaos": "image",
+                                       "org.kafka-chaos.recipe": recipe(version),
+                                       "org.kafka-chaos.jars": jars})
     except docker.errors.BuildError as exc:
         raise ImageError(f"docker build of {tag} failed: {exc.msg}") from exc
     finally:
@@ -101,5 +107,6 @@ def local_images() -> list[LocalImage]:
         for tag in img.tags:
             rows.append(LocalImage(tag, lab.get("org.kafka-chaos.kafka-version", "?"),
                                    lab.get("org.kafka-chaos.jre", "?"),
-                                   lab.get("org.kafka-chaos.jars", "stock"), img.attrs.get("Size", 0)))
+                                   lab.get("org.kafka-chaos.jars", "stock"),
+                                   img.attrs.get("Size", 0)))
     return sorted(rows, key=lambda r: release(r.version))

@@ -1,5 +1,5 @@
-"""Kafka's jars from Maven Central: which releases it has, the stock runtime jars of one, and the config names
-that release defines. Nothing here needs the Docker engine."""
+"""Kafka's jars from Maven Central: which releases it has, the stock runtime jars of one, and the
+config names that release defines. Nothing here needs the Docker engine."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ from contracts.paths import cache_dir
 from contracts.versions import DEFAULT_VERSION, OLDEST, VERSION_RE, release
 
 CENTRAL = "https://repo1.maven.org/maven2"
-# The broker is published per Scala build; the newest Scala a release has is taken (2.13 from 2.4, 2.12 from
-# 0.10.1, 2.11 before). kafka-tools (ProducerPerformance, for `make bench`) is added where a release has it.
+# The broker is published per Scala build; the newest Scala a release has is taken (2.13 from 2.4,
+# 2.12 from 0.10.1, 2.11 before). kafka-tools (ProducerPerformance, for `make bench`) is added where
+# a release has it.
 BROKER_ARTIFACTS = ("kafka_2.13", "kafka_2.12", "kafka_2.11")
 TOOLS_ARTIFACT = "kafka-tools"
 
@@ -48,7 +49,8 @@ def available_versions() -> list[str]:
 
 
 def nearest(version: str, known: list[str], n: int = 3) -> list[str]:
-    """The `n` known versions closest to `version` (same major and minor first), in version order."""
+    """The `n` known versions closest to `version` (same major and minor first), in version
+    order."""
     want = release(version) + (0,) * 4
 
     def distance(v: str) -> tuple[int, ...]:
@@ -58,17 +60,19 @@ def nearest(version: str, known: list[str], n: int = 3) -> list[str]:
 
 
 def check_version(version: str, field: str = "--kafka") -> None:
-    """Raise one clear error unless the harness can run this Kafka version (its jars are on Maven Central, or
-    cached here); `field` is where the user wrote the version."""
+    """Raise one clear error unless the harness can run this Kafka version (its jars are on Maven
+    Central, or cached here); `field` is where the user wrote the version."""
     if not VERSION_RE.match(version):
-        raise UsageError(f"Expected a Kafka version like '{DEFAULT_VERSION}' but got {field}={version!r}")
+        raise UsageError(f"Expected a Kafka version like '{DEFAULT_VERSION}' but got "
+                         f"{field}={version!r}")
     if (cache_dir() / "kafka" / version / ".complete").exists():
         return
     if release(version) >= OLDEST and broker_artifact(version):
         return
     close = ", ".join(nearest(version, available_versions()))
     why = ("is older than 0.10.2, the oldest the harness runs" if release(version) < OLDEST
-           else f"is not on Maven Central (no org.apache.kafka:{{{','.join(BROKER_ARTIFACTS)}}}:{version})")
+           else "is not on Maven Central (no "
+                f"org.apache.kafka:{{{','.join(BROKER_ARTIFACTS)}}}:{version})")
     raise UsageError(f"Kafka {version} {why} ({field}={version!r}). Nearest supported: {close}; "
                      "`kchaos images list --available` lists all.")
 
@@ -88,18 +92,19 @@ class Artifact:
 
 def _pom(artifacts: list[Artifact]) -> str:
     deps = "\n".join(a.xml() for a in artifacts)
-    return ("<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0</modelVersion>"
-            "<groupId>kafka-chaos</groupId><artifactId>kafka-libs</artifactId><version>1</version>"
-            f"<dependencies>\n{deps}\n</dependencies></project>\n")
+    return ("<project "
+            f"xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0</modelVersion><groupId>kafka-chaos</groupId><artifactId>kafka-libs</artifactId><version>1</version><dependencies>\n{deps}\n</dependencies></project>\n")
 
 
 def _copy_dependencies(work: Path, artifacts: list[Artifact], libs: Path) -> None:
     (work / "pom.xml").write_text(_pom(artifacts))
-    done = subprocess.run(["mvn", "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime",
+    done = subprocess.run(["mvn", "-q", "-B", "dependency:copy-dependencies",
+                           "-DincludeScope=runtime",
                            f"-DoutputDirectory={libs}"], cwd=work, capture_output=True, text=True)
     if done.returncode != 0:
         errors = [ln for ln in done.stdout.splitlines() if "[ERROR]" in ln][:2]
-        raise ImageError("Maven could not resolve " + ", ".join(f"{a.name}:{a.version}" for a in artifacts)
+        raise ImageError("Maven could not resolve "
+                         + ", ".join(f"{a.name}:{a.version}" for a in artifacts)
                          + ":\n" + "\n".join(errors))
 
 
@@ -112,8 +117,8 @@ def _jar_version(libs: Path, name: str) -> str | None:
 
 
 def logging_binding(libs: Path) -> list[Artifact]:
-    """The SLF4J binding the broker POM leaves out: log4j2 for 4.x (log4j-core present), reload4j for 3.x; before
-    3.x ZooKeeper's POM brings slf4j-log4j12."""
+    """The SLF4J binding the broker POM leaves out: log4j2 for 4.x (log4j-core present), reload4j
+    for 3.x; before 3.x ZooKeeper's POM brings slf4j-log4j12."""
     bound = ("slf4j-reload4j-*.jar", "log4j-slf4j*-impl-*.jar", "slf4j-log4j12-*.jar")
     if any(any(libs.glob(b)) for b in bound):
         return []
@@ -122,11 +127,13 @@ def logging_binding(libs: Path) -> list[Artifact]:
     if log4j2:
         impl = "log4j-slf4j2-impl" if slf4j.startswith("2.") else "log4j-slf4j-impl"
         return [Artifact("org.apache.logging.log4j", impl, log4j2)]
-    return [Artifact("ch.qos.reload4j", "reload4j", "1.2.25"), Artifact("org.slf4j", "slf4j-reload4j", slf4j)]
+    return [Artifact("ch.qos.reload4j", "reload4j", "1.2.25"),
+            Artifact("org.slf4j", "slf4j-reload4j", slf4j)]
 
 
 def fetch_jars(version: str, say=progress) -> Path:
-    """Kafka <version>'s stock runtime jars from Maven Central, plus a logging binding; cached per version."""
+    """Kafka <version>'s stock runtime jars from Maven Central, plus a logging binding; cached per
+    version."""
     home = cache_dir() / "kafka" / version
     libs = home / "libs"
     if (home / ".complete").exists():
@@ -158,17 +165,19 @@ class ConfigNames:
 
 
 def config_names(version: str, say=progress) -> ConfigNames:
-    """A version's config names, listed once by harness/java/ConfigNames.java run against its jars (fetched if
-    need be) and kept beside them."""
+    """A version's config names, listed once by harness/java/ConfigNames.java run against its jars
+    (fetched if need be) and kept beside them."""
     listed = cache_dir() / "kafka" / version / "config-names.txt"
     if not listed.is_file():
         libs = fetch_jars(version, say)
-        done = subprocess.run(["java", "-cp", f"{libs}/*", str(JAVA_DIR / "ConfigNames.java")], capture_output=True,
-                              text=True, timeout=300)
+        done = subprocess.run(["java", "-cp", f"{libs}/*", str(JAVA_DIR / "ConfigNames.java")],
+                              capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
-            raise ImageError(f"Listing Kafka {version}'s config names failed: {done.stderr.strip()[-400:]}")
+            raise ImageError(f"Listing Kafka {version}'s config names failed: "
+                             f"{done.stderr.strip()[-400:]}")
         tmp = listed.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(done.stdout)
         tmp.replace(listed)
     rows = [line.split(" ", 1) for line in listed.read_text().splitlines() if " " in line]
-    return ConfigNames(frozenset(n for k, n in rows if k == "broker"), frozenset(n for k, n in rows if k == "topic"))
+    return ConfigNames(frozenset(n for k, n in rows if k == "broker"),
+                       frozenset(n for k, n in rows if k == "topic"))

@@ -1,4 +1,5 @@
-"""The JRE base images Kafka images build on: Debian with one pinned OpenJDK, made by debootstrap + `docker import`."""
+"""The JRE base images Kafka images build on: Debian with one pinned OpenJDK, made by debootstrap +
+`docker import`."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from harness.apt import apt_install
 
 DEBIAN_MIRROR = os.environ.get("KCHAOS_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 TOOLS = ("iproute2", "iptables", "procps", "ca-certificates")
-# A suite's Release file may be past its Valid-Until on a mirror that is a snapshot; the packages are still signed.
+# A suite's Release file may be past its Valid-Until on a mirror that is a snapshot; the packages
+# are still signed.
 LABEL = "org.kafka-chaos.jre"
 APT = ("apt-get", "-o", "Acquire::Check-Valid-Until=false", "-y", "-qq", "--no-install-recommends")
 
@@ -77,25 +79,30 @@ def ensure_jre_image(java: int, say=progress) -> str:
             return jre.tag
     except docker.errors.ImageNotFound:
         if given:
-            raise ImageError(f"Image {jre.tag} (from KCHAOS_JRE{java}_IMAGE) is not present locally; load it first "
-                             f"or unset KCHAOS_JRE{java}_IMAGE to build the pinned one") from None
+            raise ImageError(f"Image {jre.tag} (from KCHAOS_JRE{java}_IMAGE) is not present "
+                             f"locally; load it first or unset KCHAOS_JRE{java}_IMAGE to build the "
+                             "pinned one") from None
     if shutil.which("debootstrap") is None:
         apt_install("debootstrap", error=ImageError)
-    say(f"Building base image {jre.tag} ({jre.pin}, Debian {jre.suite}) with debootstrap (about a minute, once)...")
+    say(f"Building base image {jre.tag} ({jre.pin}, Debian {jre.suite}) with debootstrap (about a "
+        "minute, once)...")
     with tempfile.TemporaryDirectory(prefix="kchaos-rootfs-") as tmp:
         root = Path(tmp) / "rootfs"
-        _run(["debootstrap", "--variant=minbase", f"--include={','.join(TOOLS)}", jre.suite, str(root),
-              DEBIAN_MIRROR], "debootstrap")
+        _run(["debootstrap", "--variant=minbase", f"--include={','.join(TOOLS)}", jre.suite,
+              str(root), DEBIAN_MIRROR], "debootstrap")
         _install_pinned(root, jre)
-        # nft-backed iptables needs modules a container may lack; the legacy backend works everywhere.
-        _run(["chroot", str(root), "update-alternatives", "--set", "iptables", "/usr/sbin/iptables-legacy"],
+        # nft-backed iptables needs modules a container may lack; the legacy backend works
+        # everywhere.
+        _run(["chroot", str(root), "update-alternatives", "--set", "iptables",
+              "/usr/sbin/iptables-legacy"],
              "selecting iptables-legacy")
-        for junk in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man"):
+        for junk in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc",
+                     "usr/share/man"):
             shutil.rmtree(root / junk, ignore_errors=True)
         label = f"LABEL {LABEL}=\"{jre.label}\""
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
-        _run(["docker", "import", "-c", "ENV LANG=C.UTF-8", "-c", label, "-", jre.tag], "docker import",
-             stdin=tar.stdout)
+        _run(["docker", "import", "-c", "ENV LANG=C.UTF-8", "-c", label, "-", jre.tag],
+             "docker import", stdin=tar.stdout)
         tar.wait()
     return jre.tag
 
@@ -107,11 +114,12 @@ def _install_pinned(root: Path, jre: Jre) -> None:
     try:
         _run(["chroot", str(root), *APT[:3], "update"], f"apt-get update ({jre.suite})")
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        done = subprocess.run(["chroot", str(root), *APT, "install", jre.pin], capture_output=True, text=True,
-                              env=env)
+        done = subprocess.run(["chroot", str(root), *APT, "install", jre.pin], capture_output=True,
+                              text=True, env=env)
         if done.returncode != 0:
-            raise ImageError(f"apt-get install {jre.pin} (Debian {jre.suite}) failed: {done.stderr.strip()[-300:]}. "
-                             f"If the archive no longer offers that version, set JRES[{jre.java}] in harness/jre.py "
-                             f"to one `apt-cache policy {jre.package}` lists")
+            raise ImageError(f"apt-get install {jre.pin} (Debian {jre.suite}) failed: "
+                             f"{done.stderr.strip()[-300:]}. If the archive no longer offers that "
+                             f"version, set JRES[{jre.java}] in harness/jre.py to one `apt-cache "
+                             f"policy {jre.package}` lists")
     finally:
         subprocess.run(["umount", "-l", str(root / "proc")], capture_output=True)

@@ -36,8 +36,8 @@ def clean_scratch(run_id: str | None = None) -> None:
 
 
 def clean(run_id: str | None = None) -> tuple[int, int]:
-    """Remove labelled containers (thawed from the host first, so an engine stuck on a frozen one gets going again),
-    networks and scratch directories; return how many containers and networks."""
+    """Remove labelled containers (thawed from the host first, so an engine stuck on a frozen one
+    gets going again), networks and scratch directories; return how many containers and networks."""
     clean_scratch(run_id)
     client = docker.from_env()
     selector = f"{RUN}={run_id}" if run_id else OWNER
@@ -47,10 +47,13 @@ def clean(run_id: str | None = None) -> tuple[int, int]:
             freezer.thaw(c.id)  # a forced removal kills a paused container too
             c.remove(force=True, v=True)
         except docker.errors.APIError as exc:
-            if exc.status_code not in (404, 409):  # gone already, or a teardown still under way removes it
+            # gone already, or a teardown still under way removes it
+            if exc.status_code not in (404, 409):
                 raise
-    deadline = time.monotonic() + GONE_WITHIN_S  # a network with a container attached cannot be removed
-    while client.containers.list(all=True, filters={"label": selector}) and time.monotonic() < deadline:
+    # a network with a container attached cannot be removed
+    deadline = time.monotonic() + GONE_WITHIN_S
+    while client.containers.list(all=True,
+                                 filters={"label": selector}) and time.monotonic() < deadline:
         time.sleep(0.5)
     networks = client.networks.list(filters={"label": selector})
     for n in networks:

@@ -1,5 +1,5 @@
-"""lazyfs, the FUSE filesystem a broker's data directory sits on when a scenario cuts its power: built once from
-harness/docker/lazyfs with Go, and mounted into the broker's container read-only."""
+"""lazyfs, the FUSE filesystem a broker's data directory sits on when a scenario cuts its power:
+built once from harness/docker/lazyfs with Go, and mounted into the broker's container read-only."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ FUSE_DEVICE = "/dev/fuse"
 
 @dataclass(frozen=True)
 class Loss:
-    """What one broker's power loss dropped: files put back to their last fsync, the bytes written to them since,
-    files torn."""
+    """What one broker's power loss dropped: files put back to their last fsync, the bytes written
+    to them since, files torn."""
 
     files: int
     bytes: int
@@ -28,7 +28,8 @@ class Loss:
 
 @dataclass(frozen=True)
 class PowerCut:
-    """A power loss of several brokers: each one's loss, and the time between the first and the last to stop."""
+    """A power loss of several brokers: each one's loss, and the time between the first and the last
+    to stop."""
 
     losses: dict[int, Loss]
     spread_s: float
@@ -37,13 +38,14 @@ class PowerCut:
 def binary(say=progress) -> Path:
     """The lazyfs executable for the current sources, built on first use."""
     if not Path(FUSE_DEVICE).exists():
-        raise ImageError(f"{FUSE_DEVICE} is missing: power-loss needs the kernel's FUSE (modprobe fuse)")
+        raise ImageError(f"{FUSE_DEVICE} is missing: power-loss needs the kernel's FUSE (modprobe "
+                         "fuse)")
     return gobuild.binary("lazyfs", "the power-loss filesystem", say)
 
 
 def run_args() -> dict:
-    """What a container needs, beyond the binary, to mount lazyfs: the FUSE device, CAP_SYS_ADMIN for mount(2),
-    and where AppArmor is on, a profile that allows mounts."""
+    """What a container needs, beyond the binary, to mount lazyfs: the FUSE device, CAP_SYS_ADMIN
+    for mount(2), and where AppArmor is on, a profile that allows mounts."""
     args: dict = {"devices": [f"{FUSE_DEVICE}:{FUSE_DEVICE}:rwm"], "cap_add": ["SYS_ADMIN"]}
     if _apparmor_on():
         args["security_opt"] = ["apparmor=unconfined"]

@@ -1,4 +1,5 @@
-"""What a cluster says about itself: admin clients, leaders, ISRs, the controller, topics, and waiting for them."""
+"""What a cluster says about itself: admin clients, leaders, ISRs, the controller, topics, and
+waiting for them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, PartitionMetadata
-from tenacity import RetryError, Retrying, retry_if_exception, retry_if_result, stop_after_delay, wait_fixed
+from tenacity import (
+    RetryError,
+    Retrying,
+    retry_if_exception,
+    retry_if_result,
+    stop_after_delay,
+    wait_fixed,
+)
 
 from contracts.clientlog import QUIET
 from contracts.errors import ClusterError
@@ -21,12 +29,14 @@ QUORUM_READS = 5
 QUORUM_STATE = "/var/lib/kafka/data/__cluster_metadata-0/quorum-state"
 
 
-SETTLING_EVERY_S = 0.1  # how often bring-up asks again: brokers registered, a new topic's full ISR and leaders
+# how often bring-up asks again: brokers registered, a new topic's full ISR and leaders
+SETTLING_EVERY_S = 0.1
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout_s: float = 60.0, every_s: float = 0.5) -> Any:
-    """Poll `check()` (tenacity) until it returns a truthy value; cluster and client errors count as not yet. On
-    timeout say what was awaited and what was last seen."""
+def wait_for(what: str, check: Callable[[], Any], timeout_s: float = 60.0,
+             every_s: float = 0.5) -> Any:
+    """Poll `check()` (tenacity) until it returns a truthy value; cluster and client errors count as
+    not yet. On timeout say what was awaited and what was last seen."""
     last = None
 
     def attempt():
@@ -42,7 +52,8 @@ def wait_for(what: str, check: Callable[[], Any], timeout_s: float = 60.0, every
         return Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(every_s),
                         retry=retry_if_result(lambda value: not value))(attempt)
     except RetryError:
-        raise ClusterError(f"Timed out after {timeout_s:.0f}s waiting for {what} (last seen: {last!r})") from None
+        raise ClusterError(f"Timed out after {timeout_s:.0f}s waiting for {what} (last seen: "
+                           f"{last!r})") from None
 
 
 class Metadata:
@@ -50,9 +61,11 @@ class Metadata:
 
     wait_for = staticmethod(wait_for)
 
-    def __init__(self, spec: ClusterSpec, nodes: Callable[[], list[KafkaNode]], firewall: Firewall) -> None:
+    def __init__(self, spec: ClusterSpec, nodes: Callable[[], list[KafkaNode]],
+                 firewall: Firewall) -> None:
         self.spec, self._nodes, self._firewall = spec, nodes, firewall
-        self._assigned: dict[str, list[list[int]]] = {}  # replica assignments we chose, in their order
+        # replica assignments we chose, in their order
+        self._assigned: dict[str, list[list[int]]] = {}
         self._answered = -1  # the broker whose metadata answer was the last one taken
 
     def bootstrap_servers(self, node_ids: Iterable[int] | None = None) -> str:
@@ -62,9 +75,11 @@ class Metadata:
         return ",".join(f"127.0.0.1:{n.external_port}" for n in nodes if n.node_id in ids)
 
     def admin(self, node_ids: Iterable[int] | None = None) -> AdminClient:
-        """A fresh admin client; with one node id, its first requests are answered by that broker."""
-        return AdminClient({"bootstrap.servers": self.bootstrap_servers(node_ids), "socket.timeout.ms": 5000,
-                            "socket.connection.setup.timeout.ms": 5000, "log_level": 0})
+        """A fresh admin client; with one node id, its first requests are answered by that
+        broker."""
+        return AdminClient({"bootstrap.servers": self.bootstrap_servers(node_ids),
+                            "socket.timeout.ms": 5000, "socket.connection.setup.timeout.ms": 5000,
+                            "log_level": 0})
 
     def healthy_nodes(self) -> list[int]:
         """Brokers running, not paused and not cut off: the ones whose metadata can be trusted."""
@@ -72,22 +87,25 @@ class Metadata:
         return [n.node_id for n in self._nodes() if n.node_id not in cut and n.state() == "running"]
 
     def partitions(self, topic: str, timeout_s: float = 10.0) -> dict[int, PartitionMetadata]:
-        """Partition metadata of a topic as seen by a healthy broker (leader -1 when leaderless). Brokers learn
-        of a new topic or a restarted peer a little apart, so an unknown-topic answer is retried for a while."""
+        """Partition metadata of a topic as seen by a healthy broker (leader -1 when leaderless).
+        Brokers learn of a new topic or a restarted peer a little apart, so an unknown-topic answer
+        is retried for a while."""
         return self.partitions_of((topic,), timeout_s, complete=True)[topic]
 
     def partitions_of(self, topics: tuple[str, ...], timeout_s: float = 10.0,
                       complete: bool = False) -> dict[str, dict[int, PartitionMetadata]]:
-        """Partition metadata of several topics from one broker's answer, the broker that answered last asked first
-        (one restarting broker costs a sampler one timeout, not one per topic). Without `complete`, a topic that
-        broker does not know is absent from the result; with it, or if it knows none, another is asked."""
+        """Partition metadata of several topics from one broker's answer, the broker that answered
+        last asked first (one restarting broker costs a sampler one timeout, not one per topic).
+        Without `complete`, a topic that broker does not know is absent from the result; with it, or
+        if it knows none, another is asked."""
         deadline = time.monotonic() + timeout_s
         last: Exception | None = None
         while True:
             nodes = self.healthy_nodes() or [n.node_id for n in self._nodes()]
             for node_id in sorted(nodes, key=lambda n: n != self._answered):
                 try:
-                    md = self.admin([node_id]).list_topics(topics[0] if len(topics) == 1 else None, timeout=5)
+                    md = self.admin([node_id]).list_topics(
+                        topics[0] if len(topics) == 1 else None, timeout=5)
                 except KafkaException as exc:
                     last = exc
                     continue
@@ -96,8 +114,9 @@ class Metadata:
                 if found and (len(found) == len(topics) or not complete):
                     self._answered = node_id
                     return found
-                last = ClusterError(", ".join(f"topic {t}: {md.topics[t].error if t in md.topics else 'absent'}"
-                                              for t in topics if t not in found))
+                errors = {t: md.topics[t].error if t in md.topics else "absent" for t in topics
+                          if t not in found}
+                last = ClusterError(", ".join(f"topic {t}: {e}" for t, e in errors.items()))
             if time.monotonic() > deadline:
                 raise ClusterError(f"No broker answered metadata for {', '.join(topics)}: {last}")
             time.sleep(0.5)
@@ -115,7 +134,8 @@ class Metadata:
         return list(self.partitions(topic)[partition].replicas)
 
     def controller(self) -> int:
-        """The active controller: the KRaft quorum leader with the highest epoch, or ZooKeeper's controller."""
+        """The active controller: the KRaft quorum leader with the highest epoch, or ZooKeeper's
+        controller."""
         if self.spec.metadata == "kraft":
             return self._quorum_leader()
         for node_id in self.healthy_nodes():
@@ -138,18 +158,19 @@ class Metadata:
 
     @staticmethod
     def _quorum_state(node: KafkaNode) -> dict:
-        """A voter's quorum-state file ({} if unreadable), through the engine's archive endpoint: a `docker exec`
-        racing a nemesis pause of the node hangs runc, and with it every engine call on that container. Kafka
-        replaces the file during an election, so a read can come cut short or broken (see `read_file`); a few reads
-        apart get the whole file."""
+        """A voter's quorum-state file ({} if unreadable), through the engine's archive endpoint: a
+        `docker exec` racing a nemesis pause of the node hangs runc, and with it every engine call
+        on that container. Kafka replaces the file during an election, so a read can come cut short
+        or broken (see `read_file`); a few reads apart get the whole file."""
         try:
             return node.read_json(QUORUM_STATE, attempts=QUORUM_READS, wait_s=0.2) or {}
         except (ValueError, tarfile.ReadError):
             return {}
 
     def assignment(self, topic: str, partition: int) -> list[int]:
-        """A partition's replicas in assignment order, the order a controller elects in: as the topic was created
-        with, when we chose it (a 0.10 broker's metadata lists replicas in no particular order), else as listed."""
+        """A partition's replicas in assignment order, the order a controller elects in: as the
+        topic was created with, when we chose it (a 0.10 broker's metadata lists replicas in no
+        particular order), else as listed."""
         if topic in self._assigned:
             return list(self._assigned[topic][partition])
         return self.replicas(topic, partition)
@@ -157,18 +178,19 @@ class Metadata:
     def create_topic(self, name: str, partitions: int, replication_factor: int,
                      config: dict[str, str] | None = None, timeout_s: float = 60.0,
                      replicas: list[int] | None = None) -> None:
-        """Create a topic (optionally with every partition on the given brokers, leader rotating) and wait
-        until every partition has a leader and its full ISR."""
+        """Create a topic (optionally with every partition on the given brokers, leader rotating)
+        and wait until every partition has a leader and its full ISR."""
         cfg = {k: str(v) for k, v in (config or {}).items()}
         if replicas:
-            assignment = [replicas[p % len(replicas):] + replicas[:p % len(replicas)] for p in range(partitions)]
+            assignment = [replicas[p % len(replicas):] + replicas[:p % len(replicas)]
+                          for p in range(partitions)]
             topic = NewTopic(name, partitions, replica_assignment=assignment, config=cfg)
             self._assigned[name] = assignment
         else:
             topic = NewTopic(name, partitions, replication_factor, config=cfg)
         admin = self.admin()  # keep the handle alive until the future resolves
-        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(1.0), reraise=True,
-                                retry=retry_if_exception(_not_yet)):
+        for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(1.0),
+                                reraise=True, retry=retry_if_exception(_not_yet)):
             with attempt:
                 try:
                     admin.create_topics([topic], request_timeout=30)[name].result(timeout=60)
@@ -179,11 +201,13 @@ class Metadata:
         self.wait_leaders_serving(name, partitions, timeout_s)
 
     def wait_leaders_serving(self, topic: str, partitions: int, timeout_s: float = 60.0) -> None:
-        """Wait until each partition's leader answers for it: a broker applies the metadata that makes it leader
-        some time after others report it so, and sends before then wait on retries."""
+        """Wait until each partition's leader answers for it: a broker applies the metadata that
+        makes it leader some time after others report it so, and sends before then wait on
+        retries."""
         consumer = Consumer({"bootstrap.servers": self.bootstrap_servers(self.healthy_nodes()),
                              "group.id": "kchaos-metadata", "enable.auto.commit": False,
-                             "socket.connection.setup.timeout.ms": 5000, "log_level": 0, "logger": QUIET})
+                             "socket.connection.setup.timeout.ms": 5000, "log_level": 0,
+                             "logger": QUIET})
         try:
             wait_for(f"every leader of {topic} answering for its partition", lambda: all(
                 consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5, cached=False)
@@ -192,18 +216,22 @@ class Metadata:
             consumer.close()
 
     def wait_full_isr(self, topic: str, timeout_s: float = 60.0, every_s: float = 0.5) -> None:
-        """Wait until every partition of a topic has a leader and all its replicas in the ISR, asking every `every_s`
-        (each ask inspects every broker's container and opens an admin client: during faults, not too often)."""
+        """Wait until every partition of a topic has a leader and all its replicas in the ISR,
+        asking every `every_s` (each ask inspects every broker's container and opens an admin
+        client: during faults, not too often)."""
         def full() -> bool:
             parts = self.partitions(topic)
-            return bool(parts) and all(p.leader >= 0 and set(p.isrs) == set(p.replicas) for p in parts.values())
+            return bool(parts) and all(p.leader >= 0 and set(p.isrs) == set(p.replicas)
+                                       for p in parts.values())
         wait_for(f"a full ISR on every partition of {topic}", full, timeout_s, every_s)
 
 
-# Admin errors of a cluster still settling, worth another try: fewer brokers registered than a topic's replicas, and
-# librdkafka's own transient ones (a broker connection torn down or timed out while the request was out)
-TRANSIENT = (KafkaError.INVALID_REPLICATION_FACTOR, KafkaError._DESTROY_BROKER, KafkaError._TRANSPORT,
-             KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError.NOT_CONTROLLER)
+# Admin errors of a cluster still settling, worth another try: fewer brokers registered than a
+# topic's replicas, and librdkafka's own transient ones (a broker connection torn down or timed out
+# while the request was out)
+TRANSIENT = (KafkaError.INVALID_REPLICATION_FACTOR, KafkaError._DESTROY_BROKER,
+             KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT,
+             KafkaError.NOT_CONTROLLER)
 
 
 def _not_yet(exc: BaseException) -> bool:

@@ -1,6 +1,7 @@
-"""netdelay, the userspace packet delayer behind the `latency` fault: the kernel here has no netem, so an iptables
-NFQUEUE rule inside a broker's container hands matching packets to netdelay, which lets each through after the
-delay. Built once from harness/docker/netdelay with Go and mounted into the container read-only."""
+"""netdelay, the userspace packet delayer behind the `latency` fault: the kernel here has no netem,
+so an iptables NFQUEUE rule inside a broker's container hands matching packets to netdelay, which
+lets each through after the delay. Built once from harness/docker/netdelay with Go and mounted into
+the container read-only."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ _lock = threading.Lock()
 
 @dataclass(frozen=True)
 class Delayed:
-    """What one broker's netdelay did for one queue: packets let through, how long they were held on average."""
+    """What one broker's netdelay did for one queue: packets let through, how long they were held on
+    average."""
 
     packets: int
     held_mean_ms: float
@@ -35,7 +37,8 @@ def binary(say=progress) -> Path:
 
 
 def queue(delay_ms: int, jitter_ms: int) -> int:
-    """The NFQUEUE number of one delay and jitter: one netdelay per pair, numbered in the order first asked for."""
+    """The NFQUEUE number of one delay and jitter: one netdelay per pair, numbered in the order
+    first asked for."""
     with _lock:
         return _queues.setdefault((delay_ms, jitter_ms), len(_queues) + 1)
 
@@ -55,24 +58,26 @@ def stats_file(q: int) -> str:
 
 
 def fragment(q: int, delay_ms: int, jitter_ms: int, port: int) -> str:
-    """Start the queue's netdelay unless it runs, wait until it has bound the queue, then send every TCP packet
-    arriving from or for `port` (loopback aside) to it."""
+    """Start the queue's netdelay unless it runs, wait until it has bound the queue, then send every
+    TCP packet arriving from or for `port` (loopback aside) to it."""
     pid, stats, log = f"/run/netdelay-{q}.pid", stats_file(q), f"/run/netdelay-{q}.log"
-    start = (f"rm -f {stats}; {IN_CONTAINER} -queue {q} -delay {delay_ms} -jitter {jitter_ms} -stats {stats} "
-             f">{log} 2>&1 < /dev/null & echo $! > {pid}")
-    return (f"[ -x {IN_CONTAINER} ] || {{ echo 'netdelay is not mounted in this container'; exit 1; }}; "
-            f"[ \"$(cat /proc/$(cat {pid} 2>/dev/null)/comm 2>/dev/null)\" = netdelay ] || {{ {start}; }}; "
-            f"i=0; while [ ! -s {stats} ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; "
-            f"[ -s {stats} ] || {{ cat {log}; exit 1; }}; "
-            f"iptables -A {CHAIN} -p tcp ! -i lo -m multiport --ports {port} -j NFQUEUE --queue-num {q}")
+    start = (f"rm -f {stats}; {IN_CONTAINER} -queue {q} -delay {delay_ms} -jitter {jitter_ms} "
+             f"-stats {stats} >{log} 2>&1 < /dev/null & echo $! > {pid}")
+    return (f"[ -x {IN_CONTAINER} ] || {{ echo 'netdelay is not mounted in this container'; exit "
+            "1; "
+            f"}}; [ \"$(cat /proc/$(cat {pid} 2>/dev/null)/comm 2>/dev/null)\" = netdelay ] || {{ "
+            f"{start}; }}; i=0; while [ ! -s {stats} ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); "
+            f"done; [ -s {stats} ] || {{ cat {log}; exit 1; }}; iptables -A {CHAIN} -p tcp ! -i lo "
+            f"-m multiport --ports {port} -j NFQUEUE --queue-num {q}")
 
 
 def read(stats: dict | None, alias: str) -> Delayed:
-    """netdelay's parsed stats (nothing let through when it has none), or a ClusterError naming the broker when
-    they lack a field."""
+    """netdelay's parsed stats (nothing let through when it has none), or a ClusterError naming the
+    broker when they lack a field."""
     if stats is None:
         return Delayed(0, 0.0, 0)
     try:
         return Delayed(int(stats["packets"]), float(stats["held_mean_ms"]), int(stats["errors"]))
     except (KeyError, TypeError, ValueError) as exc:
-        raise ClusterError(f"netdelay on {alias} left no readable stats: {str(stats)[:300]!r}") from exc
+        raise ClusterError(f"netdelay on {alias} left no readable stats: "
+                           f"{str(stats)[:300]!r}") from exc

@@ -1,4 +1,5 @@
-"""iptables and tc rules applied inside node containers: the shell fragments for partitions and link faults."""
+"""iptables and tc rules applied inside node containers: the shell fragments for partitions and link
+faults."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ FLUSH = f"iptables -F {CHAIN} 2>/dev/null; tc qdisc del dev eth0 root 2>/dev/nul
 
 
 def drop_from(ips: list[str], port: int | None = None) -> str:
-    """Drop every packet arriving from these peer addresses (only those for the local `port`, when given: a
-    connection this node opened to a peer's listener still gets its answers)."""
+    """Drop every packet arriving from these peer addresses (only those for the local `port`, when
+    given: a connection this node opened to a peer's listener still gets its answers)."""
     ports = f" -p tcp --dport {port}" if port else ""
     return " && ".join(f"iptables -A {CHAIN} -s {ip}{ports} -j DROP" for ip in ips)
 
@@ -33,6 +34,7 @@ def cap_bandwidth(kbit: int) -> str:
 
 
 def script(*fragments: str) -> str:
-    """One shell script that ensures the chain then applies the fragments, failing on the first error."""
+    """One shell script that ensures the chain then applies the fragments, failing on the first
+    error."""
     body = " && ".join(f"( {f} )" for f in fragments if f)
     return f"{ENSURE_CHAIN}; {body}" if body else ENSURE_CHAIN

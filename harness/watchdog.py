@@ -1,5 +1,6 @@
-"""`python -m harness.watchdog PID START RUN_ID`: outlives a harness process and removes its run's containers and
-network once it is gone (killed with SIGKILL, say), so a crashed run never leaves brokers running for long."""
+"""`python -m harness.watchdog PID START RUN_ID`: outlives a harness process and removes its run's
+containers and network once it is gone (killed with SIGKILL, say), so a crashed run never leaves
+brokers running for long."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ POLL_S = 1.0
 
 
 def start_time(pid: int) -> str | None:
-    """A process's start time in clock ticks since boot (/proc/PID/stat field 22), or None when it is gone or a
-    zombie: with the pid, it names one process even after the pid is reused."""
+    """A process's start time in clock ticks since boot (/proc/PID/stat field 22), or None when it
+    is gone or a zombie: with the pid, it names one process even after the pid is reused."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -33,11 +34,13 @@ def watch(pid: int, started: str, run_id: str) -> None:
 
 
 def spawn(run_id: str) -> subprocess.Popen:
-    """A watchdog over this process for one run, in a session of its own (a signal to the harness's process
-    group, as CI sends when it cancels a job, does not reach it)."""
+    """A watchdog over this process for one run, in a session of its own (a signal to the harness's
+    process group, as CI sends when it cancels a job, does not reach it)."""
     pid = os.getpid()
-    return subprocess.Popen([sys.executable, "-m", "harness.watchdog", str(pid), str(start_time(pid)), run_id],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    return subprocess.Popen([sys.executable, "-m", "harness.watchdog", str(pid),
+                             str(start_time(pid)), run_id],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL,
                             start_new_session=True)
 
 

@@ -1,5 +1,6 @@
-"""A ZooKeeper-mode cluster's partition state read where the leader writes it, and preferred-leader elections
-asked of its controller the way kafka-preferred-replica-election.sh asks (a node under /admin)."""
+"""A ZooKeeper-mode cluster's partition state read where the leader writes it, and preferred-leader
+elections asked of its controller the way kafka-preferred-replica-election.sh asks (a node under
+/admin)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ ELECTION_PATH = "/admin/preferred_replica_election"
 
 @dataclass(frozen=True)
 class PartitionState:
-    """A partition's leader, leader epoch and ISR as stored in ZooKeeper (ahead of any broker's metadata cache)."""
+    """A partition's leader, leader epoch and ISR as stored in ZooKeeper (ahead of any broker's
+    metadata cache)."""
 
     leader: int
     leader_epoch: int
@@ -54,8 +56,8 @@ class ZooKeeper:
         return PartitionState(state["leader"], state["leader_epoch"], tuple(state["isr"]))
 
     def await_absent(self, paths: list[str], deadline: float) -> bool:
-        """Wait until none of the znodes exists (a dead session's ephemeral nodes go when it expires), or until
-        `deadline` (time.monotonic()); whether they are gone."""
+        """Wait until none of the znodes exists (a dead session's ephemeral nodes go when it
+        expires), or until `deadline` (time.monotonic()); whether they are gone."""
         try:
             while any(self._client.exists(p) for p in paths):
                 if time.monotonic() >= deadline:
@@ -66,8 +68,10 @@ class ZooKeeper:
         return True
 
     def elect_preferred(self, topic: str, partition: int) -> None:
-        """Ask the controller to move the partition's leadership to its preferred (first assigned) replica; a
-        request still pending (the controller has not taken it yet) stands for this one."""
-        body = json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": partition}]}).encode()
+        """Ask the controller to move the partition's leadership to its preferred (first assigned)
+        replica; a request still pending (the controller has not taken it yet) stands for this
+        one."""
+        body = json.dumps({"version": 1,
+                           "partitions": [{"topic": topic, "partition": partition}]}).encode()
         with contextlib.suppress(NodeExistsError):
             self._client.create(ELECTION_PATH, body)

@@ -1,5 +1,5 @@
-"""Scenarios as users write them: YAML files and the built-in catalog, validated (with the fault and anomaly
-vocabularies) and expanded into one Scenario per matrix combination before anything runs."""
+"""Scenarios as users write them: YAML files and the built-in catalog, validated (with the fault and
+anomaly vocabularies) and expanded into one Scenario per matrix combination before anything runs."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ CATALOG = Path(__file__).resolve().parents[1] / "scenarios"
 
 
 def validate(raw: dict, where: str, environment: bool = True) -> Scenario:
-    """Validate one scenario dict: the model, then (with `environment`) what this machine can run of it. Raise
-    UsageError listing every problem, one per line."""
+    """Validate one scenario dict: the model, then (with `environment`) what this machine can run of
+    it. Raise UsageError listing every problem, one per line."""
     try:
         scenario = Scenario.model_validate(raw)
     except ValidationError as exc:
@@ -43,30 +43,35 @@ def validate(raw: dict, where: str, environment: bool = True) -> Scenario:
 
 
 def preflight(scenario: Scenario, where: str) -> None:
-    """The environment's part of validation: the version on Maven Central or cached here, config names its jars
-    define (fetched once), and fault lines paced for the broker restarts measured here."""
-    jars.check_version(scenario.kafka.version, f"{where}: kafka.version")  # before anything that needs its jars
-    problems = [f"{where}: {problem}" for problem in (*pace_problems(scenario), *config_problems(scenario))]
+    """The environment's part of validation: the version on Maven Central or cached here, config
+    names its jars define (fetched once), and fault lines paced for the broker restarts measured
+    here."""
+    # before anything that needs its jars
+    jars.check_version(scenario.kafka.version, f"{where}: kafka.version")
+    problems = [f"{where}: {problem}"
+                for problem in (*pace_problems(scenario), *config_problems(scenario))]
     if problems:
         raise UsageError("\n".join(problems))
 
 
 def config_problems(s: Scenario) -> list[str]:
-    """Broker and topic config keys the scenario's Kafka version does not define (checked against the version's
-    own config names; nothing to fetch when the scenario sets none)."""
+    """Broker and topic config keys the scenario's Kafka version does not define (checked against
+    the version's own config names; nothing to fetch when the scenario sets none)."""
     if not s.kafka.config and not s.topic.config and not s.kafka.broker_overrides:
         return []
     names = jars.config_names(s.kafka.version)
     out = []
-    given_where = [("kafka.config", s.kafka.config, names.broker), ("topic.config", s.topic.config, names.topic),
-                   *((f"kafka.broker_overrides.{b}", cfg, names.broker) for b, cfg in s.kafka.broker_overrides.items())]
+    given_where = [("kafka.config", s.kafka.config, names.broker),
+                   ("topic.config", s.topic.config, names.topic),
+                   *((f"kafka.broker_overrides.{b}", cfg, names.broker) for b,
+                     cfg in s.kafka.broker_overrides.items())]
     for field, given, known in given_where:
         for key in given:
             if key not in known and not key.startswith(PREFIXED):
                 close = closest(key, sorted(known), cutoff=0.7)
                 hint = f"; did you mean {close!r}?" if close else ""
-                out.append(f"Unknown config {field}.{key!r}: Kafka {s.kafka.version} defines no such "
-                           f"{field.split('.')[0].replace('kafka', 'broker')} config{hint}")
+                out.append(f"Unknown config {field}.{key!r}: Kafka {s.kafka.version} defines no "
+                           f"such {field.split('.')[0].replace('kafka', 'broker')} config{hint}")
     return out
 
 
@@ -74,8 +79,9 @@ AFTER = {"kill": "after a kill", "clean": "after a clean stop"}
 
 
 def pace_problems(s: Scenario) -> list[str]:
-    """Fault lines whose ops (each busy for its hold and the broker restarts it waits for) fall so far behind `every`
-    that planned ops would not fire before the run ends. A line that only drifts late runs: its rows say when."""
+    """Fault lines whose ops (each busy for its hold and the broker restarts it waits for) fall so
+    far behind `every` that planned ops would not fire before the run ends. A line that only drifts
+    late runs: its rows say when."""
     out = [] if all(f.fault != MIX for f in s.faults) else _mix_pace(s)
     for i, f in enumerate(s.faults):
         if f.fault == MIX:
@@ -84,15 +90,19 @@ def pace_problems(s: Scenario) -> list[str]:
         planned, missed = _unreached(f, busy, s.duration)
         if missed:
             how = "measured here" if seen else "assumed: none measured here yet"
-            out.append(f"faults.{i}: {f.fault} keeps its line busy about {busy:.0f} s (for={f.for_:g} s and broker "
-                       f"restarts of {restart:g} s {AFTER[kind.restart_after]}, {how}, Kafka {s.kafka.version} "
-                       f"{s.kafka.mode}), longer than every={f.every:g} s minus jitter, so {missed} of its {planned} "
-                       f"ops would not fire before the run ends; use every >= {math.ceil(busy + f.jitter) + 1} s")
+            out.append(f"faults.{i}: {f.fault} keeps its line busy about {busy:.0f} s "
+                       f"(for={f.for_:g} s and broker restarts of {restart:g} s "
+                       f"{AFTER[kind.restart_after]}, {how}, Kafka {s.kafka.version} "
+                       f"{s.kafka.mode}), longer than every={f.every:g} s minus jitter, so "
+                       f"{missed} "
+                       f"of its {planned} ops would not fire before the run ends; use every >= "
+                       f"{math.ceil(busy + f.jitter) + 1} s")
     return out
 
 
 def _mix_pace(s: Scenario) -> list[str]:
-    """A mix line whose ops, each busy as long as the kind the seed drew for it, would leave planned ops unfired."""
+    """A mix line whose ops, each busy as long as the kind the seed drew for it, would leave planned
+    ops unfired."""
     out, planned, busy = [], plan(s.faults, s.duration, s.seed), _busy_s(s)
     for i, f in enumerate(s.faults):
         if f.fault != MIX:
@@ -102,15 +112,15 @@ def _mix_pace(s: Scenario) -> list[str]:
             start = max(op.at, start + busy(op.fault, f.for_))
             missed += start + min(f.for_, s.duration) > s.duration
         if missed:
-            out.append(f"faults.{i}: the kinds this mix drew for seed {s.seed} keep its line busy longer than "
-                       f"every={f.every:g} s, so {missed} of its {len(ops)} ops would not fire before the run ends; "
-                       "raise every or drop the slowest kinds")
+            out.append(f"faults.{i}: the kinds this mix drew for seed {s.seed} keep its line busy "
+                       f"longer than every={f.every:g} s, so {missed} of its {len(ops)} ops would "
+                       "not fire before the run ends; raise every or drop the slowest kinds")
     return out
 
 
 def _busy_s(s: Scenario) -> Callable[[str, float], float]:
-    """How long an op of a kind and hold keeps its line busy in this scenario, each figure read from this machine's
-    measured restarts once, not once per op."""
+    """How long an op of a kind and hold keeps its line busy in this scenario, each figure read from
+    this machine's measured restarts once, not once per op."""
     known: dict[tuple[str, float], float] = {}
 
     def busy(kind: str, hold: float) -> float:
@@ -121,18 +131,20 @@ def _busy_s(s: Scenario) -> Callable[[str, float], float]:
 
 
 def _busy(kind: FaultKind, hold: float, s: Scenario) -> tuple[float, FaultKind, float, bool]:
-    """(how long one op of `kind` keeps its line busy, the kind, the broker restart it plans with, whether measured)."""
+    """(how long one op of `kind` keeps its line busy, the kind, the broker restart it plans with,
+    whether measured)."""
     restart, seen = restart_seconds(s.kafka.version, s.kafka.mode, kind.restart_after)
     return kind.busy_s(hold, s.kafka.brokers, restart), kind, restart, seen
 
 
 def contention(s: Scenario) -> list[str]:
-    """Warnings for fault lines whose planned ops will often find their brokers held by another line's op, and be
-    skipped: each op counts the chance that an op of another line, busy at its planned moment, holds a broker it
-    picks."""
+    """Warnings for fault lines whose planned ops will often find their brokers held by another
+    line's op, and be skipped: each op counts the chance that an op of another line, busy at its
+    planned moment, holds a broker it picks."""
     busy = _busy_s(s)
     ops = [(o, spec, o.at + busy(o.fault, spec.for_)) for o in plan(s.faults, s.duration, s.seed)
-           if FAULT_KINDS[o.fault].aims in ("brokers", "itself") for spec in [op_spec(s.faults[o.index], o)]]
+           if FAULT_KINDS[o.fault].aims in ("brokers", "itself")
+           for spec in [op_spec(s.faults[o.index], o)]]
     skipped: dict[tuple[int, int], float] = {}
     for op, spec, _ in ops:
         for other, held, until in ops:
@@ -140,12 +152,14 @@ def contention(s: Scenario) -> list[str]:
                 key = (op.index, other.index)
                 skipped[key] = skipped.get(key, 0.0) + _meet(spec, held, s)
     planned = Counter(o.index for o, _, _ in ops)
-    return [f"faults.{i}: about {n:.0f} of its {planned[i]} {s.faults[i].fault} ops would find their brokers held "
-            f"by faults.{j} ({s.faults[j].fault}) and be skipped; space the lines out or aim them apart"
+    return [f"faults.{i}: about {n:.0f} of its {planned[i]} {s.faults[i].fault} ops would find "
+            f"their brokers held by faults.{j} ({s.faults[j].fault}) and be skipped; space the "
+            "lines out or aim them apart"
             for (i, j), n in sorted(skipped.items()) if n >= 1]
 
 
-DISJOINT = ({"leader", "followers"}, {"isr", "non-isr"})  # targets that never share a broker at one moment
+# targets that never share a broker at one moment
+DISJOINT = ({"leader", "followers"}, {"isr", "non-isr"})
 
 
 def _meet(f: FaultSpec, g: FaultSpec, s: Scenario) -> float:
@@ -164,14 +178,14 @@ def _size(f: FaultSpec, s: Scenario) -> int:
     n, rf = s.kafka.brokers, min(s.topic.replication_factor, s.kafka.brokers)
     if FAULT_KINDS[f.fault].aims == "itself" or f.target == "all":
         return n
-    sizes = {"majority": n // 2 + 1, "minority": max(1, (n - 1) // 2), "followers": rf - 1, "isr": rf,
-             "non-isr": max(1, n - rf)}
+    sizes = {"majority": n // 2 + 1, "minority": max(1, (n - 1) // 2), "followers": rf - 1,
+             "isr": rf, "non-isr": max(1, n - rf)}
     return len(f.target) if isinstance(f.target, list) else sizes.get(str(f.target), 1)
 
 
 def _unreached(f: FaultSpec, busy: float, duration: float) -> tuple[int, int]:
-    """(planned, missed): a line's ops at their densest (every - jitter apart), each starting once the one before
-    is done, and how many of them would start too late to hold before `duration`."""
+    """(planned, missed): a line's ops at their densest (every - jitter apart), each starting once
+    the one before is done, and how many of them would start too late to hold before `duration`."""
     hold, start, missed = min(f.for_, duration), -math.inf, 0
     planned = list(line_starts(f, duration, lambda: f.every - f.jitter))
     for at in planned:
@@ -212,10 +226,12 @@ def _set(raw: dict, dotted: str, value: Any) -> None:
 
 
 def expand(raw: dict, where: str, environment: bool = True) -> list[Scenario]:
-    """Expand `matrix:` into one validated scenario per combination (all validated before any runs)."""
+    """Expand `matrix:` into one validated scenario per combination (all validated before any
+    runs)."""
     raw = dict(raw)
     matrix = raw.pop("matrix", None) or {}
-    if not isinstance(matrix, dict) or any(not isinstance(v, list) or not v for v in matrix.values()):
+    if not isinstance(matrix,
+                      dict) or any(not isinstance(v, list) or not v for v in matrix.values()):
         raise UsageError(f"{where}: matrix must map dotted field paths to non-empty lists")
     if not matrix:
         return [validate(raw, where, environment)]
@@ -235,8 +251,8 @@ MAX_NODES = 100_000  # values a scenario file may expand to
 
 
 def load(path: Path, environment: bool = True) -> list[Scenario]:
-    """Read a YAML scenario file; every error is a UsageError with one clear message. Without `environment`, the
-    model alone is checked: nothing is fetched or measured."""
+    """Read a YAML scenario file; every error is a UsageError with one clear message. Without
+    `environment`, the model alone is checked: nothing is fetched or measured."""
     if not path.exists():
         raise UsageError(f"No scenario file at {path}")
     if not path.is_file():
@@ -244,7 +260,8 @@ def load(path: Path, environment: bool = True) -> list[Scenario]:
     try:
         raw = _parse(path.read_text(), path)
     except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot be read as text ({exc}); name a readable YAML file") from None
+        raise UsageError(f"{path}: cannot be read as text ({exc}); name a readable YAML "
+                         "file") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -255,41 +272,47 @@ def load(path: Path, environment: bool = True) -> list[Scenario]:
 
 
 def _parse(text: str, path: Path) -> Any:
-    """A YAML document, refused when its aliases expand to more than MAX_NODES values (a 'billion laughs' file
-    would otherwise take minutes and gigabytes in validation)."""
+    """A YAML document, refused when its aliases expand to more than MAX_NODES values (a 'billion
+    laughs' file would otherwise take minutes and gigabytes in validation)."""
     loader = yaml.SafeLoader(text)
     try:
         root = loader.get_single_node()
         if root is not None and _expanded(root) > MAX_NODES:
-            raise UsageError(f"{path}: its aliases expand to over {MAX_NODES:,} values; write the values out or "
-                             "use fewer nested aliases")
+            raise UsageError(f"{path}: its aliases expand to over {MAX_NODES:,} values; write the "
+                             "values out or use fewer nested aliases")
         return loader.construct_document(root) if root is not None else None
     finally:
         loader.dispose()
 
 
 def _expanded(root: yaml.Node) -> int:
-    """How many values a composed document expands to, each shared node counted once per alias (capped)."""
+    """How many values a composed document expands to, each shared node counted once per alias
+    (capped)."""
     sizes: dict[int, int] = {}
 
     def size(node: yaml.Node) -> int:
         if id(node) not in sizes:
-            sizes[id(node)] = MAX_NODES + 1  # an alias back to a node being counted makes the document endless
+            # an alias back to a node being counted makes the document endless
+            sizes[id(node)] = MAX_NODES + 1
             children = node.value if isinstance(node, yaml.SequenceNode) else [
-                n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else []
+                n for pair in node.value for n in pair] if isinstance(
+                    node, yaml.MappingNode) else []
             sizes[id(node)] = min(MAX_NODES + 1, 1 + sum(size(c) for c in children))
         return sizes[id(node)]
     return size(root)
 
 
 def with_fix(raw: dict) -> dict:
-    """A file naming a known bug (`regression`) runs on the version that has it and on the one that fixed it."""
+    """A file naming a known bug (`regression`) runs on the version that has it and on the one that
+    fixed it."""
     bug, matrix = raw.get("regression"), raw.get("matrix")
-    if not isinstance(bug, dict) or not {"affected", "fixed"} <= bug.keys() or not isinstance(matrix, dict | None):
+    if not isinstance(bug, dict) or not {
+            "affected", "fixed"} <= bug.keys() or not isinstance(matrix, dict | None):
         return raw
     if "kafka.version" in (matrix or {}):
         return raw
-    return raw | {"matrix": {"kafka.version": [str(bug["affected"]), str(bug["fixed"])], **(matrix or {})}}
+    return raw | {"matrix": {"kafka.version": [str(bug["affected"]), str(bug["fixed"])],
+                             **(matrix or {})}}
 
 
 def catalog() -> dict[str, Path]:
@@ -332,23 +355,26 @@ def duration_option(value: str | None) -> float | None:
     except ValueError:
         s = -1.0
     if not 1 <= s <= 7 * 86400:
-        raise UsageError(f"Expected a duration like '90s', '5m' or '2h' (1 s to 7 days) but got --duration {value!r}")
+        raise UsageError("Expected a duration like '90s', '5m' or '2h' (1 s to 7 days) but got "
+                         f"--duration {value!r}")
     return s
 
 
 def kafka_target(token: str, field: str = "--kafka") -> tuple[str, str | None]:
-    """A --kafka value: a version, or VERSION:MODE to run it in that metadata mode (3.9.2:zookeeper); the mode is
-    None when not given (the scenario's, else the version's default)."""
+    """A --kafka value: a version, or VERSION:MODE (3.9.2:zookeeper); the mode is None when not
+    given (the scenario's, else the version's default)."""
     version, mode = split_target(token)
     if mode and mode not in METADATA_MODES:
-        raise UsageError(f"Expected {field} VERSION, VERSION:kraft or VERSION:zookeeper (e.g. 3.9.2:zookeeper) but "
-                         f"got {field} {token!r}")
+        raise UsageError(f"Expected {field} VERSION, VERSION:kraft or VERSION:zookeeper (e.g. "
+                         f"3.9.2:zookeeper) but got {field} {token!r}")
     jars.check_version(version, field)
     return version, mode
 
 
-def override(scenarios: list[Scenario], kafka: str | None, seed: int | None, duration: str | None) -> list[Scenario]:
-    """Apply --kafka (VERSION[:MODE])/--seed/--duration, re-validating so errors still name the field."""
+def override(scenarios: list[Scenario], kafka: str | None, seed: int | None,
+             duration: str | None) -> list[Scenario]:
+    """Apply --kafka (VERSION[:MODE])/--seed/--duration, re-validating so errors still name the
+    field."""
     version, metadata = kafka_target(kafka) if kafka else (None, None)
     length = duration_option(duration)
     out: list[Scenario] = []

@@ -1,5 +1,5 @@
-"""The commands that run, analyze, compare, replay and shrink, and manage images and containers: each loads the
-engine (Docker, Spark, the clients) only when it is called."""
+"""The commands that run, analyze, compare, replay and shrink, and manage images and containers:
+each loads the engine (Docker, Spark, the clients) only when it is called."""
 
 from __future__ import annotations
 
@@ -38,9 +38,9 @@ from runloop.check import check, run_and_check
 
 def run_many(scenarios: list[Scenario], root: Path, suite: str, ops=None,
              allow_unknown: bool = False) -> list[RunResult]:
-    """Run scenarios one after another (one cluster at a time); write junit.xml (and the GitHub step summary when
-    GITHUB_STEP_SUMMARY is set); print the summary. `ops` replays a recorded fault schedule instead of planning one
-    from the seed."""
+    """Run scenarios one after another (one cluster at a time); write junit.xml (and the GitHub step
+    summary when GITHUB_STEP_SUMMARY is set); print the summary. `ops` replays a recorded fault
+    schedule instead of planning one from the seed."""
     ensure_engine(say=say)
     for s in scenarios:
         for warning in contention(s):
@@ -67,13 +67,14 @@ def cmd_run(a) -> int:
     scenarios = override(loaded, a.kafka, a.seed, a.duration)
     if a.dry_run:
         return show_plans(scenarios)
-    return exit_code(run_many(scenarios, a.runs_dir, scenarios[0].name, allow_unknown=a.allow_unknown),
+    return exit_code(run_many(scenarios, a.runs_dir, scenarios[0].name,
+                              allow_unknown=a.allow_unknown),
                      a.allow_unknown)
 
 
 def for_version(files: list[Path], kafka: str | None) -> list[Scenario]:
-    """The scenarios of these files that can run on `kafka` (VERSION[:MODE]; all, without one); the others are
-    named."""
+    """The scenarios of these files that can run on `kafka` (VERSION[:MODE]; all, without one); the
+    others are named."""
     scenarios = [s for f in files for s in load(f)]
     version, metadata = kafka_target(kafka) if kafka else (None, None)
     kept = [s for s in scenarios if version is None or s.runs_on(version, metadata)]
@@ -88,7 +89,8 @@ def cmd_suite(a) -> int:
         kafka_target(a.kafka)  # before anything is said of the scenarios
     scenarios = with_seeds(for_version(suite_files(a.suite), a.kafka), seed_count(a.seeds), a.seed)
     scenarios = override(scenarios, a.kafka, None, a.duration)
-    return exit_code(run_many(scenarios, a.runs_dir, a.suite, allow_unknown=a.allow_unknown), a.allow_unknown)
+    return exit_code(run_many(scenarios, a.runs_dir, a.suite, allow_unknown=a.allow_unknown),
+                     a.allow_unknown)
 
 
 def seed_count(seeds: int) -> int:
@@ -101,7 +103,8 @@ def seed_count(seeds: int) -> int:
 def load_run(run_dir: Path) -> Scenario:
     """The scenario a run directory was run with."""
     if not run_dir.exists():
-        raise UsageError(f"{run_dir} does not exist; name a run directory such as runs/<scenario>/<stamp>-<seed>")
+        raise UsageError(f"{run_dir} does not exist; name a run directory such as "
+                         "runs/<scenario>/<stamp>-<seed>")
     if not (run_dir / "scenario.json").exists():
         raise UsageError(f"{run_dir} is not a run directory (no scenario.json)")
     return from_json((run_dir / "scenario.json").read_text())
@@ -111,8 +114,8 @@ def cmd_analyze(a) -> int:
     scenario = load_run(a.run_dir)
     history = a.run_dir / "history"
     if not any(history.glob("sends.*")):
-        raise UsageError(f"{a.run_dir} has no history to analyze (no {history}/sends.parquet or sends*.jsonl); "
-                         "name a run directory a run or the history builder wrote")
+        raise UsageError(f"{a.run_dir} has no history to analyze (no {history}/sends.parquet or "
+                         "sends*.jsonl); name a run directory a run or the history builder wrote")
     r = check(scenario, a.run_dir, a.spark_master, say=lambda m: say(f"analyze: {m}")).result
     out.print(summary([r]))
     say(f"report: {a.run_dir / 'report.html'}")
@@ -123,7 +126,8 @@ def cmd_history(a) -> int:
     load_run(a.run_dir)
     tables = [t.strip() for t in a.table.split(",")]
     if unknown := [t for t in tables if t not in TIMED]:
-        raise UsageError(f"Expected tables among {', '.join(TIMED)} but got --table {shown(','.join(unknown))}")
+        raise UsageError(f"Expected tables among {', '.join(TIMED)} but got --table "
+                         f"{shown(','.join(unknown))}")
     for line in lines(a.run_dir / "history", tables, a.around, a.window):
         out.print(line, markup=False, highlight=False, soft_wrap=True)
     return 0
@@ -132,7 +136,8 @@ def cmd_history(a) -> int:
 def cmd_replay(a) -> int:
     scenario = load_run(a.run_dir)
     ops = load_schedule(a.run_dir / "schedule.json")
-    return exit_code(run_many([scenario], a.runs_dir, f"replay-{scenario.name}", ops), a.allow_unknown)
+    return exit_code(run_many([scenario], a.runs_dir, f"replay-{scenario.name}", ops),
+                     a.allow_unknown)
 
 
 def cmd_shrink(a) -> int:
@@ -141,7 +146,8 @@ def cmd_shrink(a) -> int:
         raise UsageError(f"{a.run_dir} has no results.json; run `kchaos analyze {a.run_dir}` first")
 
     def run(s: Scenario, candidate: list) -> RunResult:
-        return run_many([s], a.runs_dir, f"shrink-{scenario.name}", candidate, allow_unknown=True)[0]
+        return run_many([s], a.runs_dir, f"shrink-{scenario.name}", candidate,
+                        allow_unknown=True)[0]
 
     kept, path = shrink(scenario, ops, RunResult.load(a.run_dir / "results.json"), a.tries, run,
                         a.runs_dir / f"shrink-{scenario.name}" / "minimal.yaml")
@@ -161,11 +167,13 @@ def cmd_compare(a) -> int:
 
 
 def run_matrix(a) -> list[RunResult]:
-    """Run this machine's slice (all of it without --shard) of the versions × suite × seeds matrix."""
+    """Run this machine's slice (all of it without --shard) of the versions × suite × seeds
+    matrix."""
     versions = [v.strip() for v in (a.kafka or "").split(",") if v.strip()]
     if not versions:
-        raise UsageError(f"Expected comma-separated Kafka versions like '4.3.1,3.9.2:zookeeper' but got --kafka "
-                         f"{a.kafka!r} (or --merge DIR... to tabulate runs made elsewhere)")
+        raise UsageError("Expected comma-separated Kafka versions like '4.3.1,3.9.2:zookeeper' but "
+                         f"got --kafka {a.kafka!r} (or --merge DIR... to tabulate runs made "
+                         "elsewhere)")
     which = parse_shard(a.shard)
     for v in versions:
         kafka_target(v)
@@ -173,11 +181,14 @@ def run_matrix(a) -> list[RunResult]:
         os.environ["KCHAOS_SPARK_MASTER"] = a.spark_master  # each run's analysis goes there
     files = suite_files(a.suite)
     cells = [(v, s) for v in versions
-             for s in override(with_seeds(for_version(files, v), seed_count(a.seeds), a.seed), v, None, a.duration)]
+             for s in override(with_seeds(for_version(files, v), seed_count(a.seeds), a.seed), v,
+                               None, a.duration)]
     moved = {(v, s.name): other for v, s in cells if (other := column_elsewhere(v, s, versions))}
     for (v, name), other in sorted(moved.items()):
-        say(f"skipped on Kafka {v}: {name} (its own metadata mode makes it a run of the {other} column)")
-    mine = [(v, s) for v, s in shard(cells, which) if (v, s.name) not in moved]  # dealt first: slices stay put
+        say(f"skipped on Kafka {v}: {name} (its own metadata mode makes it a run of the {other} "
+            "column)")
+    # dealt first: slices stay put
+    mine = [(v, s) for v, s in shard(cells, which) if (v, s.name) not in moved]
     results: list[RunResult] = []
     for v in versions:
         if todo := [s for version, s in mine if version == v]:

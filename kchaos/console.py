@@ -1,5 +1,6 @@
-"""What the CLI shows while runs go on and when they end: a live status line on a terminal, plain progress lines
-elsewhere (CI logs), and the summary table. Every user string is escaped: `[fault=x]` is a matrix tag, not markup."""
+"""What the CLI shows while runs go on and when they end: a live status line on a terminal, plain
+progress lines elsewhere (CI logs), and the summary table. Every user string is escaped: `[fault=x]`
+is a matrix tag, not markup."""
 
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ out = Console(width=None if sys.stdout.isatty() else 160)  # CI logs: wide enoug
 PLAIN_EVERY_S = 10.0  # a plain progress line at least this often while a phase goes on
 
 
-COLORS = {Badge.PASS: "green", Badge.EXPECTED_ANOMALY: "blue", Badge.KNOWN_BUG: "magenta", Badge.FAIL: "red",
-          Badge.NOT_PROVOKED: "yellow", Badge.UNKNOWN: "yellow"}
+COLORS = {Badge.PASS: "green", Badge.EXPECTED_ANOMALY: "blue", Badge.KNOWN_BUG: "magenta",
+          Badge.FAIL: "red", Badge.NOT_PROVOKED: "yellow", Badge.UNKNOWN: "yellow"}
 
 
 class Progress:
@@ -42,7 +43,8 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if console.is_terminal:
-            self.live = Live(Text(self.line(Tick("start"))), console=console, refresh_per_second=4, transient=True)
+            self.live = Live(Text(self.line(Tick("start"))), console=console, refresh_per_second=4,
+                             transient=True)
             self.live.__enter__()
         return self
 
@@ -71,7 +73,8 @@ class Progress:
         if self.live is not None:
             self.live.update(Text(text))
         elif t.phase != self.said[1] or now - self.said[0] >= PLAIN_EVERY_S:
-            console.print(text, markup=False, highlight=False, soft_wrap=True)  # one line per tick in CI logs
+            # one line per tick in CI logs
+            console.print(text, markup=False, highlight=False, soft_wrap=True)
             self.said = (now, t.phase)
 
 
@@ -83,7 +86,8 @@ def badge(r: RunResult) -> Text:
 def summary(results: list[RunResult]) -> Table:
     """The suite's table: one row per run (every cell plain text, never markup)."""
     table = Table(title="kafka-chaos summary")
-    for col in ("scenario", "kafka", "seed", "result", "anomalies (* allowed)", "fault ops fired", "unavailable"):
+    for col in ("scenario", "kafka", "seed", "result", "anomalies (* allowed)", "fault ops fired",
+                "unavailable"):
         table.add_column(col)
     for r in results:
         seen = [f"{k}={n}{'*' if k in r.allowed else ''}" for k, n in r.counts.items() if n]
@@ -95,10 +99,10 @@ def summary(results: list[RunResult]) -> Table:
         if r.known_bug:
             result.append(f" ({r.known_bug})")
         ops = r.facts.ops if r.facts else {}
-        fired = f"{ops.get('fired', 0)}/{sum(ops.values())}" + (f", {r.facts.late_ops} late" if r.facts.late_ops
-                                                                else "") if ops else "-"
-        table.add_row(Text(r.scenario), r.kafka, str(r.seed), result, Text(", ".join(seen) or "-"), fired,
-                      f"{r.metrics.unavailable_s}s" if r.metrics else "-")
+        late = f", {r.facts.late_ops} late" if r.facts and r.facts.late_ops else ""
+        fired = f"{ops.get('fired', 0)}/{sum(ops.values())}{late}" if ops else "-"
+        table.add_row(Text(r.scenario), r.kafka, str(r.seed), result, Text(", ".join(seen) or "-"),
+                      fired, f"{r.metrics.unavailable_s}s" if r.metrics else "-")
     return table
 
 
@@ -106,7 +110,8 @@ def say_result(r: RunResult, report: str) -> None:
     """One line per finished run: its badge, and where its report is (or its harness error)."""
     head = Text(f"{r.scenario} {r.kafka} seed {r.seed}: ")
     if r.error:
-        console.print(head + Text(f"harness error, going on with the next run: {r.error}", style="red"))
+        console.print(head + Text("harness error, going on with the next run: "
+                                  f"{r.error}", style="red"))
     else:
         console.print(head + badge(r) + Text(f" → {report}"))
 
@@ -117,12 +122,14 @@ def error_line(message: str) -> None:
 
 
 def show_available(versions: list[str], broker_jar: Callable[[str], str | None]) -> int:
-    """The Kafka releases Maven Central offers that the harness runs, with the JRE and metadata modes of each."""
+    """The Kafka releases Maven Central offers that the harness runs, with the JRE and metadata
+    modes of each."""
     table = Table(title="Kafka releases on Maven Central the harness runs")
     for col in ("kafka", "broker jar", "JRE", "metadata modes"):
         table.add_column(col)
     for v in versions:
-        modes = [m for m in reversed(METADATA_MODES) if metadata_problem(v, m) is None]  # the older mode first
+        # the older mode first
+        modes = [m for m in reversed(METADATA_MODES) if metadata_problem(v, m) is None]
         table.add_row(v, broker_jar(v) or "?", f"OpenJDK {java_for(v)}",
                       ", ".join(f"{m} (default)" if m == default_metadata(v) else m for m in modes))
     out.print(table)
@@ -135,7 +142,8 @@ def say(message: str) -> None:
 
 
 def settings(s: Scenario, full: bool = False) -> dict:
-    """What the scenario file sets (with `full`, every default too), without fields its fault kinds do not read."""
+    """What the scenario file sets (with `full`, every default too), without fields its fault kinds
+    do not read."""
     data = s.model_dump(mode="json", by_alias=True, exclude_unset=not full)
     for shown, f in zip(data.get("faults", []), s.faults, strict=True):
         read = frozenset().union(*(FAULT_KINDS[k].params for k in f.fired_kinds()))
@@ -145,8 +153,8 @@ def settings(s: Scenario, full: bool = False) -> dict:
 
 
 def show_plans(scenarios: list[Scenario], full: bool = False) -> int:
-    """Print what each resolved scenario sets (`full`: every setting) and the fault schedule its seed plans, and
-    warn of fault lines that contend for brokers; start nothing."""
+    """Print what each resolved scenario sets (`full`: every setting) and the fault schedule its
+    seed plans, and warn of fault lines that contend for brokers; start nothing."""
     for s in scenarios:
         out.print(Text(f"{s.name}: valid, Kafka {s.kafka.version} ({s.kafka.mode}), seed {s.seed}, "
                        f"{s.duration:g} s"))
@@ -156,5 +164,6 @@ def show_plans(scenarios: list[Scenario], full: bool = False) -> int:
         for op in plan(s.faults, s.duration, s.seed):
             f = s.faults[op.index]
             target = "" if FAULT_KINDS[op.fault].aims == "itself" else f" {op.target or f.target}"
-            out.print(Text(f"  at {op.at:7.2f} s  {op.fault}{target} for {op.hold:g} s  (faults.{op.index})"))
+            out.print(Text(f"  at {op.at:7.2f} s  {op.fault}{target} for {op.hold:g} s  "
+                           f"(faults.{op.index})"))
     return 0

@@ -1,4 +1,5 @@
-"""pytest plugin (entry point `kafka_chaos`): fixtures `kafka_cluster` and `chaos_run` for your own chaos tests."""
+"""pytest plugin (entry point `kafka_chaos`): fixtures `kafka_cluster` and `chaos_run` for your own
+chaos tests."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from runloop.check import Outcome, run_and_check
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kafka-chaos")
     group.addoption("--kafka-version", default=os.environ.get("KCHAOS_KAFKA"),
-                    help="Kafka version for kafka_cluster / chaos_run (default: kafka-chaos's default)")
+                    help="Kafka version for kafka_cluster / chaos_run (default: kafka-chaos's "
+                         "default)")
 
 
 @pytest.fixture
@@ -30,7 +32,8 @@ def kafka_version(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def kafka_cluster(kafka_version: str):
-    """A running 3-broker KRaft cluster of `--kafka-version`, removed afterwards whatever happens."""
+    """A running 3-broker KRaft cluster of `--kafka-version`, removed afterwards whatever
+    happens."""
     ensure_engine()
     ensure_kafka_image(kafka_version)
     with Cluster(ClusterSpec(version=kafka_version)) as cluster:
@@ -39,7 +42,8 @@ def kafka_cluster(kafka_version: str):
 
 @pytest.fixture
 def chaos_run(tmp_path: Path, kafka_version: str):
-    """Run a scenario (a dict or a YAML path) end to end; returns each run's `Outcome` (result, analysis, dir)."""
+    """Run a scenario (a dict or a YAML path) end to end; returns each run's `Outcome` (result,
+    analysis, dir)."""
     def run(scenario: dict | str | Path) -> list[Outcome]:
         if isinstance(scenario, dict):
             scenarios = expand({"kafka": {"version": kafka_version}} | scenario, "chaos_run")

@@ -1,5 +1,5 @@
-"""Every anomaly of a run's history: the shared frames built once, then each registered checker, then every
-count from one Spark job and examples only for what occurred. Metrics sit beside them."""
+"""Every anomaly of a run's history: the shared frames built once, then each registered checker,
+then every count from one Spark job and examples only for what occurred. Metrics sit beside them."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ class Anomaly:
 
     count: int
     examples: list[dict]
-    span: dict = field(default_factory=dict)  # partitions, t_first, t_last of its sends (where it has sends)
+    # partitions, t_first, t_last of its sends (where it has sends)
+    span: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -46,18 +47,20 @@ class Analysis:
 
 
 def settle(findings: dict[str, Finding | None]) -> dict[str, Anomaly]:
-    """Every anomaly's count from one Spark job (a union of their rows, labelled), then the examples and spans of
-    those that occurred from one more: a clean run pays one job, not one per anomaly. None: the anomaly does not
-    apply to this run."""
+    """Every anomaly's count from one Spark job (a union of their rows, labelled), then the examples
+    and spans of those that occurred from one more: a clean run pays one job, not one per anomaly.
+    None: the anomaly does not apply to this run."""
     live = {k: f for k, f in findings.items() if f is not None}
     counts: dict[str, int] = {}
     if live:
         labelled = [f.rows.select(F.lit(k).alias("anomaly")) for k, f in live.items()]
-        counts = {r["anomaly"]: r["count"] for r in reduce(DataFrame.unionAll, labelled).groupBy("anomaly").count()
+        counts = {r["anomaly"]: r["count"] for r in reduce(DataFrame.unionAll, labelled)
+                  .groupBy("anomaly").count()
                   .collect()}
     occurred = {k: Anomaly(n, []) for k, n in counts.items() if n}
     if occurred:
-        shown = reduce(DataFrame.unionAll, [live[k].labelled(k, a.count) for k, a in occurred.items()]).collect()
+        shown = reduce(DataFrame.unionAll,
+                       [live[k].labelled(k, a.count) for k, a in occurred.items()]).collect()
         for r in sorted(shown, key=lambda r: (r["anomaly"], r["i"])):
             row = json.loads(r["json"])
             if r["i"] < 0:
@@ -69,8 +72,9 @@ def settle(findings: dict[str, Finding | None]) -> dict[str, Anomaly]:
 
 def analyze(spark: SparkSession, history: Path, readers: frames.Readers | None = None,
             prefilter: bool | None = None) -> Analysis:
-    """Every anomaly and metric of one history directory. `prefilter`: judge only the suspect rows (True), every
-    row (False), or whichever is cheaper for this history (None); the results are the same (the tests prove it)."""
+    """Every anomaly and metric of one history directory. `prefilter`: judge only the suspect rows
+    (True), every row (False), or whichever is cheaper for this history (None); the results are the
+    same (the tests prove it)."""
     f = frames.build(spark, history, readers, prefilter)
     anomalies, (metrics, series) = side_by_side(
         lambda: settle({name: check(f) for name, check in CHECKERS.items()}), lambda: _metrics(f))
@@ -78,7 +82,8 @@ def analyze(spark: SparkSession, history: Path, readers: frames.Readers | None =
 
 
 def _metrics(f: Frames) -> tuple[dict, dict]:
-    """The sends' metrics (reports.metrics), recovered values, reads, and leader changes and ISR size over time."""
+    """The sends' metrics (reports.metrics), recovered values, reads, and leader changes and ISR
+    size over time."""
     metrics, per_s, t0 = send_metrics(f.sends)
     meta = f.metadata.orderBy("t").toPandas()
     faults = f.faults.orderBy("t_start").toPandas()
@@ -87,17 +92,20 @@ def _metrics(f: Frames) -> tuple[dict, dict]:
         meta["topic"] = meta["topic"].fillna("")  # lanes are per topic and partition
         for (topic, p), g in meta.groupby(["topic", "partition"]):
             lead = g["leader"].tolist()
-            leader_changes[partition_name(topic, p)] = sum(1 for a, b in zip(lead, lead[1:], strict=False) if a != b)
+            leader_changes[partition_name(topic, p)] = sum(
+                1 for a, b in zip(lead, lead[1:], strict=False) if a != b)
         meta["isr_size"] = meta["isr"].fillna("").map(lambda s: len([x for x in s.split(",") if x]))
     f.facts.observed = sorted({*f.facts.observed, *from_metadata(meta)})
     metrics.update(recovered=f.values.filter("info AND (live OR final OR in_replica)").count(),
-                   leader_changes=leader_changes, reads=f.reads.count(), requests=client_requests(f.events),
-                   memory=memory(f.events),
+                   leader_changes=leader_changes, reads=f.reads.count(),
+                   requests=client_requests(f.events), memory=memory(f.events),
                    isr_recovery_s=isr_recovery_s(meta, faults) if "isr_size" in meta else None)
     sends = metrics["acked"] + metrics["failed"] + metrics["indeterminate"]
     sample = (f.sends.filter(F.col("t_complete").isNotNull())
               .sample(fraction=min(1.0, SAMPLED_SENDS / max(sends, 1)), seed=1)
-              .select("t_invoke", ((F.col("t_complete") - F.col("t_invoke")) / 1e6).alias("latency_ms"), "outcome",
-                      "producer", "seq", "partition", "offset")
+              .select("t_invoke",
+                      ((F.col("t_complete") - F.col("t_invoke")) / 1e6).alias("latency_ms"),
+                      "outcome", "producer", "seq", "partition", "offset")
               .limit(SAMPLED_SENDS).toPandas())
-    return metrics, {"per_second": per_s.toPandas(), "metadata": meta, "faults": faults, "t0": t0, "sample": sample}
+    return metrics, {"per_second": per_s.toPandas(), "metadata": meta, "faults": faults, "t0": t0,
+                     "sample": sample}

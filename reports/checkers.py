@@ -1,50 +1,18 @@
-"""One checker per anomaly, each a small function over the shared frames (Jepsen's kafka.clj keeps one `*-cases`
-function per anomaly over shared indexes), registered under its name in contracts.anomalies and in its order."""
+"""One checker per anomaly, each a small function over the shared frames (Jepsen's kafka.clj keeps
+one `*-cases` function per anomaly over shared indexes), registered under its name in
+contracts.anomalies and in its order."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from contracts.anomalies import ANOMALIES
 from contracts.history import Event, Fate
-from reports.frames import EXAMPLES, MAX_SUSPECTS, POSITION, REPLICA, SOURCES, VALUE, Frames, with_tid
-
-
-@dataclass
-class Finding:
-    """An anomaly's rows (lazy), the order its examples are taken in, and how those few rows are widened: `detail`
-    joins them back to the raw rows (shown in `shown` order), so the big aggregates stay fixed-width and wide
-    columns exist for 20 keys only."""
-
-    rows: DataFrame
-    order: list[str]
-    detail: Callable[[DataFrame], DataFrame] | None = None
-    shown: list[str] | None = None
-    extent: Callable[[DataFrame], DataFrame] | None = None  # rows -> one row: partitions, t_first, t_last
-
-    def labelled(self, anomaly: str, count: int) -> DataFrame:
-        """Its first EXAMPLES rows, widened by `detail`, then its span (where it has an extent): rows of (anomaly, i,
-        JSON), i the example's place and -1 the span, so every anomaly's share of the report is one union. `count`:
-        how many rows it has; up to MAX_SUSPECTS are broadcast into the extent's join with the raw rows."""
-        first = self.rows.orderBy(*self.order).limit(EXAMPLES)
-        if self.detail is not None:
-            first = self.detail(F.broadcast(first))
-        place = F.row_number().over(Window.partitionBy(F.lit(anomaly)).orderBy(*(self.shown or self.order)))
-        out = first.select(F.lit(anomaly).alias("anomaly"), place.alias("i"), _as_json(first))
-        if self.extent is not None:
-            span = self.extent(F.broadcast(self.rows) if count <= MAX_SUSPECTS else self.rows)
-            out = out.unionByName(span.select(F.lit(anomaly).alias("anomaly"), F.lit(-1).alias("i"), _as_json(span)))
-        return out
-
-
-def _as_json(df: DataFrame) -> Column:
-    """A row's every column as one JSON object, nulls kept (`json`)."""
-    return F.to_json(F.struct(*df.columns), {"ignoreNullFields": "false"}).alias("json")
-
+from reports.finding import Finding
+from reports.frames import POSITION, REPLICA, SOURCES, VALUE, Frames, with_tid
 
 Checker = Callable[[Frames], Finding | None]  # None: the anomaly does not apply to this run
 CHECKERS: dict[str, Checker] = {}
@@ -61,16 +29,20 @@ def checker(name: str) -> Callable[[Checker], Checker]:
 
 
 def _missing(f: Frames) -> tuple[DataFrame, Column]:
-    """Acked values the final log lacks, and which of them are provably lost: a contiguous reader covered their
-    offset without reading them, or a complete final read and every replica lack them. One a live consumer read
-    and the log then lost (truncated by an unclean election, say) is still a lost write."""
+    """Acked values the final log lacks, and which of them are provably lost: a contiguous reader
+    covered their offset without reading them, or a complete final read and every replica lack them.
+    One a live consumer read and the log then lost (truncated by an unclean election, say) is still
+    a lost write."""
     tids = F.broadcast(with_tid(f.ends).select("tid", "partition", "reached"))
     covered_to = F.broadcast(with_tid(f.ours.filter(F.col("reader").isin(f.contiguous))
-                                      .groupBy("topic", "partition").agg(F.max("offset").alias("covered_to")))
+                                      .groupBy("topic", "partition")
+                                      .agg(F.max("offset").alias("covered_to")))
                              .drop("topic"))
     missing = (f.values.filter("ok AND NOT final")
-               .join(covered_to, ["tid", "partition"], "left").join(tids, ["tid", "partition"], "left"))
-    covered = ~F.col("live") & F.coalesce((F.col("offset") >= 0) & (F.col("offset") <= F.col("covered_to")),
+               .join(covered_to, ["tid", "partition"], "left")
+               .join(tids, ["tid", "partition"], "left"))
+    covered = ~F.col("live") & F.coalesce((F.col("offset") >= 0)
+                                          & (F.col("offset") <= F.col("covered_to")),
                                           F.lit(False))
     absent_everywhere = (F.coalesce(F.col("reached"), F.lit(False)) & ~F.col("in_replica")
                          & F.lit(f.facts.replicas_dumped))
@@ -84,7 +56,8 @@ def _in_txns(f: Frames, fates: tuple[Fate, ...] = tuple(Fate)) -> DataFrame:
 
 @checker("lost-write")
 def lost_write(f: Frames) -> Finding:
-    """An acknowledged send outside any transaction, provably absent (a transaction's sends: lost-committed)."""
+    """An acknowledged send outside any transaction, provably absent (a transaction's sends:
+    lost-committed)."""
     missing, lost = _missing(f)
     rows = missing.filter(lost).select(*VALUE)
     if f.facts.transactional:
@@ -98,14 +71,15 @@ def lost_committed(f: Frames) -> Finding | None:
     if not f.facts.transactional:
         return None
     missing, lost = _missing(f)
-    rows = missing.filter(lost).select(*VALUE).join(_in_txns(f, (Fate.COMMITTED,)), VALUE, "left_semi")
+    committed = _in_txns(f, (Fate.COMMITTED,))
+    rows = missing.filter(lost).select(*VALUE).join(committed, VALUE, "left_semi")
     return Finding(rows, VALUE, f.sends_of, extent=f.send_extent)
 
 
 @checker("unseen")
 def unseen(f: Frames) -> Finding:
-    """Acked (in a committed transaction, if in any), never read, and not provably lost: the final read did not
-    reach it."""
+    """Acked (in a committed transaction, if in any), never read, and not provably lost: the final
+    read did not reach it."""
     missing, lost = _missing(f)
     rows = missing.filter(~F.col("live") & ~lost).select(*VALUE)
     if f.facts.transactional:
@@ -114,16 +88,20 @@ def unseen(f: Frames) -> Finding:
 
 
 def _at_timeout(f: Frames) -> DataFrame:
-    """The values at more than one position that their producer was still awaiting when one of its messages timed
-    out (_MSG_TIMED_OUT): librdkafka then bumps the producer's epoch and re-sends what was unacknowledged, which the
-    broker cannot de-duplicate. Only the duplicated values are matched with the timeouts."""
-    timeouts = f.sends.filter((F.col("outcome") == "info") & (F.col("error") == "_MSG_TIMED_OUT")).select(
+    """The values at more than one position that their producer was still awaiting when one of its
+    messages timed out (_MSG_TIMED_OUT): librdkafka then bumps the producer's epoch and re-sends
+    what was unacknowledged, which the broker cannot de-duplicate. Only the duplicated values are
+    matched with the timeouts."""
+    timeouts = f.sends.filter((F.col("outcome") == "info")
+                              & (F.col("error") == "_MSG_TIMED_OUT")).select(
         "producer", F.col("t_complete").alias("t"), F.col("t_complete").alias("t_out"))
-    awaited = f.sends.join(f.keys("moved"), VALUE, "left_semi").select(*VALUE, F.col("t_invoke").alias("t"),
-                                                                       "t_complete")
-    # each awaited value against its producer's first timeout at or after its send: a running minimum from the
-    # latest time back (a join of every value with every timeout, or a frame to the end, is quadratic)
-    later = Window.partitionBy("producer").orderBy(F.desc("t"), F.col("t_out").isNull()).rowsBetween(
+    awaited = f.sends.join(f.keys("moved"), VALUE, "left_semi").select(
+        *VALUE, F.col("t_invoke").alias("t"), "t_complete")
+    # each awaited value against its producer's first timeout at or after its send: a running
+    # minimum from the latest time back (a join of every value with every timeout, or a frame to the
+    # end, is quadratic)
+    later = Window.partitionBy("producer").orderBy(
+        F.desc("t"), F.col("t_out").isNull()).rowsBetween(
         Window.unboundedPreceding, Window.currentRow)
     return (awaited.unionByName(timeouts, allowMissingColumns=True)
             .withColumn("next_out", F.min("t_out").over(later))
@@ -136,7 +114,8 @@ def _at_timeout(f: Frames) -> DataFrame:
 def duplicate(f: Frames) -> Finding:
     """One value at more than one position (an ack's offset counts as one)."""
     moved = f.values.filter("moved").select(*VALUE)
-    return Finding(moved.join(_at_timeout(f), VALUE, "left_anti"), VALUE, f.positions_of, extent=f.send_extent)
+    return Finding(moved.join(_at_timeout(f), VALUE, "left_anti"), VALUE, f.positions_of,
+                   extent=f.send_extent)
 
 
 @checker("timeout-duplicate")
@@ -158,63 +137,78 @@ def inconsistent_offset(f: Frames) -> Finding:
 
 @checker("nonmonotonic-send")
 def nonmonotonic_send(f: Frames) -> Finding:
-    """A producer's send in a partition acked at a lower offset than its previous acked send there, in the order it
-    sent them (t_invoke, then seq): each place where the offsets go back counts once."""
+    """A producer's send in a partition acked at a lower offset than its previous acked send there,
+    in the order it sent them (t_invoke, then seq): each place where the offsets go back counts
+    once."""
     acked = with_tid(f.sends.filter((F.col("outcome") == "ok") & (F.col("offset") >= 0))).select(
         *VALUE, "tid", "partition", "offset", "t_invoke")
     sent = Window.partitionBy("producer", "tid", "partition").orderBy("t_invoke", "seq")
-    reordered = acked.withColumn("prev", F.lag("offset").over(sent)).filter(F.col("offset") < F.col("prev"))
-    return Finding(reordered.select(*VALUE, "partition", "offset", "prev"), VALUE, extent=f.send_extent)
+    reordered = acked.withColumn("prev",
+                                 F.lag("offset").over(sent)).filter(F.col("offset") < F.col("prev"))
+    return Finding(reordered.select(*VALUE, "partition", "offset", "prev"), VALUE,
+                   extent=f.send_extent)
 
 
 def _poll_steps(f: Frames) -> DataFrame:
-    """Live readers' consecutive records per partition, in the order polls returned them, within one assignment of
-    that partition: an assign, revoke or lost event of that partition (or of none in particular) starts another."""
-    moves = f.events.filter(F.col("kind").isin(Event.ASSIGN.value, Event.REVOKE.value, Event.LOST.value))
+    """Live readers' consecutive records per partition, in the order polls returned them, within one
+    assignment of that partition: an assign, revoke or lost event of that partition (or of none in
+    particular) starts another."""
+    moves = f.events.filter(F.col("kind")
+                            .isin(Event.ASSIGN.value, Event.REVOKE.value, Event.LOST.value))
     whole = F.coalesce(F.col("partition") < 0, F.lit(True))
     one = moves.filter(~whole).select(F.col("source").alias("reader"), "t", "topic", "partition",
                                       F.lit(1).alias("one"), F.lit(0).alias("every"))
-    every = moves.filter(whole).select(F.col("source").alias("reader"), "t", F.lit(None).cast("string").alias("topic"),
-                                       F.lit(None).cast("long").alias("partition"), F.lit(0).alias("one"),
-                                       F.lit(1).alias("every"))
-    live = f.reads.filter(F.col("phase") == "live").select("reader", "t", "topic", "partition", "poll", "pos",
-                                                            "offset", F.lit(0).alias("one"), F.lit(0).alias("every"))
+    every = moves.filter(whole).select(F.col("source").alias("reader"), "t",
+                                       F.lit(None).cast("string").alias("topic"),
+                                       F.lit(None).cast("long").alias("partition"),
+                                       F.lit(0).alias("one"), F.lit(1).alias("every"))
+    live = f.reads.filter(F.col("phase") == "live").select(
+        "reader", "t", "topic", "partition", "poll", "pos", "offset", F.lit(0).alias("one"),
+        F.lit(0).alias("every"))
     rows = live.unionByName(one.unionByName(every), allowMissingColumns=True)
     order = ["t", F.desc(F.col("one") + F.col("every")), "poll", "pos", "offset"]
     so_far = Window.unboundedPreceding, Window.currentRow
-    gen = (rows.withColumn("gen_every", F.sum("every").over(Window.partitionBy("reader").orderBy(*order)
-                                                            .rowsBetween(*so_far)))
-           .withColumn("gen_one", F.sum("one").over(Window.partitionBy("reader", "topic", "partition")
-                                                    .orderBy(*order).rowsBetween(*so_far)))
+    by_reader = Window.partitionBy("reader").orderBy(*order).rowsBetween(*so_far)
+    by_partition = (Window.partitionBy("reader", "topic", "partition").orderBy(*order)
+                    .rowsBetween(*so_far))
+    gen = (rows.withColumn("gen_every", F.sum("every").over(by_reader))
+           .withColumn("gen_one", F.sum("one").over(by_partition))
            .filter((F.col("one") + F.col("every")) == 0))
-    w = Window.partitionBy("reader", "gen_every", "gen_one", "topic", "partition").orderBy("poll", "pos", "offset")
+    w = (Window.partitionBy("reader", "gen_every", "gen_one", "topic", "partition")
+         .orderBy("poll", "pos", "offset"))
     steps = gen.withColumn("prev", F.lag("offset").over(w)).filter(F.col("prev").isNotNull())
     return steps.select("reader", "topic", "partition", "prev", "offset")
 
 
 def _log_order(f: Frames) -> DataFrame:
-    """Each record of the final log with its place in its partition among all records (`r_all`) and among those a
-    read_committed reader sees (`r_vis`: not in an aborted or undecided transaction), since transaction markers
-    (and compaction) leave offsets that hold no record."""
+    """Each record of the final log with its place in its partition among all records (`r_all`) and
+    among those a read_committed reader sees (`r_vis`: not in an aborted or undecided transaction),
+    since transaction markers (and compaction) leave offsets that hold no record."""
     w = Window.partitionBy("topic", "partition").orderBy("offset")
-    log = (f.ours.filter(F.col("phase") == "final").select(*POSITION, *VALUE).dropDuplicates(POSITION)
-           .join(_in_txns(f, (Fate.ABORTED, Fate.UNKNOWN)).withColumn("hidden", F.lit(True)), VALUE, "left")
+    log = (f.ours.filter(F.col("phase") == "final").select(*POSITION, *VALUE)
+           .dropDuplicates(POSITION)
+           .join(_in_txns(f, (Fate.ABORTED, Fate.UNKNOWN)).withColumn("hidden", F.lit(True)), VALUE,
+                 "left")
            .withColumn("r_all", F.row_number().over(w)))
     visible = log.filter(F.col("hidden").isNull()).withColumn("r_vis", F.row_number().over(w))
-    return log.join(visible.select(*POSITION, "r_vis"), POSITION, "left").select(*POSITION, "r_all", "r_vis")
+    return log.join(visible.select(*POSITION, "r_vis"), POSITION, "left").select(
+        *POSITION, "r_all", "r_vis")
 
 
 @checker("poll-skip")
 def poll_skip(f: Frames) -> Finding:
-    """A live reader's next record in a partition is not the next one in the log as its isolation level sees it
-    (judged where both records are in the final log); without transactions, offsets are the log's order."""
+    """A live reader's next record in a partition is not the next one in the log as its isolation
+    level sees it (judged where both records are in the final log); without transactions, offsets
+    are the log's order."""
     gaps = _poll_steps(f).filter(F.col("offset") > F.col("prev") + 1)
     if f.facts.transactional:
         places = _log_order(f)
         before = places.withColumnsRenamed({"offset": "prev", "r_all": "p_all", "r_vis": "p_vis"})
         committed = F.col("reader").isin(*f.facts.committed_readers)
-        step = F.when(committed, F.col("r_vis") - F.col("p_vis")).otherwise(F.col("r_all") - F.col("p_all"))
-        gaps = (gaps.join(before, ["topic", "partition", "prev"], "left").join(places, POSITION, "left")
+        step = F.when(committed,
+                      F.col("r_vis") - F.col("p_vis")).otherwise(F.col("r_all") - F.col("p_all"))
+        gaps = (gaps.join(before, ["topic", "partition", "prev"], "left")
+                .join(places, POSITION, "left")
                 .filter(F.coalesce(step > 1, F.lit(False))).select(*gaps.columns))
     return Finding(gaps, ["reader", "partition", "offset"])
 
@@ -222,28 +216,31 @@ def poll_skip(f: Frames) -> Finding:
 @checker("nonmonotonic-poll")
 def nonmonotonic_poll(f: Frames) -> Finding:
     steps = _poll_steps(f)
-    return Finding(steps.filter(F.col("offset") <= F.col("prev")), ["reader", "partition", "offset"])
+    return Finding(steps.filter(F.col("offset") <= F.col("prev")),
+                   ["reader", "partition", "offset"])
 
 
 def _committed_reads(f: Frames) -> DataFrame:
     """What the live readers held to read_committed read."""
-    return f.ours.filter((F.col("phase") == "live") & F.col("reader").isin(*f.facts.committed_readers))
+    return f.ours.filter((F.col("phase") == "live") & F.col("reader")
+                         .isin(*f.facts.committed_readers))
 
 
 @checker("aborted-read")
 def aborted_read(f: Frames) -> Finding:
-    """A value read whose send definitely failed, or that a read_committed reader read from an aborted transaction
-    (Jepsen's G1a)."""
+    """A value read whose send definitely failed, or that a read_committed reader read from an
+    aborted transaction (Jepsen's G1a)."""
     aborted = f.ours.join(f.keys("failed"), VALUE, "left_semi")
     if f.facts.transactional and f.facts.committed_readers:
-        aborted = aborted.unionByName(_committed_reads(f).join(_in_txns(f, (Fate.ABORTED,)), VALUE, "left_semi"))
+        aborted = aborted.unionByName(_committed_reads(f)
+                                      .join(_in_txns(f, (Fate.ABORTED,)), VALUE, "left_semi"))
     return Finding(aborted.select(*READ_COLS).distinct(), ["reader", "offset"])
 
 
 @checker("precommitted-read")
 def precommitted_read(f: Frames) -> Finding | None:
-    """A read_committed reader read a value of a transaction before its producer asked to commit it (or of one
-    never asked to commit and not aborted)."""
+    """A read_committed reader read a value of a transaction before its producer asked to commit it
+    (or of one never asked to commit and not aborted)."""
     if not (f.facts.transactional and f.facts.committed_readers):
         return None
     txn = f.fates.filter(F.col("fate") != Fate.ABORTED.value).select(*VALUE, "txn", "t_commit")
@@ -254,28 +251,33 @@ def precommitted_read(f: Frames) -> Finding | None:
 
 @checker("torn-transaction")
 def torn_transaction(f: Frames) -> Finding | None:
-    """A read_committed reader that reads every partition from the beginning read part of a committed transaction
-    and read past the rest of it: one row per (reader, transaction), with the values it passed over."""
+    """A read_committed reader that reads every partition from the beginning read part of a
+    committed transaction and read past the rest of it: one row per (reader, transaction), with the
+    values it passed over."""
     readers = [r for r in f.facts.committed_readers if r in f.contiguous]
     if not (f.facts.transactional and readers):
         return None
     reads = _committed_reads(f).filter(F.col("reader").isin(*readers))
     txn = f.fates.filter((F.col("fate") == Fate.COMMITTED.value) & (F.col("offset") >= 0))
-    seen = reads.join(txn.select(*VALUE, "txn"), VALUE).select("reader", "producer", "txn").distinct()
+    seen = reads.join(txn.select(*VALUE, "txn"), VALUE).select(
+        "reader", "producer", "txn").distinct()
     reach = reads.groupBy("reader", "topic", "partition").agg(F.max("offset").alias("reach"))
     passed = (seen.join(txn, ["producer", "txn"])
               .join(reads.select("reader", *VALUE), ["reader", *VALUE], "left_anti")
-              .join(reach, ["reader", "topic", "partition"]).filter(F.col("reach") > F.col("offset")))
+              .join(reach, ["reader", "topic", "partition"])
+              .filter(F.col("reach") > F.col("offset")))
     torn = passed.groupBy("reader", "producer", "txn").agg(
         F.count("*").alias("passed_over"),
-        F.slice(F.sort_array(F.collect_list(F.struct("seq", "partition", "offset"))), 1, 5).alias("values"))
+        F.slice(F.sort_array(F.collect_list(F.struct("seq", "partition", "offset"))), 1, 5)
+        .alias("values"))
     return Finding(torn, ["reader", "producer", "txn"])
 
 
 @checker("unexpected")
 def unexpected(f: Frames) -> Finding:
-    """A value read that is not ours, is damaged, or (in a run that got to its drain) no producer attempted: a run
-    cut off earlier may have killed producers before they recorded their last sends."""
+    """A value read that is not ours, is damaged, or (in a run that got to its drain) no producer
+    attempted: a run cut off earlier may have killed producers before they recorded their last
+    sends."""
     foreign = f.reads.filter((F.col("producer") < 0) | ~F.col("checksum_ok"))
     never_sent = f.ours.join(f.keys("NOT sent"), VALUE, "left_semi")
     rows = foreign.unionByName(never_sent) if f.facts.drain_ran else foreign
@@ -285,17 +287,20 @@ def unexpected(f: Frames) -> Finding:
 @checker("vanished-read")
 def vanished_read(f: Frames) -> Finding:
     """A value a live consumer read that a complete final read lacks."""
-    drained = with_tid(f.ends.filter("reached")).select("tid", F.col("partition").alias("read_partition"))
-    vanished = f.values.filter("live AND NOT final").join(F.broadcast(drained), ["tid", "read_partition"],
-                                                          "left_semi")
-    return Finding(vanished.select(*VALUE, F.col("read_partition").alias("partition"), "first_read_t"), VALUE)
+    drained = with_tid(f.ends.filter("reached")).select(
+        "tid", F.col("partition").alias("read_partition"))
+    vanished = f.values.filter("live AND NOT final").join(
+        F.broadcast(drained), ["tid", "read_partition"], "left_semi")
+    return Finding(vanished.select(*VALUE, F.col("read_partition").alias("partition"),
+                                   "first_read_t"), VALUE)
 
 
 @checker("replica-divergence")
 def replica_divergence(f: Frames) -> Finding:
     """Two replicas holding different values at one offset below the high watermark."""
     def detail(keys: DataFrame) -> DataFrame:
-        return f.placed.filter(F.col("src") == REPLICA).join(keys, SPOT, "left_semi").groupBy(*POSITION).agg(
+        return f.placed.filter(F.col("src") == REPLICA).join(
+            keys, SPOT, "left_semi").groupBy(*POSITION).agg(
             F.countDistinct(*VALUE).alias("values"),
             F.sort_array(F.collect_list(F.struct("broker", *VALUE))).alias("replicas"))
     return Finding(f.places.filter("diverged").select(*SPOT), SPOT, detail, POSITION)
@@ -303,7 +308,8 @@ def replica_divergence(f: Frames) -> Finding:
 
 @checker("committed-unread")
 def committed_unread(f: Frames) -> Finding | None:
-    """At-least-once for a group: every record below its partition's final committed offset was read by a member."""
+    """At-least-once for a group: every record below its partition's final committed offset was read
+    by a member."""
     if f.facts.group_commits == "none":
         return None
     committed = f.events.filter(F.col("kind") == Event.COMMITTED.value).select(
@@ -311,13 +317,15 @@ def committed_unread(f: Frames) -> Finding | None:
     never_live = f.keys("final AND NOT live")
     skipped = (f.ours.filter(F.col("phase") == "final").join(never_live, VALUE, "left_semi")
                .select(*VALUE, *POSITION).distinct()
-               .join(F.broadcast(committed), ["topic", "partition"]).filter(F.col("offset") < F.col("committed")))
+               .join(F.broadcast(committed), ["topic", "partition"])
+               .filter(F.col("offset") < F.col("committed")))
     return Finding(skipped, POSITION)
 
 
 @checker("eos-duplicate")
 def eos_duplicate(f: Frames) -> Finding | None:
-    """An input record whose copy the read_committed drain of the eos-copy output found at more than one offset."""
+    """An input record whose copy the read_committed drain of the eos-copy output found at more than
+    one offset."""
     if f.copied is None:
         return None
     twice = f.copied.groupBy("in_partition", "in_offset").agg(
@@ -328,18 +336,21 @@ def eos_duplicate(f: Frames) -> Finding | None:
 
 @checker("eos-loss")
 def eos_loss(f: Frames) -> Finding | None:
-    """An input record below the eos-copy group's final committed offset of its partition (so the stage says it is
-    done) without a copy in the output as the read_committed drain read it."""
+    """An input record below the eos-copy group's final committed offset of its partition (so the
+    stage says it is done) without a copy in the output as the read_committed drain read it."""
     if f.copied is None:
         return None
-    inputs = f.ours.filter(F.col("phase") == "final").select("partition", "offset", *VALUE).dropDuplicates(
-        ["partition", "offset"])
-    if f.facts.transactional:  # the stage reads with read_committed: what never committed is not its to copy
+    inputs = f.ours.filter(F.col("phase") == "final").select(
+        "partition", "offset", *VALUE).dropDuplicates(["partition", "offset"])
+    # the stage reads with read_committed: what never committed is not its to copy
+    if f.facts.transactional:
         inputs = inputs.join(_in_txns(f, (Fate.ABORTED, Fate.UNKNOWN)), VALUE, "left_anti")
     committed = f.events.filter(F.col("kind") == Event.COPY_COMMITTED.value).select(
         "partition", F.col("offset").alias("committed"))
-    copies = f.copied.select(F.col("in_partition").alias("partition"), F.col("in_offset").alias("offset"))
-    lost = (inputs.join(F.broadcast(committed), "partition").filter(F.col("offset") < F.col("committed"))
+    copies = f.copied.select(F.col("in_partition").alias("partition"),
+                             F.col("in_offset").alias("offset"))
+    lost = (inputs.join(F.broadcast(committed), "partition")
+            .filter(F.col("offset") < F.col("committed"))
             .join(copies, ["partition", "offset"], "left_anti"))
     return Finding(lost, ["partition", "offset"])
 

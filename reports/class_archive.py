@@ -1,6 +1,6 @@
-"""The Spark driver JVM's class-data archive (AppCDS), built once by `kchaos setup` from a small analysis
-(`reports.archive_train`); it halves a session's start (BENCHMARKS.md). A JVM given a truncated archive crashes,
-so it is built aside and renamed into place whole.
+"""The Spark driver JVM's class-data archive (AppCDS), built once by `kchaos setup` from a small
+analysis (`reports.archive_train`); it halves a session's start (BENCHMARKS.md). A JVM given a
+truncated archive crashes, so it is built aside and renamed into place whole.
 """
 
 from __future__ import annotations
@@ -28,10 +28,12 @@ def _java() -> str:
 
 @cache
 def path() -> Path:
-    """Where the archive lives: one per pyspark install and JDK build, since a JVM accepts only an archive dumped by
-    its own build with the same class path (pyspark's jars, found where pyspark is installed: each clone's venv)."""
+    """Where the archive lives: one per pyspark install and JDK build, since a JVM accepts only an
+    archive dumped by its own build with the same class path (pyspark's jars, found where pyspark is
+    installed: each clone's venv)."""
     try:
-        version = subprocess.run([_java(), "-version"], capture_output=True, text=True, timeout=60).stderr
+        version = subprocess.run([_java(), "-version"], capture_output=True, text=True,
+                                 timeout=60).stderr
     except OSError:  # no JVM at all: Spark itself reports that when a session starts
         version = "no java"
     jars = Path(pyspark.__file__).resolve().parent / "jars"
@@ -40,16 +42,17 @@ def path() -> Path:
 
 
 def option() -> str:
-    """The JVM options that use the archive (a crash report, should it fail, goes to the temp directory, not the
-    working one), or "" before `kchaos setup` built it."""
+    """The JVM options that use the archive (a crash report, should it fail, goes to the temp
+    directory, not the working one), or "" before `kchaos setup` built it."""
     p = path()
     crash = Path(tempfile.gettempdir()) / "kchaos-spark-hs_err_%p.log"
     return f"-XX:SharedArchiveFile={p} -XX:ErrorFile={crash}" if p.is_file() else ""
 
 
 def ensure(say: Callable[[str], None]) -> None:
-    """Build the archive unless it exists: a subprocess analyzes a small history and its JVM dumps the classes it
-    loaded as it exits. Without it Spark only starts slower, so a failed build is said, not raised."""
+    """Build the archive unless it exists: a subprocess analyzes a small history and its JVM dumps
+    the classes it loaded as it exits. Without it Spark only starts slower, so a failed build is
+    said, not raised."""
     target = path()
     if target.is_file():
         return
@@ -57,14 +60,16 @@ def ensure(say: Callable[[str], None]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".partial-{os.getpid()}")
     try:
-        done = subprocess.run([sys.executable, "-m", "reports.archive_train", str(partial)], capture_output=True,
-                              text=True, timeout=BUILD_TIMEOUT_S)
+        done = subprocess.run([sys.executable, "-m", "reports.archive_train", str(partial)],
+                              capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
         if done.returncode == 0 and partial.is_file():
             partial.replace(target)
         else:
             tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            say(f"The Spark class archive was not built ({tail}); analyses start without it, only slower.")
+            say(f"The Spark class archive was not built ({tail}); analyses start without it, only "
+                "slower.")
     except subprocess.TimeoutExpired:
-        say(f"The Spark class archive was not built within {BUILD_TIMEOUT_S} s; analyses start without it.")
+        say(f"The Spark class archive was not built within {BUILD_TIMEOUT_S} s; analyses start "
+            "without it.")
     finally:
         partial.unlink(missing_ok=True)

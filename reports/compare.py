@@ -32,9 +32,11 @@ def worst(runs: list[RunResult]) -> Badge:
 
 
 def cell(runs: list[RunResult]) -> str:
-    """Badges, anomalies summed over runs (* = allowed), harness errors and the worst unavailability."""
+    """Badges, anomalies summed over runs (* = allowed), harness errors and the worst
+    unavailability."""
     badges = Counter(r.badge for r in runs)
-    head = worst(runs) if len(runs) == 1 else ", ".join(f"{b}×{n}" for b, n in sorted(badges.items()))
+    head = worst(runs) if len(runs) == 1 else ", ".join(
+        f"{b}×{n}" for b, n in sorted(badges.items()))
     totals: Counter = Counter()
     for r in runs:
         totals.update({k: n for k, n in r.counts.items() if n})
@@ -45,21 +47,23 @@ def cell(runs: list[RunResult]) -> str:
     miss += f"; harness error in {errors}/{len(runs)}" if errors else ""
     kept = measured(runs)
     unplanned = len(runs) - errors - len(kept)
-    miss += f"; chaos not as planned in {unplanned}/{len(runs)} (no figures from those)" if unplanned else ""
+    miss += (f"; chaos not as planned in {unplanned}/{len(runs)} (no figures from those)"
+             if unplanned else "")
     unavailable = max((r.metrics.unavailable_s for r in kept if r.metrics), default=None)
-    return f"{head}{miss}; {seen or 'no anomalies'}" + (f"; unavailable ≤ {unavailable} s" if unavailable is not None
-                                                         else "")
+    down = f"; unavailable ≤ {unavailable} s" if unavailable is not None else ""
+    return f"{head}{miss}; {seen or 'no anomalies'}{down}"
 
 
 def column(r: RunResult) -> str:
-    """A run's column, as `--kafka` names it: its version, with the metadata mode when that is not the version's
-    default (3.9.2:zookeeper)."""
+    """A run's column, as `--kafka` names it: its version, with the metadata mode when that is not
+    the version's default (3.9.2:zookeeper)."""
     return target_label(r.kafka, (r.settings.get("kafka") or {}).get("metadata"))
 
 
 def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list[RunResult]]]]:
     """(versions newest first, each in its metadata modes; scenario -> version -> its runs)."""
-    versions = sorted({column(r) for r in results}, key=lambda v: (release(v.partition(":")[0]), v), reverse=True)
+    versions = sorted({column(r) for r in results}, key=lambda v: (release(v.partition(":")[0]), v),
+                      reverse=True)
     grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
         grid[r.row_name][column(r)].append(r)  # both versions of a regression share a row
@@ -67,53 +71,70 @@ def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list
 
 
 def figures(runs: list[RunResult], spread: dict[str, Spread]) -> str:
-    """Median (range) over a cell's measured seeds of each figure that varies between versions ("" for one seed)."""
+    """Median (range) over a cell's measured seeds of each figure that varies between versions (""
+    for one seed)."""
     if len(runs) < 2:
         return ""
     return "; ".join(f"{name} {sp.text}" for name, sp in spread.items() if sp.values)
 
 
-def summary(tests: Tests, trends: tuple[int, list[Tendency]], runs: int, can_test: bool) -> tuple[list[str],
+def summary(tests: Tests, trends: tuple[int, list[Tendency]], runs: int,
+            can_test: bool) -> tuple[list[str],
                                                                                                    list[str]]:
-    """What differs between the versions: (each difference unlikely to be noise once every test the comparison made
-    is counted, or that no cell has seeds enough for the test, then the versions' tendencies across scenarios;
-    the differences only suggestive, for a fold)."""
+    """What differs between the versions: (each difference unlikely to be noise once every test the
+    comparison made is counted, or that no cell has seeds enough for the test, then the versions'
+    tendencies across scenarios; the differences only suggestive, for a fold)."""
     sure, maybe = tests.beyond_noise, tests.suggestive
-    how = (f"{tests.made} Mann-Whitney U tests over {runs} runs, each of one figure of one scenario between two "
-           f"versions whose seeds could reach p < {SIGNIFICANT}; a difference counts when its p-value corrected for "
-           f"their number (Benjamini-Hochberg q) stays under {SIGNIFICANT}")
+    how = (f"{tests.made} Mann-Whitney U tests over {runs} runs, each of one figure of one "
+           "scenario "
+           f"between two versions whose seeds could reach p < {SIGNIFICANT}; a difference counts "
+           "when its p-value corrected for their number (Benjamini-Hochberg q) stays under "
+           f"{SIGNIFICANT}")
     if not can_test:
-        out = [f"Too few seeds for a rank test to tell versions apart in one scenario ({runs} runs; Mann-Whitney U "
-               f"reaches p < {SIGNIFICANT} only with 4 seeds a version): compare the figures by eye, or run "
-               "`kchaos compare --seeds 4` or more."]
+        out = [f"Too few seeds for a rank test to tell versions apart in one scenario ({runs} "
+               "runs; "
+               f"Mann-Whitney U reaches p < {SIGNIFICANT} only with 4 seeds a version): compare "
+               "the "
+               "figures by eye, or run `kchaos compare --seeds 4` or more."]
     elif sure:
-        out = [f"What differs between versions beyond its seeds' spread ({how}):", "", *(f"- {d.text}" for d in sure)]
+        out = [f"What differs between versions beyond its seeds' spread ({how}):", "",
+               *(f"- {d.text}" for d in sure)]
     else:
-        out = [f"No single difference between versions is beyond doubt once every test is counted ({how})."]
+        out = ["No single difference between versions is beyond doubt once every test is counted "
+               f"({how})."]
     if trends[1]:
-        out += ["", f"Across scenarios (per figure and two versions, a sign test over the scenarios both ran of which "
-                    f"had the higher median, where {SIGN_MIN} or more medians differ; Benjamini-Hochberg q under "
-                    f"{SIGNIFICANT} over the {trends[0]} such tests):", "", *(f"- {t.text}" for t in trends[1])]
+        out += ["", "Across scenarios (per figure and two versions, a sign test over the scenarios "
+                    f"both ran of which had the higher median, where {SIGN_MIN} or more medians "
+                    f"differ; Benjamini-Hochberg q under {SIGNIFICANT} over the {trends[0]} such "
+                    "tests):", "", *(f"- {t.text}" for t in trends[1])]
     if not maybe:
         return out, []
     many = f"{len(maybe)} difference{'s' if len(maybe) > 1 else ''}"
-    return out, [f"Also p < {SIGNIFICANT}, but not beyond chance among so many tests: {many}, where chance alone "
-                 f"gives about {SIGNIFICANT * tests.made:.0f} of {tests.made} tests if no version differed. The more "
-                 "these outnumber chance's, the more of them are real, but no one of them is sure: more seeds tell "
-                 "which.", "", *(f"- {d.text}" for d in maybe)]
+    return out, [f"Also p < {SIGNIFICANT}, but not beyond "
+                 f"chance among so many tests: {many}, where "
+                 "chance alone gives about "
+                 f"{SIGNIFICANT * tests.made:.0f} of "
+                 f"{tests.made} tests if no version differed. "
+                 "The more these outnumber chance's, the "
+                 "more of them are real, but no one of them "
+                 "is sure: more seeds tell which.", "", *(f"- {d.text}" for d in maybe)]
 
 
-def tables(grid: dict[str, dict[str, list[RunResult]]], versions: list[str]) -> list[tuple[list[str], list[str]]]:
-    """The grid as tables with a column only for what ran: (its versions, its scenarios), scenarios grouped by the
-    versions they ran on, the most scenarios first (a regression's affected and fixed versions get their own)."""
+def tables(grid: dict[str, dict[str, list[RunResult]]],
+           versions: list[str]) -> list[tuple[list[str], list[str]]]:
+    """The grid as tables with a column only for what ran: (its versions, its scenarios), scenarios
+    grouped by the versions they ran on, the most scenarios first (a regression's affected and fixed
+    versions get their own)."""
     groups: dict[tuple[str, ...], list[str]] = {}
     for name, row in grid.items():
         groups.setdefault(tuple(v for v in versions if v in row), []).append(name)
-    return [(list(vs), names) for vs, names in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))]
+    return [(list(vs), names) for vs,
+            names in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))]
 
 
 def blocks(lines: list[str]) -> list[tuple[str, list[str]]]:
-    """The summary's lines as HTML blocks: ("p", [text]) for a paragraph, ("ul", items) for a run of "- " lines."""
+    """The summary's lines as HTML blocks: ("p", [text]) for a paragraph, ("ul", items) for a run of
+    "- " lines."""
     out: list[tuple[str, list[str]]] = []
     for line in filter(None, lines):
         if not line.startswith("- "):
@@ -126,8 +147,9 @@ def blocks(lines: list[str]) -> list[tuple[str, list[str]]]:
 
 
 def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path]:
-    """comparison.html and comparison.md: the version x scenario tables first (each cell linking its runs), then
-    what differs beyond chance, then (folded in the HTML) what is only suggestive, and box plots."""
+    """comparison.html and comparison.md: the version x scenario tables first (each cell linking its
+    runs), then what differs beyond chance, then (folded in the HTML) what is only suggestive, and
+    box plots."""
     directory.mkdir(parents=True, exist_ok=True)
     versions, grid = table(results)
     cells = grid_spreads(grid)
@@ -135,31 +157,35 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
     parts = tables(grid, versions)
     md = directory / "comparison.md"
     md.write_text("# kafka-chaos version comparison\n\n" + LEGEND + "\n\n" + "\n\n".join(
-        _markdown(grid, cells, vs, names) for vs, names in parts) + "\n\n## What differs\n\n" + "\n".join(said)
+        _markdown(grid, cells, vs, names) for vs, names in parts) + "\n\n## What differs\n\n"
+                  + "\n".join(said)
         + ("\n\n## Suggestive only\n\n" + "\n".join(suggestive) if suggestive else "") + "\n")
     html = directory / "comparison.html"
     plots = box_plots(cells, versions, directory)
 
-    def link(run: RunResult) -> str:  # relative, so the comparison and its runs can move together (CI artifacts)
+    # relative, so the comparison and its runs can move together (CI artifacts)
+    def link(run: RunResult) -> str:
         return os.path.relpath(page(run), directory)
 
     html.write_text(ENV.get_template("compare.html.j2").render(
-        parts=parts, grid=grid, cells=cells, cell=cell, worst=worst, link=link, figures=figures, plots=plots,
-        summary=blocks(said), suggestive=blocks(suggestive), legend=LEGEND))
+        parts=parts, grid=grid, cells=cells, cell=cell, worst=worst, link=link, figures=figures,
+        plots=plots, summary=blocks(said), suggestive=blocks(suggestive), legend=LEGEND))
     return html, md
 
 
-LEGEND = ("Each cell: its runs' badges, anomalies summed over its seeds (those marked * are allowed under the "
-          "scenario's settings), and the median (and range) of each figure over the seeds whose chaos happened as "
-          "planned.")
+LEGEND = ("Each cell: its runs' badges, anomalies summed over its seeds (those marked * are "
+          "allowed under the scenario's settings), and the median (and range) of each figure over "
+          "the seeds whose chaos happened as planned.")
 
 
 def _markdown(grid: dict, cells: dict, versions: list[str], names: list[str]) -> str:
     """One table of the comparison as Markdown."""
-    lines = ["| scenario | " + " | ".join(f"Kafka {v}" for v in versions) + " |", "|---|" + "---|" * len(versions)]
+    lines = ["| scenario | " + " | ".join(f"Kafka {v}" for v in versions) + " |",
+             "|---|" + "---|" * len(versions)]
     for name in names:
         row = grid[name]
         lines.append(f"| {name} | " + " | ".join(
-            (cell(row[v]) + (f"; {f}" if (f := figures(row[v], cells[name][v])) else "")) if v in row else "not run"
+            (cell(row[v]) + (f"; {f}" if (f := figures(row[v], cells[name][v])) else ""))
+                                                 if v in row else "not run"
             for v in versions) + " |")
     return "\n".join(lines)

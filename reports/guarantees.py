@@ -1,46 +1,39 @@
-"""Kafka's documented guarantees as data: one rule per anomaly saying whether a scenario's settings permit it, why,
-and the documentation it rests on (reports.verdict judges a run by them)."""
+"""Kafka's documented guarantees as data: one rule per anomaly saying whether a scenario's settings
+permit it, why, and the documentation it rests on (reports.verdict judges a run by them)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from contracts.anomalies import ANOMALIES
-from contracts.faultkinds import FAULT_KINDS
-from contracts.faultlines import MIX, FaultSpec
 from contracts.results import Rule
 from contracts.scenario import Scenario
-from contracts.versions import KIP_101, KIP_966, eligible_leader_replicas, release, replica_fencing, transaction_defense
-
-DOCS = "https://kafka.apache.org/documentation/"
-ACKS = DOCS + "#producerconfigs_acks"
-MIN_ISR = DOCS + "#topicconfigs_min.insync.replicas"
-UNCLEAN = DOCS + "#topicconfigs_unclean.leader.election.enable"
-IDEMPOTENCE = DOCS + "#producerconfigs_enable.idempotence"
-RETRIES = DOCS + "#producerconfigs_retries"
-IN_FLIGHT = DOCS + "#producerconfigs_max.in.flight.requests.per.connection"
-REPLICATION = DOCS + "#replication"
-SEMANTICS = DOCS + "#semantics"
-CONSUMER = DOCS + "#consumerconfigs_enable.auto.commit"
-KIP_211 = ("https://cwiki.apache.org/confluence/display/KAFKA/KIP-211%3A+Revise+Expiration+Semantics+of+Consumer+"
-           "Group+Offsets")
-ISOLATION = DOCS + "#consumerconfigs_isolation.level"
-TRANSACTIONS = DOCS + "#semantics"  # "the producer can send to multiple partitions atomically: all or none"
-KIP_98 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-98+-+Exactly+Once+Delivery+and+Transactional+Messaging"
-KIP_447 = ("https://cwiki.apache.org/confluence/display/KAFKA/KIP-447%3A+Producer+scalability+for+exactly+once+"
-           "semantics")
-# The client's own documentation, for what librdkafka (confluent-kafka's core) does when a message times out.
-LIBRDKAFKA_TIMEOUTS = ("https://github.com/confluentinc/librdkafka/blob/master/INTRODUCTION.md"
-                       "#message-timeout-considerations")
-
+from contracts.versions import KIP_101, KIP_966, release, replica_fencing, transaction_defense
+from reports.citations import (
+    CONSUMER,
+    IDEMPOTENCE,
+    IN_FLIGHT,
+    ISOLATION,
+    KIP_98,
+    KIP_211,
+    KIP_447,
+    LIBRDKAFKA_TIMEOUTS,
+    MIN_ISR,
+    REPLICATION,
+    RETRIES,
+    SEMANTICS,
+    TRANSACTIONS,
+    UNCLEAN,
+)
+from reports.exposure import elr_note, fired, log_rewrite, power_loss, power_losses, truncation
 
 RuleFn = Callable[[Scenario], Rule]
 RULES: dict[str, RuleFn] = {}
 
 
 def rule(anomaly: str) -> Callable[[RuleFn], RuleFn]:
-    """Register the rule of one anomaly (a name contracts.anomalies lists), the one way every rule is registered."""
+    """Register the rule of one anomaly (a name contracts.anomalies lists), the one way every rule
+    is registered."""
     if anomaly not in ANOMALIES:
         raise ImportError(f"no anomaly {anomaly!r} in contracts.anomalies")
 
@@ -50,150 +43,71 @@ def rule(anomaly: str) -> Callable[[RuleFn], RuleFn]:
     return register
 
 
-@dataclass(frozen=True)
-class Truncation:
-    """Why an acknowledged write may be lost under these settings (empty: it may not), and the doc that says so."""
-
-    reasons: tuple[str, ...]
-    doc: str
-
-    @property
-    def why(self) -> str:
-        return "; ".join(self.reasons)
-
-
-def power_loss(fault: str) -> str:
-    """What a fault kind does to unflushed data (contracts.faultkinds)."""
-    return FAULT_KINDS[fault].power_loss
-
-
-def fired(s: Scenario) -> list[FaultSpec]:
-    """Each kind the scenario's lines fire, as a line of its own; a mix's kinds aimed at one broker, as every target
-    a mix draws hits fewer brokers than the partition has replicas (MIX_TARGETS)."""
-    return [f if f.fault != MIX else f.model_copy(update={"fault": kind, "target": "one"})
-            for f in s.faults for kind in f.fired_kinds()]
-
-
-def fsyncs_each_write(s: Scenario) -> bool:
-    """Whether every replica fsyncs each record before it counts (flush.messages=1, or the broker-wide setting)."""
-    flush = s.topic.config.get("flush.messages", s.kafka.config.get("log.flush.interval.messages"))
-    return str(flush) == "1"
-
-
-def power_loss_of_all(s: Scenario) -> str:
-    """Why a power loss can take a record from every replica before any fsynced it ("" when none can)."""
-    return next(iter(power_losses(s).values()), "")
-
-
-def power_losses(s: Scenario) -> dict[str, str]:
-    """Each fault of the scenario whose power loss can take a record from every replica, and why."""
-    if fsyncs_each_write(s):
-        return {}
-    replicas, brokers = min(s.topic.replication_factor, s.kafka.brokers), s.kafka.brokers
-    found: dict[str, str] = {}
-    for f in fired(s):
-        hit = {"all": brokers, "isr": replicas, "majority": brokers // 2 + 1}.get(str(f.target), 1)
-        if power_loss(f.fault) == "targets" and (len(f.target) if isinstance(f.target, list) else hit) >= replicas:
-            found[f.fault] = (f"{f.fault} of {f.target} with flush.messages unset (Kafka's default: the OS decides "
-                              "when to fsync): every replica can lose a record together, and the guarantee is "
-                              "'predicated on at least one replica remaining in sync'")
-        if power_loss(f.fault).startswith("last-replica") and not eligible_leader_replicas(s.kafka.version):
-            found[f.fault] = (f"the last in-sync replica loses power with flush.messages unset, and Kafka "
-                              f"{s.kafka.version} has no eligible leader replicas (KIP-966, on by default from 4.1): "
-                              "it is the only replica that may lead when it returns, without what it had not "
-                              "fsynced ('predicated on at least one replica remaining in sync')")
-    return found
-
-
-def elr_note(s: Scenario) -> str:
-    """What keeps the last in-sync replica's power loss from losing a record on a release with KIP-966."""
-    if eligible_leader_replicas(s.kafka.version) and any(power_loss(f.fault) == "last-replica" for f in fired(s)):
-        return ("; KIP-966: when the last in-sync replica fails, a replica that left the ISR while it was below "
-                "min.insync.replicas (so holds every committed record) is elected, and one that shut down uncleanly "
-                "returns outside ISR and ELR")
-    return ""
-
-
-def log_rewrite(s: Scenario) -> Truncation:
-    """What can remove records below the high watermark: an unclean election, or every replica losing power."""
-    reasons = [*(["unclean.leader.election.enable=true: an out-of-sync replica may become leader"]
-                 if s.topic.unclean_leader_election else []), *filter(None, [power_loss_of_all(s)])]
-    return Truncation(tuple(reasons), UNCLEAN if s.topic.unclean_leader_election else REPLICATION)
-
-
-def truncation(s: Scenario) -> Truncation:
-    """acks 0/1, unclean elections and min.insync.replicas < 2 each let an acknowledged write exist on one replica;
-    a power loss of every replica without fsync loses it from all."""
-    p, t = s.producer, s.topic
-    reasons = [*filter(None, [power_loss_of_all(s)])]
-    if p.acks in ("0", "1"):
-        reasons.append(f"acks={p.acks}: the leader answers before followers replicate; a leader failure "
-                       "right after the answer loses the record")
-    if t.unclean_leader_election:
-        reasons.append("unclean.leader.election.enable=true: an out-of-sync replica may become leader, "
-                       "'even though doing so may result in data loss'")
-    if min(t.min_insync_replicas, t.replication_factor) < 2:
-        reasons.append(f"min.insync.replicas={t.min_insync_replicas} (replication factor "
-                       f"{t.replication_factor}): an acknowledged write may exist on one replica only")
-    doc = (ACKS if p.acks in ("0", "1") else UNCLEAN if t.unclean_leader_election
-           else MIN_ISR if min(t.min_insync_replicas, t.replication_factor) < 2 else REPLICATION)
-    return Truncation(tuple(reasons), doc)
-
-
 @rule("unseen")
 def _unseen(_s: Scenario) -> Rule:
-    return Rule("unseen", True, "not an anomaly of Kafka: the final read did not reach the end (verdict unknown)",
+    return Rule("unseen", True, "not an anomaly of Kafka: the final read did not reach the end "
+                                "(verdict unknown)",
                 SEMANTICS)
 
 
 @rule("timeout-duplicate")
 def _timeout_duplicate(_s: Scenario) -> Rule:
-    return Rule("timeout-duplicate", True, "a message of the same producer timed out (message.timeout.ms) while this "
-                "one awaited its ack: librdkafka drains, bumps the producer epoch and re-sends what was "
-                "unacknowledged under the new epoch, where the broker cannot recognise a copy written before; its "
-                "maintainers: only transactions keep exactly-once across message timeouts "
-                "(confluentinc/librdkafka#4953)", LIBRDKAFKA_TIMEOUTS)
+    return Rule("timeout-duplicate", True, "a message of the same producer timed out "
+                                           "(message.timeout.ms) while this one awaited its ack: "
+                                           "librdkafka drains, bumps the producer epoch and "
+                                           "re-sends what was unacknowledged under the new epoch, "
+                                           "where the broker cannot recognise a copy written "
+                                           "before; its maintainers: only transactions keep "
+                                           "exactly-once across message timeouts "
+                                           "(confluentinc/librdkafka#4953)", LIBRDKAFKA_TIMEOUTS)
 
 
 @rule("precommitted-read")
 def _precommitted_read(_s: Scenario) -> Rule:
-    return Rule("precommitted-read", False, "a read_committed consumer reads a transaction's messages only once it "
-                "has committed (isolation.level; KIP-98's last stable offset), and a commit is only ever the "
-                "producer's request", ISOLATION)
+    return Rule("precommitted-read", False, "a read_committed consumer reads a transaction's "
+                                            "messages only once it has committed (isolation.level; "
+                                            "KIP-98's last stable offset), and a commit is only "
+                                            "ever the producer's request", ISOLATION)
 
 
 @rule("unexpected")
 def _unexpected(_s: Scenario) -> Rule:
-    return Rule("unexpected", False, "consumers only read what producers wrote, intact (CRC-checked batches)",
+    return Rule("unexpected", False, "consumers only read what producers wrote, intact "
+                                     "(CRC-checked batches)",
                 SEMANTICS)
 
 
 def fencing_note(s: Scenario) -> str:
-    """What the scenario's Kafka version lacks of the replication fixes (KIP-101/279/320), said after a forbidden
-    rule ("" from 2.1, which has them all): the guarantee is documented for every version."""
+    """What the scenario's Kafka version lacks of the replication fixes (KIP-101/279/320), said
+    after a forbidden rule ("" from 2.1, which has them all): the guarantee is documented for every
+    version."""
     if release(s.kafka.version) >= (2, 1):
         return ""
     words, _ = replica_fencing(s.kafka.version)
-    return f"; {words}: a violation is still a bug (the guarantee is documented), perhaps one fixed since"
+    return (f"; {words}: a violation is still a bug (the guarantee is documented), perhaps one "
+            "fixed since")
 
 
 def _loss(anomaly: str, s: Scenario, why_safe: str, doc_safe: str) -> Rule:
-    """A loss is allowed where truncation is (its reasons and doc), else forbidden for `why_safe`."""
+    """A loss is allowed where truncation is (its reasons and doc), else forbidden for
+    `why_safe`."""
     loss = truncation(s)
-    return Rule(anomaly, bool(loss.reasons), loss.why or why_safe, loss.doc if loss.reasons else doc_safe)
+    return Rule(anomaly, bool(loss.reasons), loss.why or why_safe,
+                loss.doc if loss.reasons else doc_safe)
 
 
 @rule("lost-write")
 def _lost_write(s: Scenario) -> Rule:
-    return _loss("lost-write", s, "acks=all with min.insync.replicas>=2 and clean elections: an acknowledged write "
-                 "is on at least min.insync.replicas replicas and survives any failure of fewer" + fencing_note(s)
+    return _loss("lost-write", s, "acks=all with min.insync.replicas>=2 and clean elections: an "
+                                  "acknowledged write is on at least min.insync.replicas replicas "
+                                  "and survives any failure of fewer" + fencing_note(s)
                  + elr_note(s), KIP_966 if elr_note(s) else MIN_ISR)
 
 
 @rule("aborted-read")
 def _aborted_read(s: Scenario) -> Rule:
-    why = ("a send that produce() refused was never written, and a read_committed consumer 'will only return "
-           "transactional messages which have been committed' (isolation.level)")
+    why = ("a send that produce() refused was never written, and a read_committed consumer 'will "
+           "only return transactional messages which have been committed' (isolation.level)")
     if s.producer.transactional:
         why += f"; on Kafka {s.kafka.version}: {transaction_defense(s.kafka.version)}"
     return Rule("aborted-read", False, why, ISOLATION)
@@ -201,31 +115,37 @@ def _aborted_read(s: Scenario) -> Rule:
 
 @rule("lost-committed")
 def _lost_committed(s: Scenario) -> Rule:
-    return _loss("lost-committed", s, "a committed transaction's messages are acknowledged writes (acks=all) under "
-                 "clean elections; commit_transaction returns only once they are", KIP_98)
+    return _loss("lost-committed", s, "a committed transaction's messages are acknowledged writes "
+                                      "(acks=all) under clean elections; commit_transaction "
+                                      "returns only once they are", KIP_98)
 
 
 @rule("torn-transaction")
 def _torn_transaction(s: Scenario) -> Rule:
     loss = truncation(s)
     if loss.reasons:
-        return Rule("torn-transaction", True, f"a truncated log can lose part of a transaction ({loss.why})",
+        return Rule("torn-transaction", True, "a truncated log can lose part of a transaction "
+                                              f"({loss.why})",
                     loss.doc)
-    return Rule("torn-transaction", False, "a transaction writes to several partitions atomically: a "
-                "read_committed consumer sees all of a committed transaction or none of it", TRANSACTIONS)
+    return Rule("torn-transaction", False, "a transaction writes to several partitions atomically: "
+                                           "a read_committed consumer sees all of a committed "
+                                           "transaction or none of it", TRANSACTIONS)
 
 
 @rule("duplicate")
 def _duplicate(s: Scenario) -> Rule:
     p = s.producer
     if p.idempotence:
-        why = "enable.idempotence=true: the broker de-duplicates retries by producer id and sequence"
+        why = ("enable.idempotence=true: the broker de-duplicates retries by producer id and "
+               "sequence")
     elif p.may_rewrite:
-        why = (f"enable.idempotence=false with retries={p.retries}: a retried batch whose first attempt was "
-               "written is written again")
+        why = (f"enable.idempotence=false with retries={p.retries}: a retried batch whose first "
+               "attempt was written is written again")
     else:
-        why = "enable.idempotence=false with retries=0: each batch is sent once, so no record is written twice"
-    return Rule("duplicate", p.may_rewrite, why, IDEMPOTENCE if p.idempotence or p.may_rewrite else RETRIES)
+        why = ("enable.idempotence=false with retries=0: each batch is sent once, so no record is "
+               "written twice")
+    return Rule("duplicate", p.may_rewrite, why,
+                IDEMPOTENCE if p.idempotence or p.may_rewrite else RETRIES)
 
 
 @rule("inconsistent-offset")
@@ -233,8 +153,10 @@ def _inconsistent_offset(s: Scenario) -> Rule:
     loss = truncation(s)
     if loss.reasons:
         return Rule("inconsistent-offset", True,
-                    f"a truncated log hands acknowledged offsets to new records ({loss.why})", loss.doc)
-    return Rule("inconsistent-offset", False, "committed offsets are never rewritten without data loss"
+                    "a truncated log hands acknowledged offsets to new records "
+                    f"({loss.why})", loss.doc)
+    return Rule("inconsistent-offset", False, "committed offsets are never rewritten without data "
+                                              "loss"
                 + fencing_note(s), REPLICATION)
 
 
@@ -242,26 +164,33 @@ def _inconsistent_offset(s: Scenario) -> Rule:
 def _nonmonotonic_send(s: Scenario) -> Rule:
     p, loss = s.producer, truncation(s)
     reorder = p.may_rewrite and p.max_in_flight > 1
-    why = [*(["retries with max.in.flight.requests.per.connection>1 and no idempotence may reorder batches"]
-             if reorder else []), *([f"truncation reuses offsets ({loss.why})"] if loss.reasons else [])]
+    why = [*(["retries with max.in.flight.requests.per.connection>1 and no idempotence may reorder "
+              "batches"]
+             if reorder else []),
+           *([f"truncation reuses offsets ({loss.why})"] if loss.reasons else [])]
     doc = IN_FLIGHT if reorder else (loss.doc if loss.reasons else IDEMPOTENCE)
     return Rule("nonmonotonic-send", bool(why),
-                "; ".join(why) or "idempotent (or single in-flight) producer: per-partition order is kept", doc)
+                "; ".join(why) or "idempotent (or single in-flight) producer: per-partition order "
+                                  "is kept", doc)
 
 
 @rule("poll-skip")
 def _poll_skip(s: Scenario) -> Rule:
     rewrite = log_rewrite(s)
-    return Rule("poll-skip", bool(rewrite.reasons), f"a truncated log can move a consumer's position ({rewrite.why})"
-                if rewrite.reasons else "a consumer's position advances one record at a time within an assignment",
+    return Rule("poll-skip", bool(rewrite.reasons), "a truncated log can move a consumer's "
+                                                    f"position ({rewrite.why})"
+                if rewrite.reasons else "a consumer's position advances one record at a time "
+                                        "within an assignment",
                 rewrite.doc if rewrite.reasons else SEMANTICS)
 
 
 @rule("nonmonotonic-poll")
 def _nonmonotonic_poll(s: Scenario) -> Rule:
     rewrite = log_rewrite(s)
-    return Rule("nonmonotonic-poll", bool(rewrite.reasons), f"a truncated log can reset a consumer's position "
-                f"({rewrite.why})" if rewrite.reasons else "a consumer's position never goes back within an "
+    return Rule("nonmonotonic-poll", bool(rewrite.reasons),
+                f"a truncated log can reset a consumer's position "
+                f"({rewrite.why})" if rewrite.reasons
+                else "a consumer's position never goes back within an "
                 "assignment", rewrite.doc if rewrite.reasons else SEMANTICS)
 
 
@@ -269,71 +198,86 @@ def _nonmonotonic_poll(s: Scenario) -> Rule:
 def _vanished_read(s: Scenario) -> Rule:
     rewrite = log_rewrite(s)
     return Rule("vanished-read", bool(rewrite.reasons),
-                f"consumers read below the high watermark, and only this can remove such a record: {rewrite.why}"
-                if rewrite.reasons else "consumers only see records below the high watermark, which every ISR "
-                "member has", rewrite.doc)
+                "consumers read below the high watermark, and only this can remove such a record: "
+                f"{rewrite.why}"
+                if rewrite.reasons else "consumers only see records below the high watermark, "
+                                        "which every ISR member has", rewrite.doc)
 
 
 @rule("replica-divergence")
 def _replica_divergence(s: Scenario) -> Rule:
     if s.topic.unclean_leader_election:
-        return Rule("replica-divergence", True, "an unclean leader's log wins over replicas that hold other records",
+        return Rule("replica-divergence", True, "an unclean leader's log wins over replicas that "
+                                                "hold other records",
                     UNCLEAN)
     if power := "; ".join(why for fault, why in power_losses(s).items()
                           if power_loss(fault) != "last-replica-others-crash"):
-        return Rule("replica-divergence", True, f"replicas that lost different unsynced tails may each keep records "
-                    f"the others lost ({power})", REPLICATION)
+        return Rule("replica-divergence", True, "replicas that lost different "
+                                                "unsynced tails may each keep "
+                                                f"records the others lost ({power})", REPLICATION)
     words, kip = replica_fencing(s.kafka.version)
     if any(power_loss(f.fault) == "last-replica-others-crash" for f in fired(s)):
-        return Rule("replica-divergence", False, "replicas that return after their leader lost power follow the "
-                    "log it returned with, whatever it lost (KIP-101's second scenario)" + (fencing_note(s)
-                                                                                           or f"; {words}"), KIP_101)
+        return Rule("replica-divergence", False, "replicas that return after their leader lost "
+                    "power follow the log it returned with, whatever it lost (KIP-101's second "
+                    "scenario)" + (fencing_note(s) or f"; {words}"), KIP_101)
     if fencing_note(s):
-        return Rule("replica-divergence", False, f"below the high watermark replicas agree; {words}: a "
-                    "divergence is still a bug, perhaps one fixed since", kip)
-    return Rule("replica-divergence", False, f"{words}; below the high watermark replicas agree", REPLICATION)
+        return Rule("replica-divergence", False, "below the high watermark replicas agree; "
+                                                 f"{words}: a divergence is still a bug, perhaps "
+                                                 "one fixed since", kip)
+    return Rule("replica-divergence", False, f"{words}; below the high watermark "
+                                             "replicas agree", REPLICATION)
 
 
 @rule("committed-unread")
 def _committed_unread(s: Scenario) -> Rule:
     loss = truncation(s)
     if s.consumer.mode == "subscribe" and s.consumer.commit == "before":
-        return Rule("committed-unread", True, "consumer.commit=before: the position is committed before "
-                    "processing, so a crash in between loses the batch ('at-most-once')", SEMANTICS)
+        return Rule("committed-unread", True, "consumer.commit=before: the position is committed "
+                                              "before processing, so a crash in between loses the "
+                                              "batch ('at-most-once')", SEMANTICS)
     if loss.reasons:
         return Rule("committed-unread", True,
-                    f"a truncated log puts other records under the group's committed offsets ({loss.why})", loss.doc)
+                    "a truncated log puts other records under the group's committed offsets "
+                    f"({loss.why})", loss.doc)
     if s.consumer.reset == "latest":
-        return Rule("committed-unread", False, "members commit only after processing, and a group's committed "
-                    "offsets are kept while it has members and for offsets.retention.minutes after it empties "
-                    "(KIP-211, 2.1), so a member that rejoins resumes from them, never from the end of the log",
+        return Rule("committed-unread", False, "members commit only after processing, and a "
+                                               "group's committed offsets are kept while it has "
+                                               "members and for offsets.retention.minutes after it "
+                                               "empties (KIP-211, 2.1), so a member that rejoins "
+                                               "resumes from them, never from the end of the log",
                     KIP_211)
-    return Rule("committed-unread", False, "a group member stores or commits a position only after processing the "
-                "records before it: at-least-once delivery across rebalances and crashes", CONSUMER)
+    return Rule("committed-unread", False, "a group member stores or commits a position only after "
+                                           "processing the records before it: at-least-once "
+                                           "delivery across rebalances and crashes", CONSUMER)
 
 
-EOS = {"eos-duplicate": "an aborted transaction's copies are never read_committed and a committed one moved the "
-       "input offsets past its records, so no input record is copied twice",
-       "eos-loss": "the input offsets move only when the transaction holding the records' copies commits, so no "
-       "committed input offset passes a record without its copy"}
+EOS = {"eos-duplicate": "an aborted transaction's copies are never read_committed and a committed "
+                        "one moved the input offsets past its records, so no input record is "
+                        "copied twice",
+       "eos-loss": "the input offsets move only when the transaction holding the records' copies "
+                   "commits, so no committed input offset passes a record without its copy"}
 
 
 def _eos(anomaly: str, s: Scenario) -> Rule:
-    """The eos-copy stage's promise: output and input offsets commit atomically (send_offsets_to_transaction,
-    read_committed), unless the stage commits its offsets outside the transaction or the input log is truncated."""
+    """The eos-copy stage's promise: output and input offsets commit atomically
+    (send_offsets_to_transaction, read_committed), unless the stage commits its offsets outside the
+    transaction or the input log is truncated."""
     loss = truncation(s)
     if s.workload != "eos-copy":
         return Rule(anomaly, False, "the run has no eos-copy stage", KIP_447)
     if s.copier.offsets == "outside":
-        return Rule(anomaly, True, "copier.offsets=outside: the stage commits its input offsets with "
-                    "consumer.commit before its transaction ends, so an abort or a crash in between loses the "
-                    "batch's copies (at-most-once)", SEMANTICS)
+        return Rule(anomaly, True, "copier.offsets=outside: the stage commits its "
+                                   "input offsets with consumer.commit before its "
+                                   "transaction ends, so an abort or a crash in "
+                                   "between loses the batch's copies (at-most-once)", SEMANTICS)
     if loss.reasons:
-        return Rule(anomaly, True, f"a truncated input log reuses offsets the stage already copied or committed "
-                    f"({loss.why})", loss.doc)
-    fencing = ("" if release(s.kafka.version) >= (2, 5) else "; before Kafka 2.5 (KIP-447) a zombie instance is "
+        return Rule(anomaly, True, "a truncated input log reuses offsets the stage already copied "
+                                   f"or committed ({loss.why})", loss.doc)
+    fencing = ("" if release(s.kafka.version) >= (2, 5)
+               else "; before Kafka 2.5 (KIP-447) a zombie instance is "
                "fenced by its transactional.id only")
-    return Rule(anomaly, False, f"exactly-once consume-transform-produce: {EOS[anomaly]} (KIP-98, KIP-447){fencing}",
+    return Rule(anomaly, False, f"exactly-once consume-transform-produce: {EOS[anomaly]} (KIP-98, "
+                                f"KIP-447){fencing}",
                 KIP_447)
 
 
@@ -352,7 +296,8 @@ if set(RULES) != set(ANOMALIES):
 
 
 def rules(s: Scenario) -> list[Rule]:
-    """The guarantee model: every anomaly's rule under the scenario's settings, in the checkers' order."""
+    """The guarantee model: every anomaly's rule under the scenario's settings, in the checkers'
+    order."""
     return [RULES[name](s) for name in ANOMALIES]
 
 

@@ -1,4 +1,5 @@
-"""Load a run's history tables into Spark, from Parquet (compacted) or JSON Lines (a run still going or killed)."""
+"""Load a run's history tables into Spark, from Parquet (compacted) or JSON Lines (a run still going
+or killed)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ SPARK_TYPES = {"int": LongType(), "str": StringType(), "bool": BooleanType()}
 # A row missing any of these is a torn line from a killed writer, not data.
 REQUIRED = {"sends": ("producer", "seq", "outcome"), "reads": ("reader", "offset"),
             "faults": ("t_start", "fault"), "metadata": ("t", "partition"),
-            "replicas": ("broker", "offset"), "events": ("t", "kind"), "txns": ("producer", "txn", "fate"),
-            "copies": ("copier", "in_partition", "in_offset"), "copy_txns": ("copier", "txn", "fate")}
+            "replicas": ("broker", "offset"), "events": ("t", "kind"),
+            "txns": ("producer", "txn", "fate"), "copies": ("copier", "in_partition", "in_offset"),
+            "copy_txns": ("copier", "txn", "fate")}
 
 
 def schema(table: str) -> StructType:
@@ -25,7 +27,8 @@ def schema(table: str) -> StructType:
 
 
 def literal(path: Path) -> str:
-    """A path Spark reads as it is: Hadoop expands glob characters, and matrix runs live in `name[k=v]/`."""
+    """A path Spark reads as it is: Hadoop expands glob characters, and matrix runs live in
+    `name[k=v]/`."""
     return re.sub(r"([\\\[\]{}*?])", r"\\\1", str(path))
 
 
@@ -49,6 +52,7 @@ def load_all(spark: SparkSession, history: Path) -> dict[str, DataFrame]:
 
 
 def sends_in(history: Path) -> int:
-    """Rows of a compacted sends table from its Parquet footer (0 for JSON Lines: a run killed half-way)."""
+    """Rows of a compacted sends table from its Parquet footer (0 for JSON Lines: a run killed
+    half-way)."""
     sends = history / "sends.parquet"
     return pq.read_metadata(sends).num_rows if sends.is_file() else 0

@@ -1,5 +1,5 @@
-"""A run's history as text, like Jepsen's history.txt: rows of the chosen tables in time order, fault ops among
-them, each time in seconds since the first send, each table's columns aligned."""
+"""A run's history as text, like Jepsen's history.txt: rows of the chosen tables in time order,
+fault ops among them, each time in seconds since the first send, each table's columns aligned."""
 
 from __future__ import annotations
 
@@ -14,19 +14,22 @@ from contracts.history import read_jsonl
 WHEN = {"sends": "t_invoke", "txns": "t_begin", "copies": "t", "copy_txns": "t_begin", "reads": "t",
         "faults": "t_start", "metadata": "t", "events": "t"}  # each timed table's clock column
 TIMED = tuple(WHEN)
-CLOCKS = {"t", "t_invoke", "t_complete", "t_begin", "t_commit", "t_end", "t_start", "planned"}  # ns on the run's clock
+# ns on the run's clock
+CLOCKS = {"t", "t_invoke", "t_complete", "t_begin", "t_commit", "t_end", "t_start", "planned"}
 
 
 def table(history: Path, name: str) -> pa.Table:
     """One table of a history: its Parquet file and any JSON Lines a killed run left beside it."""
-    parts = [pq.read_table(history / f"{name}.parquet")] if (history / f"{name}.parquet").exists() else []
+    parts = [pq.read_table(history / f"{name}.parquet")] if (
+        history / f"{name}.parquet").exists() else []
     parts.append(read_jsonl(history, name))
     return pa.concat_tables(parts, promote_options="default")
 
 
-def lines(history: Path, tables: list[str], around: float | None = None, window: float = 1.0) -> Iterator[str]:
-    """The rows of `tables` and every fault op, in time order; with `around`, only those within `window` seconds of
-    it. Times are seconds since the first send (the report's axis)."""
+def lines(history: Path, tables: list[str], around: float | None = None,
+          window: float = 1.0) -> Iterator[str]:
+    """The rows of `tables` and every fault op, in time order; with `around`, only those within
+    `window` seconds of it. Times are seconds since the first send (the report's axis)."""
     sends = table(history, "sends").column("t_invoke").to_pylist()
     t0 = min((t for t in sends if t is not None), default=0)
     rows = []
@@ -46,8 +49,8 @@ def lines(history: Path, tables: list[str], around: float | None = None, window:
 
 
 def _cell(column: str, value: object, t0: int) -> str:
-    """`column=value`, a clock value as seconds since the first send (a negative one, no such moment, as it is);
-    "" for no value."""
+    """`column=value`, a clock value as seconds since the first send (a negative one, no such
+    moment, as it is); "" for no value."""
     if value is None or value == "":
         return ""
     if column in CLOCKS and isinstance(value, int) and value >= 0:

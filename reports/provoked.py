@@ -1,4 +1,5 @@
-"""Which cluster events a run shows (scenario `provokes`): from the sampled metadata and the consumers' events."""
+"""Which cluster events a run shows (scenario `provokes`): from the sampled metadata and the
+consumers' events."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ if TYPE_CHECKING:
 
 
 def from_metadata(meta: pd.DataFrame) -> list[str]:
-    """isr-shrink (an ISR smaller than the largest seen in its topic), leader-election (a partition's leader changed),
-    unclean-election (a leader elected from outside the ISR sampled just before), controller-change."""
+    """isr-shrink (an ISR smaller than the largest seen in its topic), leader-election (a
+    partition's leader changed), unclean-election (a leader elected from outside the ISR sampled
+    just before), controller-change."""
     seen: set[str] = set()
     if meta.empty:
         return []

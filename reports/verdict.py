@@ -1,5 +1,5 @@
-"""The verdict: a run's analysis judged by the guarantee model (false beats unknown beats true), what it could not
-establish, the expectations it missed, and the known bug it found again."""
+"""The verdict: a run's analysis judged by the guarantee model (false beats unknown beats true),
+what it could not establish, the expectations it missed, and the known bug it found again."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from reports.guarantees import allowed
 
 @dataclass
 class Verdict:
-    """valid (True, False or None for unknown), what was forbidden or allowed and seen, why it is unknown, which
-    expectations were missed, and the known bug found again."""
+    """valid (True, False or None for unknown), what was forbidden or allowed and seen, why it is
+    unknown, which expectations were missed, and the known bug found again."""
 
     valid: bool | None
     forbidden: dict[str, int]
@@ -25,33 +25,40 @@ class Verdict:
 
 def _unknown_because(a: Analysis, loss_allowed: bool) -> list[str]:
     """What the run could not establish."""
-    unknown = [] if a.metrics["acked"] else ["no send was acknowledged: the workload tested nothing"]
+    unknown = [] if a.metrics["acked"] else ["no send was acknowledged: the workload tested "
+                                             "nothing"]
     if not a.facts.drain_ran:
-        unknown.append("the final drain never ran (run interrupted?); values read without a send row are not judged")
+        unknown.append("the final drain never ran (run interrupted?); values read without a send "
+                       "row are not judged")
     elif not a.facts.drain_complete:
         names = ", ".join(a.facts.partitions_not_drained)
-        unknown.append(f"no complete drain of partition {names}: a value missing there is not proven lost"
+        unknown.append(f"no complete drain of partition {names}: a value missing there is not "
+                       "proven lost"
                        + (", and a poll-skip there is judged only between records the drain read"
                           if a.facts.transactional else ""))
     unseen = a.counts().get("unseen")
     if unseen and not loss_allowed:
-        unknown.append(f"{unseen} acknowledged sends neither read nor provably lost: a loss is proven by a complete "
-                       "drain with a replica dump, or by an assign-mode reader past the offset")
+        unknown.append(f"{unseen} acknowledged sends neither read nor provably lost: a loss is "
+                       "proven by a complete drain with a replica dump, or by an assign-mode "
+                       "reader past the offset")
     if a.facts.group_commits == "unknown":
         unknown.append("the consumer group's committed offsets could not be read")
     if a.facts.copy_commits == "unknown":
-        unknown.append("the eos-copy group's final committed offsets could not be read, so eos-loss is not judged")
+        unknown.append("the eos-copy group's final committed offsets could not be read, so "
+                       "eos-loss is not judged")
     if a.facts.copy_behind:
-        unknown.append(f"the eos-copy stage never caught up with the input on partitions {a.facts.copy_behind}: "
-                       "what it did not commit is not judged")
+        unknown.append("the eos-copy stage never caught up with the input on partitions "
+                       f"{a.facts.copy_behind}: what it did not commit is not judged")
     if not a.facts.replicas_dumped:
-        unknown.append("no replica dump: a value no reader saw is not proven absent from every replica")
+        unknown.append("no replica dump: a value no reader saw is not proven absent from every "
+                       "replica")
     return unknown + [f"the chaos did not happen as planned: {p}" for p in a.facts.chaos_problems]
 
 
 def verdict(s: Scenario, a: Analysis) -> Verdict:
-    """false beats unknown beats true; allowed anomalies are counted but never fail a run. On the release a known bug
-    affects, the bug is expected: its anomalies, and no others, are the bug found again."""
+    """false beats unknown beats true; allowed anomalies are counted but never fail a run. On the
+    release a known bug affects, the bug is expected: its anomalies, and no others, are the bug
+    found again."""
     ok = allowed(s)
     counts = a.counts()
     forbidden = {k: n for k, n in counts.items() if n and k not in ok}

@@ -1,4 +1,5 @@
-"""The check after a run, and a run with its check: analyze the history with Spark, judge it, write its reports."""
+"""The check after a run, and a run with its check: analyze the history with Spark, judge it, write
+its reports."""
 
 from __future__ import annotations
 
@@ -48,8 +49,8 @@ WARM_UP_WAIT_S = 120.0
 
 
 def spark_session(master: str | None = None, large: bool = False) -> SparkSession:
-    """One Spark session per process, started on first use (`large`: see reports.spark.session); a caller waits
-    for one that is already starting."""
+    """One Spark session per process, started on first use (`large`: see reports.spark.session); a
+    caller waits for one that is already starting."""
     global _SPARK
     with _SPARK_LOCK:
         if _SPARK is None:
@@ -58,10 +59,10 @@ def spark_session(master: str | None = None, large: bool = False) -> SparkSessio
 
 
 def warm_spark(master: str | None = None) -> threading.Thread:
-    """Start the Spark session and analyze a small history with it in the background while a run's workload goes
-    on, so the run's own analysis neither waits for a JVM nor pays for its cold JIT and code generation; a failure
-    here is left for the analysis's own call to report. The report's modules (matplotlib, pandas) load here too,
-    not before the run."""
+    """Start the Spark session and analyze a small history with it in the background while a run's
+    workload goes on, so the run's own analysis neither waits for a JVM nor pays for its cold JIT
+    and code generation; a failure here is left for the analysis's own call to report. The report's
+    modules (matplotlib, pandas) load here too, not before the run."""
     def start() -> None:
         with contextlib.suppress(Exception):
             from reports.warmup import analyze_small
@@ -77,13 +78,16 @@ def warm_spark(master: str | None = None) -> threading.Thread:
 
 
 def _identity(scenario: Scenario, run_dir: Path) -> dict:
-    """What every result says of its run: which scenario, on which Kafka, with which seed, where, how set."""
+    """What every result says of its run: which scenario, on which Kafka, with which seed, where,
+    how set."""
     info = RunInfo.load(run_dir)
     return {"scenario": scenario.name, "description": scenario.description or scenario.guarantee,
             "kafka": scenario.kafka.version, "seed": scenario.seed, "run_dir": str(run_dir),
-            "started_utc": info.started_utc if info else "", "status": info.status if info else "unknown",
+            "started_utc": info.started_utc if info else "",
+            "status": info.status if info else "unknown",
             "durations": Durations(run_s=round(sum(info.timings.values()), 1) if info else 0.0,
-                                   workload_s=round(info.timings.get("faults", 0.0), 1) if info else 0.0),
+                                   workload_s=round(info.timings.get("faults", 0.0), 1) if info
+                                   else 0.0),
             "client": Client(library="librdkafka", version=confluent_kafka.libversion()[0]),
             "harness_broker_config": harness_settings(cluster_spec(scenario)),
             "nemesis_errors": info.nemesis_errors if info else [],
@@ -95,21 +99,25 @@ TIMES = ("t_invoke", "t_complete", "t", "first_read_t")  # example columns on th
 
 
 def in_seconds(example: dict, t0: int) -> dict:
-    """An example row with its history-clock times as seconds since the first send (`t_complete` -> `t_complete_s`),
-    the axis every chart uses."""
-    return {f"{k}_s" if k in TIMES else k: round((v - t0) / 1e9, 3) if k in TIMES and v is not None else v
+    """An example row with its history-clock times as seconds since the first send (`t_complete` ->
+    `t_complete_s`), the axis every chart uses."""
+    return {f"{k}_s" if k in TIMES else k: round((v - t0) / 1e9, 3) if k in TIMES and v is not None
+            else v
             for k, v in example.items()}
 
 
 def readers_of(scenario: Scenario) -> Readers:
-    """The readers as the analysis must know them: assign-mode ones read every partition from the beginning;
-    those held to read_committed (`consumer.judged_as` may say so of all, to prove the checkers can fail); the
-    eos-copy stage's output topic, which the drain read with read_committed."""
+    """The readers as the analysis must know them: assign-mode ones read every partition from the
+    beginning; those held to read_committed (`consumer.judged_as` may say so of all, to prove the
+    checkers can fail); the eos-copy stage's output topic, which the drain read with
+    read_committed."""
     c = scenario.consumer
-    return Readers(contiguous=tuple(reader_name(i) for i in range(c.count)) if c.mode == "assign" else (),
+    return Readers(contiguous=tuple(reader_name(i) for i in range(c.count)) if c.mode == "assign"
+                   else (),
                    committed=tuple(reader_name(i) for i in range(c.count)
                                    if c.judged_isolation(i) == "read_committed"),
-                   copy_topic=copy_topic(scenario.topic.name) if scenario.workload == "eos-copy" else "")
+                   copy_topic=copy_topic(scenario.topic.name) if scenario.workload == "eos-copy"
+                   else "")
 
 
 def _records(result: RunResult) -> int:
@@ -127,17 +135,18 @@ def _earlier(run_dir: Path) -> RunResult | None:
 
 
 def _refuse_emptier(result: RunResult, before: RunResult | None, run_dir: Path) -> None:
-    """Raise rather than replace a run's report with one judged on less of its history than the report there."""
+    """Raise rather than replace a run's report with one judged on less of its history than the
+    report there."""
     if before and before.metrics and _records(result) < _records(before):
-        raise UsageError(f"{run_dir}: its history now holds {_records(result):,} sends and reads, its report was "
-                         f"judged on {_records(before):,}; the report is left as it was "
-                         "(analyze a copy of the run directory to see the new result)")
+        raise UsageError(f"{run_dir}: its history now holds {_records(result):,} sends and reads, "
+                         f"its report was judged on {_records(before):,}; the report is left as it "
+                         "was (analyze a copy of the run directory to see the new result)")
 
 
 def check(scenario: Scenario, run_dir: Path, master: str | None = None,
           say: Callable[[str], None] = lambda m: None) -> Outcome:
-    """Analyze a run directory, judge it against the guarantee model, write results.json and report.html; `say`
-    hears each phase begin."""
+    """Analyze a run directory, judge it against the guarantee model, write results.json and
+    report.html; `say` hears each phase begin."""
     history, started = run_dir / "history", time.monotonic()
     say("starting Spark")
     spark = spark_session(master, large=is_large(history))
@@ -152,10 +161,15 @@ def check(scenario: Scenario, run_dir: Path, master: str | None = None,
         update={"analysis_s": round(time.monotonic() - started, 1)})
     result = RunResult(
         **identity, verdict=v.valid, known_bug=v.known_bug, forbidden=v.forbidden,
-        allowed_seen=v.allowed_seen, missing_expect=v.missing_expect, unknown_because=v.unknown_because,
-        liveness="" if a.facts.recovered else "the cluster did not regain a full ISR after healing (see events)",
-        counts=a.counts(), examples={k: [in_seconds(e, t0) for e in x.examples] for k, x in a.anomalies.items()},
-        spans={k: Span(partitions=x.span["partitions"], first_s=round((x.span["t_first"] - t0) / 1e9, 1),
+        allowed_seen=v.allowed_seen, missing_expect=v.missing_expect,
+                       unknown_because=v.unknown_because,
+        liveness="" if a.facts.recovered else "the cluster did not regain a full ISR after healing "
+                                              "(see events)",
+        counts=a.counts(),
+                       examples={k: [in_seconds(e, t0) for e in x.examples] for k,
+                                 x in a.anomalies.items()},
+        spans={k: Span(partitions=x.span["partitions"],
+                       first_s=round((x.span["t_first"] - t0) / 1e9, 1),
                        last_s=round((x.span["t_last"] - t0) / 1e9, 1))
                for k, x in a.anomalies.items() if x.span and x.span.get("t_first") is not None},
         rules=guarantees.rules(scenario), metrics=Metrics.model_validate(a.metrics), facts=a.facts)
@@ -169,23 +183,27 @@ def check(scenario: Scenario, run_dir: Path, master: str | None = None,
 
 def harness_error(scenario: Scenario, run_dir: Path, exc: Exception, elapsed_s: float) -> RunResult:
     """The result of a run the harness could not complete: verdict unknown, the error named."""
-    return RunResult(**(_identity(scenario, run_dir) | {"status": "error", "durations": Durations(run_s=elapsed_s)}),
+    return RunResult(**(_identity(scenario, run_dir)
+                        | {"status": "error", "durations": Durations(run_s=elapsed_s)}),
                      verdict=None, error=f"{type(exc).__name__}: {exc}",
-                     unknown_because=[f"the harness could not complete the run ({type(exc).__name__})"])
+                     unknown_because=["the harness could not complete the run "
+                                      f"({type(exc).__name__})"])
 
 
 def run_and_check(scenario: Scenario, root: Path, on_tick=lambda t: None, ops=None,
                   master: str | None = None, keep_going: bool = False) -> Outcome:
-    """Execute a scenario into runs/<name>/<stamp>-<seed>/ and check it. With `keep_going`, a run the harness
-    could not complete (a broker that never came up, a fault that did not take effect) ends as a failed result
-    naming the error instead of raising, so a suite goes on to its next scenario; bad input or a missing
-    Docker engine still raise, and so does any error once a signal is ending the command: raised while the run
-    cleaned up after the signal, it stands in for the signal's SystemExit, and a suite must not go on."""
+    """Execute a scenario into runs/<name>/<stamp>-<seed>/ and check it. With `keep_going`, a run
+    the harness could not complete (a broker that never came up, a fault that did not take effect)
+    ends as a failed result naming the error instead of raising, so a suite goes on to its next
+    scenario; bad input or a missing Docker engine still raise, and so does any error once a signal
+    is ending the command: raised while the run cleaned up after the signal, it stands in for the
+    signal's SystemExit, and a suite must not go on."""
     run_dir = run_dir_for(root, scenario)
     started = time.monotonic()
     warming: list[threading.Thread | None] = []
 
-    def tick(t: Tick) -> None:  # the Spark JVM starts once the brokers' JVMs have: together they took 2x longer
+    # the Spark JVM starts once the brokers' JVMs have: together they took 2x longer
+    def tick(t: Tick) -> None:
         if t.phase == "faults" and not warming:
             warming.append(warm_spark(master))
         on_tick(t)
@@ -193,14 +211,17 @@ def run_and_check(scenario: Scenario, root: Path, on_tick=lambda t: None, ops=No
     try:
         ChaosRun(scenario, run_dir, tick, ops).execute()
     except Exception as exc:
-        if not keep_going or signals.SIGNALLED or isinstance(exc, UsageError | EngineError | ImageError):
+        if not keep_going or signals.SIGNALLED or isinstance(
+                exc, UsageError | EngineError | ImageError):
             raise
-        run_dir.mkdir(parents=True, exist_ok=True)  # the error may have come before the run wrote anything
+        # the error may have come before the run wrote anything
+        run_dir.mkdir(parents=True, exist_ok=True)
         result = harness_error(scenario, run_dir, exc, round(time.monotonic() - started, 1))
         result.save(run_dir)
         return Outcome(result, None, run_dir)
     finally:
         on_tick(Tick("analysis"))
-    for thread in filter(None, warming):  # a short run's warm-up may still go on: sharing 2 cores helps neither
+    # a short run's warm-up may still go on: sharing 2 cores helps neither
+    for thread in filter(None, warming):
         thread.join(WARM_UP_WAIT_S)
     return check(scenario, run_dir, master)

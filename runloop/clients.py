@@ -1,5 +1,5 @@
-"""The workload's client processes as the run loop handles them: started in order, waited for, restarted after a
-hung call, and stopped."""
+"""The workload's client processes as the run loop handles them: started in order, waited for,
+restarted after a hung call, and stopped."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def everyone(clients: Clients) -> tuple[ClientProcess, ...]:
 
 def require_ready(processes: list[ClientProcess], not_ready: str,
                   before_raising: Callable[[], object] | None = None) -> None:
-    """Wait up to CLIENT_START_S for each client process to report ready; raise naming those that did not."""
+    """Wait up to CLIENT_START_S for each client process to report ready; raise naming those that
+    did not."""
     late = [c.cid for c in processes if not c.wait_ready(CLIENT_START_S)]
     if late:
         if before_raising:
@@ -33,28 +34,32 @@ def require_ready(processes: list[ClientProcess], not_ready: str,
 
 
 def start(scenario: Scenario, boot: str, history: HistoryWriter) -> Clients:
-    """Start the workload's client processes: consumers, copiers (eos-copy), producers (with `consumer.reset:
-    latest`, once every consumer has its first assignment)."""
-    topics, parts, copying = scenario.topics(), scenario.topic.partitions, scenario.workload == "eos-copy"
+    """Start the workload's client processes: consumers, copiers (eos-copy), producers (with
+    `consumer.reset: latest`, once every consumer has its first assignment)."""
+    topics, parts, copying = (scenario.topics(), scenario.topic.partitions,
+                              scenario.workload == "eos-copy")
 
     def spawn(kind, spec, n: int) -> list[ClientProcess]:
-        return [ClientProcess(kind, i, spec, topics, parts, boot, history.dir).start() for i in range(n)]
+        return [ClientProcess(kind, i, spec, topics, parts, boot, history.dir).start()
+                for i in range(n)]
     consumers = spawn("consumer", scenario.consumer, scenario.consumer.count)
-    if scenario.consumer.reset == "latest":  # a member starting at the end would skip what came before it joined
+    # a member starting at the end would skip what came before it joined
+    if scenario.consumer.reset == "latest":
         require_ready(consumers, "had no assignment", lambda: [c.kill() for c in consumers])
     copiers = spawn("copier", scenario.copier, scenario.copier.count if copying else 0)
-    return Clients(consumers, spawn("producer", scenario.producer, scenario.producer.count), copiers,
-                   scenario.copier.group if copying else scenario.consumer.group,
+    return Clients(consumers, spawn("producer", scenario.producer, scenario.producer.count),
+                   copiers, scenario.copier.group if copying else scenario.consumer.group,
                    copier_id(0) if copying else transactional_id(0))
 
 
 def restart_hung(clients: Clients, history: HistoryWriter) -> bool:
-    """Restart the client processes that ended themselves on a hung call, as an application's supervisor would;
-    True if any was."""
+    """Restart the client processes that ended themselves on a hung call, as an application's
+    supervisor would; True if any was."""
     hung = [c for c in everyone(clients) if c.hung]
     for c in hung:
         c.start()
-        history.event(f"{c.kind}-{c.cid}", Event.RECREATED, detail="its process was restarted after a hung call")
+        history.event(f"{c.kind}-{c.cid}", Event.RECREATED,
+                      detail="its process was restarted after a hung call")
     return bool(hung)
 
 
@@ -67,6 +72,7 @@ def stop(processes: Sequence[ClientProcess | Worker], wait_s: float | None = Non
 
 
 def stop_consumers(consumers: list[ClientProcess]) -> None:
-    """Let live consumers catch up to the healed log, then stop them: each commits and leaves its group."""
+    """Let live consumers catch up to the healed log, then stop them: each commits and leaves its
+    group."""
     time.sleep(CATCH_UP_S)
     stop(consumers, 30)

@@ -1,4 +1,5 @@
-"""What a run says of itself as it goes: run.json (how far it got), and where it goes (its directory)."""
+"""What a run says of itself as it goes: run.json (how far it got), and where it goes (its
+directory)."""
 
 from __future__ import annotations
 
@@ -20,14 +21,16 @@ class RunInfo:
     kafka: str
     status: str = "running"
     phase: str = "start"
-    started_utc: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    started_utc: str = field(default_factory=lambda: datetime.now(UTC)
+                             .isoformat(timespec="seconds"))
     t0_ns: int = field(default_factory=now_ns)
     timings: dict[str, float] = field(default_factory=dict)
     recovered: bool | None = None
     drain_reached: dict[str, bool] = field(default_factory=dict)
     nemesis_errors: list[str] = field(default_factory=list)
     error: str = ""
-    engine_stacks: str = ""  # the Docker engine's goroutine stacks, taken when one of its calls never came back
+    # the Docker engine's goroutine stacks, taken when one of its calls never came back
+    engine_stacks: str = ""
 
     @classmethod
     def load(cls, run_dir: Path) -> RunInfo | None:

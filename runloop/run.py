@@ -1,5 +1,6 @@
-"""One chaos run, phase by phase, into a run directory: set-up (image, cluster, topics, clients), the workload
-under the nemesis, heal, drain and dump, teardown. The history stays readable whatever happens."""
+"""One chaos run, phase by phase, into a run directory: set-up (image, cluster, topics, clients),
+the workload under the nemesis, heal, drain and dump, teardown. The history stays readable whatever
+happens."""
 
 from __future__ import annotations
 
@@ -31,13 +32,15 @@ from workloads.sampler import MemorySampler, MetadataSampler
 
 
 class ChaosRun:
-    """A scenario's run: each phase is a method, run.json records each one's time as the run goes, and every
-    container is removed whatever happens."""
+    """A scenario's run: each phase is a method, run.json records each one's time as the run goes,
+    and every container is removed whatever happens."""
 
-    def __init__(self, scenario: Scenario, run_dir: Path, on_tick: Callable[[Tick], None] = lambda t: None,
+    def __init__(self, scenario: Scenario, run_dir: Path,
+                 on_tick: Callable[[Tick], None] = lambda t: None,
                  ops: list[plan.PlannedOp] | None = None) -> None:
         self.scenario, self.run_dir, self.on_tick = scenario, run_dir, on_tick
-        self.ops = ops if ops is not None else plan.plan(scenario.faults, scenario.duration, scenario.seed)
+        self.ops = ops if ops is not None else plan.plan(
+            scenario.faults, scenario.duration, scenario.seed)
         self.info = RunInfo(scenario.name, scenario.seed, scenario.kafka.version)
         self.history: HistoryWriter | None = None
         self.cluster: Cluster | None = None
@@ -54,7 +57,8 @@ class ChaosRun:
         self.on_tick(Tick(name))
 
     def execute(self) -> RunInfo:
-        """Every phase in order; a failure or a signal skips to teardown, and the history is closed after it."""
+        """Every phase in order; a failure or a signal skips to teardown, and the history is closed
+        after it."""
         s, compacted = self.scenario, None
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "scenario.json").write_text(s.model_dump_json(indent=1, by_alias=True))
@@ -63,11 +67,13 @@ class ChaosRun:
         self.history = HistoryWriter(self.run_dir / "history")
         try:
             self.phase("images")
-            images.ensure_kafka_image(s.kafka.version, say=lambda m: self.on_tick(Tick("images", faults=m)))
+            images.ensure_kafka_image(s.kafka.version,
+                                      say=lambda m: self.on_tick(Tick("images", faults=m)))
             self.phase("cluster")
             with Cluster(cluster_spec(s)) as self.cluster:
                 self._between_setup_and_teardown()
-                compacted = _compact_meanwhile(self.history)  # nothing writes to the history from here on
+                # nothing writes to the history from here on
+                compacted = _compact_meanwhile(self.history)
             self.info.status = "complete"
         except BaseException as exc:
             self.info.status = "error" if isinstance(exc, Exception) else "interrupted"
@@ -84,8 +90,9 @@ class ChaosRun:
         return self.info
 
     def _between_setup_and_teardown(self) -> None:
-        """Topics and clients, the workload, heal, drain and dump. On a failure or a signal the clients are stopped
-        and nothing is healed, drained or dumped: the cluster is removed next."""
+        """Topics and clients, the workload, heal, drain and dump. On a failure or a signal the
+        clients are stopped and nothing is healed, drained or dumped: the cluster is removed
+        next."""
         self.phase("topic")
         self._setup()
         try:
@@ -99,33 +106,40 @@ class ChaosRun:
         self.phase("teardown")
 
     def _setup(self) -> None:
-        """Every topic of the run, the metadata sampler, the clients, then the sampler of their memory."""
-        s, cluster, history, topics = self.scenario, self.cluster, self.history, _all_topics(self.scenario)
+        """Every topic of the run, the metadata sampler, the clients, then the sampler of their
+        memory."""
+        s, cluster, history = self.scenario, self.cluster, self.history
+        topics = _all_topics(s)
         for name in topics:
-            cluster.metadata.create_topic(name, s.topic.partitions, s.topic.replication_factor, s.topic_config(),
-                                          replicas=s.topic.replicas)
+            cluster.metadata.create_topic(name, s.topic.partitions, s.topic.replication_factor,
+                                          s.topic_config(), replicas=s.topic.replicas)
         self.metadata_sampler = MetadataSampler(topics, cluster.metadata.partitions_of,
                                                 cluster.metadata.controller, history).start()
         self.clients = client_loop.start(s, cluster.bootstrap_servers(), history)
         everyone = client_loop.everyone(self.clients)
-        # pids only: polling a child from this thread could race the main thread for its exit code (a hung client's 75)
-        self.memory = MemorySampler(lambda: {c.name: c.pid for c in everyone if c.pid}, history).start()
+        # pids only: polling a child from this thread could race the main thread for its exit code
+        # (a hung client's 75)
+        self.memory = MemorySampler(lambda: {c.name: c.pid for c in everyone if c.pid},
+                                    history).start()
 
     def _workload(self) -> None:
-        """The workload under the schedule's faults for the scenario's duration; the producers are then told to stop,
-        and the nemesis ends its ops (early on an interrupt, and every planned op gets its row)."""
+        """The workload under the schedule's faults for the scenario's duration; the producers are
+        then told to stop, and the nemesis ends its ops (early on an interrupt, and every planned op
+        gets its row)."""
         s, producers = self.scenario, self.clients.producers
-        client_loop.require_ready(producers, "did not start")  # the schedule counts from the first sends
-        nemesis = schedule.Nemesis(self.cluster, s.topic.name, s.faults, self.ops, s.seed, self.history,
-                                   self.clients, self._engine_evidence).start()
+        # the schedule counts from the first sends
+        client_loop.require_ready(producers, "did not start")
+        nemesis = schedule.Nemesis(self.cluster, s.topic.name, s.faults, self.ops, s.seed,
+                                   self.history, self.clients, self._engine_evidence).start()
         try:
             self.phase("faults")
             end = time.monotonic() + s.duration
             while (left := end - time.monotonic()) > 0:
                 time.sleep(min(1.0, left))
                 client_loop.restart_hung(self.clients, self.history)
-                self.on_tick(Tick("faults", s.duration - left, max(left, 0), sum(p.acked for p in producers),
-                                  sum(p.errors for p in producers), nemesis.active))
+                self.on_tick(Tick("faults", s.duration - left, max(left, 0),
+                                  sum(p.acked for p in producers), sum(p.errors for p in producers),
+                                  nemesis.active))
         finally:
             for p in producers:
                 p.stop()
@@ -134,10 +148,12 @@ class ChaosRun:
         self.memory.workload_over()
 
     def _heal(self) -> None:
-        """Heal every fault, let the producers settle, and let an eos-copy stage catch up and record its offsets."""
+        """Heal every fault, let the producers settle, and let an eos-copy stage catch up and record
+        its offsets."""
         s, history, boot = self.scenario, self.history, self.cluster.bootstrap_servers()
         self.phase("heal")
-        self.info.recovered = schedule.heal_all(self.cluster, s.topic.name, history, s.recovery_timeout)
+        self.info.recovered = schedule.heal_all(self.cluster, s.topic.name, history,
+                                                s.recovery_timeout)
         for p in self.clients.producers:
             p.join()
         if not self.clients.copiers:
@@ -150,11 +166,12 @@ class ChaosRun:
         record_copied(boot, group, topic, parts, history)
 
     def _drain_and_dump(self) -> None:
-        """Drain every partition to its end and dump every replica, while the consumers catch up and leave their
-        group (the drain and the dump need only the producers stopped); then record the group's commits."""
+        """Drain every partition to its end and dump every replica, while the consumers catch up and
+        leave their group (the drain and the dump need only the producers stopped); then record the
+        group's commits."""
         s, history, boot = self.scenario, self.history, self.cluster.bootstrap_servers()
-        stopping = threading.Thread(target=client_loop.stop_consumers, args=(self.clients.consumers,),
-                                    name="stop-consumers")
+        stopping = threading.Thread(target=client_loop.stop_consumers,
+                                    args=(self.clients.consumers,), name="stop-consumers")
         stopping.start()
         try:
             self.phase("drain")
@@ -172,23 +189,29 @@ class ChaosRun:
                 record_committed(boot, s.consumer.group, t, s.topic.partitions, self.history)
 
     def _drain(self, boot: str) -> None:
-        """The workload's topics as written; an eos-copy output as its users read it (read_committed)."""
+        """The workload's topics as written; an eos-copy output as its users read it
+        (read_committed)."""
         s, topic = self.scenario, self.scenario.topic.name
         drains = [*((t, "read_uncommitted") for t in s.topics()),
                   *([(copy_topic(topic), "read_committed")] if self.clients.copiers else [])]
         for t, isolation in drains:
-            reached = final_drain(boot, t, s.topic.partitions, self.history, s.drain_timeout, isolation)
-            self.info.drain_reached |= {str(p) if t == topic else f"{t}/{p}": r for p, r in reached.items()}
+            reached = final_drain(boot, t, s.topic.partitions, self.history, s.drain_timeout,
+                                  isolation)
+            named = {p: str(p) if t == topic else f"{t}/{p}" for p in reached}
+            self.info.drain_reached |= {named[p]: r for p, r in reached.items()}
 
     def _engine_evidence(self, error: str) -> None:
-        """When an engine call never came back, keep the engine's goroutine stacks beside the run, while it is stuck
-        (run.json names them at its next save)."""
-        if not self.info.engine_stacks and engine.stalled(error) and (path := engine.dump_stacks(self.run_dir)):
+        """When an engine call never came back, keep the engine's goroutine stacks beside the run,
+        while it is stuck (run.json names them at its next save)."""
+        if self.info.engine_stacks or not engine.stalled(error):
+            return
+        if path := engine.dump_stacks(self.run_dir):
             self.info.engine_stacks = path.name
 
 
 def cluster_spec(scenario: Scenario) -> ClusterSpec:
-    """The cluster a scenario runs on: its Kafka settings, and the disk and network tools its fault kinds need."""
+    """The cluster a scenario runs on: its Kafka settings, and the disk and network tools its fault
+    kinds need."""
     k = scenario.kafka
     kinds = [FAULT_KINDS[kind] for f in scenario.faults for kind in f.fired_kinds()]
     return ClusterSpec(k.version, k.brokers, k.mode, k.broker_config(), k.per_broker_config(),
@@ -196,8 +219,8 @@ def cluster_spec(scenario: Scenario) -> ClusterSpec:
 
 
 def _compact_meanwhile(history: HistoryWriter) -> cf.Future:
-    """Close and compact the history on a thread of its own, beside the cluster's teardown (a signal lands in the
-    main thread, and the compaction goes on to its end)."""
+    """Close and compact the history on a thread of its own, beside the cluster's teardown (a signal
+    lands in the main thread, and the compaction goes on to its end)."""
     pool = cf.ThreadPoolExecutor(1, thread_name_prefix="history-compaction")
     compacted = pool.submit(history.close)
     pool.shutdown(wait=False)
@@ -205,7 +228,8 @@ def _compact_meanwhile(history: HistoryWriter) -> cf.Future:
 
 
 def _dump_replicas(cluster: Cluster, topic: str, history: HistoryWriter) -> None:
-    """Every replica's records into `replicas`; without them the verdict is unknown, not lost (an event says so)."""
+    """Every replica's records into `replicas`; without them the verdict is unknown, not lost (an
+    event says so)."""
     try:
         def sink(lines: list[bytes]) -> None:
             history.write_lines("replicas", lines)
@@ -219,4 +243,5 @@ def _dump_replicas(cluster: Cluster, topic: str, history: HistoryWriter) -> None
 
 def _all_topics(scenario: Scenario) -> tuple[str, ...]:
     """The workload's topics, and for eos-copy its output topic."""
-    return (*scenario.topics(), *([copy_topic(scenario.topic.name)] if scenario.workload == "eos-copy" else []))
+    return (*scenario.topics(),
+            *([copy_topic(scenario.topic.name)] if scenario.workload == "eos-copy" else []))

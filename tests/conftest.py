@@ -8,7 +8,8 @@ import pytest
 from hypothesis import settings
 
 os.environ.setdefault("KCHAOS_SPARK_PARTITIONS", "2")  # tiny histories: fewer tasks per shuffle
-# No per-example deadline: on a 2-core machine busy with a cluster, timing is not what a property test checks.
+# No per-example deadline: on a 2-core machine busy with a cluster, timing is not what a property
+# test checks.
 settings.register_profile("kchaos", deadline=None)
 settings.load_profile("kchaos")
 

@@ -1,5 +1,5 @@
-"""Small histories built by hand with the public builder: a clean baseline that each test bends into exactly one
-anomaly."""
+"""Small histories built by hand with the public builder: a clean baseline that each test bends into
+exactly one anomaly."""
 
 from __future__ import annotations
 
@@ -11,14 +11,17 @@ TOPIC = "chaos"
 class History(HistoryBuilder):
     """The public builder, with the tests' default error for a send that did not end ok."""
 
-    def send(self, producer: int, seq: int, partition: int, offset: int | None = None, outcome: str = "ok",
-             error: str = "X", took_ns: int = 5_000_000, txn: int = -1) -> History:
+    def send(self, producer: int, seq: int, partition: int, offset: int | None = None,
+             outcome: str = "ok", error: str = "X", took_ns: int = 5_000_000,
+             txn: int = -1) -> History:
         super().send(producer, seq, partition, offset, outcome, error, took_ns, txn)
         return self
 
 
-def clean(partitions: int = 2, per_producer: int = 6, producers: int = 2, brokers: int = 3) -> History:
-    """Every send acked, read once live by consumer-0 and once by the drain, present on every replica."""
+def clean(partitions: int = 2, per_producer: int = 6, producers: int = 2,
+          brokers: int = 3) -> History:
+    """Every send acked, read once live by consumer-0 and once by the drain, present on every
+    replica."""
     h = History()
     h.event("consumer-0", "assign")
     offsets = {p: 0 for p in range(partitions)}
@@ -40,16 +43,18 @@ def clean(partitions: int = 2, per_producer: int = 6, producers: int = 2, broker
     return h.replicas_dumped()
 
 
-# Producer 0's transactions: (txn, fate, [(seq, partition, offset)]); each leaves a marker at the next offset.
+# Producer 0's transactions: (txn, fate, [(seq, partition, offset)]); each leaves a marker at the
+# next offset.
 TXNS = [(0, "committed", [(0, 0, 0), (1, 1, 0)]), (1, "aborted", [(2, 0, 2)]),
         (2, "committed", [(3, 0, 4), (4, 1, 2)]), (3, "committed", [(5, 1, 4)])]
 
 
 def transactional(committed_reads: bool = True, two_topics: bool = False) -> History:
-    """Producer 0 sends in transactions (one aborted) over two partitions; `consumer-0` (read_committed) reads the
-    committed values, `consumer-1` (read_uncommitted) and the drain read every record, the markers' offsets hold
-    none. With `committed_reads=False` consumer-0 reads nothing (a test adds its own reads); with `two_topics`,
-    what TXNS puts in partition 1 is in partition 0 of a second topic (transactions that span topics)."""
+    """Producer 0 sends in transactions (one aborted) over two partitions; `consumer-0`
+    (read_committed) reads the committed values, `consumer-1` (read_uncommitted) and the drain read
+    every record, the markers' offsets hold none. With `committed_reads=False` consumer-0 reads
+    nothing (a test adds its own reads); with `two_topics`, what TXNS puts in partition 1 is in
+    partition 0 of a second topic (transactions that span topics)."""
     h = History()
 
     def at(p: int) -> int:
@@ -76,9 +81,10 @@ def transactional(committed_reads: bool = True, two_topics: bool = False) -> His
 
 
 def eos(behind: int = 0) -> History:
-    """`clean()`'s log copied by an eos-copy stage: each input record once in the output's same partition (every
-    third output offset holds a transaction marker), the stage's committed offsets at the input's ends (`behind`
-    records short of them in partition 0, whose copies are then missing too), the output drained to its end."""
+    """`clean()`'s log copied by an eos-copy stage: each input record once in the output's same
+    partition (every third output offset holds a transaction marker), the stage's committed offsets
+    at the input's ends (`behind` records short of them in partition 0, whose copies are then
+    missing too), the output drained to its end."""
     h = clean()
     ends = {0: 6, 1: 6}
     for p, end in ends.items():

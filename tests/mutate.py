@@ -1,7 +1,8 @@
-"""Mutation testing of the checkers and rules: each curated mutant (tests/mutations.py) is applied to a copy of
-the repository, and the test it names as its killer must fail. Usage: python -m tests.mutate [-k WORDS].
-A mutant its killer misses runs the fast analyzer tests, which name the test to write down or show it survived.
-The mutants run one after another in this process, so they share one Spark JVM and its compiled code."""
+"""Mutation testing of the checkers and rules: each curated mutant (tests/mutations.py) is applied
+to a copy of the repository, and the test it names as its killer must fail. Usage: python -m
+tests.mutate [-k WORDS]. A mutant its killer misses runs the fast analyzer tests, which name the
+test to write down or show it survived. The mutants run one after another in this process, so they
+share one Spark JVM and its compiled code."""
 
 from __future__ import annotations
 
@@ -21,14 +22,16 @@ import pytest
 from tests.mutations import MUTATIONS, Mutation
 
 ROOT = Path(__file__).resolve().parents[1]
-# The fast analyzer tests; those most likely to kill a mutant of a file run first, and the first failure ends the
-# run (-x), so a killed mutant costs a Spark start and a few tests.
-CHECKS = ["tests/unit/test_checker_precision.py", "tests/unit/test_analysis.py", "tests/unit/test_txn_checkers.py",
-          "tests/unit/test_eos_checkers.py", "tests/unit/test_oracle.py"]
+# The fast analyzer tests; those most likely to kill a mutant of a file run first, and the first
+# failure ends the run (-x), so a killed mutant costs a Spark start and a few tests.
+CHECKS = ["tests/unit/test_checker_precision.py", "tests/unit/test_analysis.py",
+          "tests/unit/test_txn_checkers.py", "tests/unit/test_eos_checkers.py",
+          "tests/unit/test_oracle.py"]
 PROJECT = {"contracts", "harness", "faults", "workloads", "reports", "kchaos", "bench", "tests"}
+RULES = ["tests/unit/test_guarantees.py", "tests/unit/test_badges.py", *CHECKS]
 KILLERS = {"reports/checkers.py": [*CHECKS, "tests/unit/test_guarantees.py"],
-           "reports/guarantees.py": ["tests/unit/test_guarantees.py", "tests/unit/test_badges.py", *CHECKS],
-           "reports/verdict.py": ["tests/unit/test_guarantees.py", "tests/unit/test_badges.py", *CHECKS]}
+           "reports/guarantees.py": RULES, "reports/exposure.py": RULES,
+           "reports/verdict.py": RULES}
 
 
 def _copy() -> Path:
@@ -45,7 +48,8 @@ def _copy() -> Path:
 
 def _apply(copy: Path, m: Mutation, original: str) -> None:
     if original.count(m.old) != 1:
-        raise SystemExit(f"mutation {m.what!r}: its text occurs {original.count(m.old)} times in {m.path}, not once")
+        raise SystemExit(f"mutation {m.what!r}: its text occurs {original.count(m.old)} times in "
+                         f"{m.path}, not once")
     (copy / m.path).write_text(original.replace(m.old, m.new))
 
 
@@ -61,22 +65,26 @@ class _FirstFailure:
 
 
 def _killer(tests: list[str]) -> str:
-    """The first of these tests to fail, or "" when all pass. Every module of the copy is imported afresh: the
-    project's packages, and the test modules and conftest files pytest imported by their file names."""
+    """The first of these tests to fail, or "" when all pass. Every module of the copy is imported
+    afresh: the project's packages, and the test modules and conftest files pytest imported by their
+    file names."""
     root = str(Path.cwd())
     for name, module in list(sys.modules.items()):
-        if name.split(".")[0] in PROJECT or (getattr(module, "__file__", None) or "").startswith(root):
+        if name.split(".")[0] in PROJECT or (getattr(module, "__file__", None)
+                                             or "").startswith(root):
             del sys.modules[name]
     failure = _FirstFailure()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-m", "not slow", *tests], plugins=[failure])
+        code = pytest.main(["-x", "-q", "-p", "no:cacheprovider", "-m", "not slow", *tests],
+                           plugins=[failure])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise SystemExit(f"pytest could not run {' '.join(tests)}: exit code {code}")
     return failure.nodeid
 
 
 def _judge(m: Mutation) -> str:
-    """How the mutant died: by its named killer, by another test (its name is then wrong), or not at all."""
+    """How the mutant died: by its named killer, by another test (its name is then wrong), or not at
+    all."""
     if m.killer and _killer([m.killer]):
         return "killed"
     other = _killer(KILLERS[m.path])
@@ -87,14 +95,17 @@ def _judge(m: Mutation) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("-k", default="", help="only the mutations whose description contains these words")
+    parser.add_argument("-k", default="", help="only the mutations whose description contains "
+                                               "these words")
     chosen = [m for m in MUTATIONS if parser.parse_args().k in m.what]
     copy, survivors, started = _copy(), [], time.monotonic()
     os.chdir(copy)
     sys.path.insert(0, str(copy))
-    sys.dont_write_bytecode = True  # a mutant of the same size written within a second must not hit a stale .pyc
+    # a mutant of the same size written within a second must not hit a stale .pyc
+    sys.dont_write_bytecode = True
     try:
-        if failed := _killer(sorted({m.killer for m in chosen if m.killer}) or KILLERS["reports/checkers.py"]):
+        if failed := _killer(sorted({m.killer for m in chosen if m.killer})
+                             or KILLERS["reports/checkers.py"]):
             raise SystemExit(f"{failed} fails without any mutant: fix it first")
         for i, m in enumerate(chosen, 1):
             original = (copy / m.path).read_text()
@@ -102,7 +113,8 @@ def main() -> int:
             t0 = time.monotonic()
             outcome = _judge(m)
             (copy / m.path).write_text(original)
-            print(f"[{i}/{len(chosen)}] {outcome} in {time.monotonic() - t0:.0f} s: {m.path}: {m.what}", flush=True)
+            print(f"[{i}/{len(chosen)}] {outcome} in {time.monotonic() - t0:.0f} s: {m.path}: "
+                  f"{m.what}", flush=True)
             survivors += [] if outcome == "killed" else [m]
     finally:
         shutil.rmtree(copy, ignore_errors=True)

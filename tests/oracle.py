@@ -1,6 +1,6 @@
-"""A reference checker in plain Python, written from docs/history-format.md and docs/DESIGN.md's anomaly table
-alone, never from reports/: the property tests hold the Spark checkers to it. It judges histories without
-transactions, eos-copy stages, group commits or message timeouts."""
+"""A reference checker in plain Python, written from docs/history-format.md and docs/DESIGN.md's
+anomaly table alone, never from reports/: the property tests hold the Spark checkers to it. It
+judges histories without transactions, eos-copy stages, group commits or message timeouts."""
 
 from __future__ import annotations
 
@@ -34,14 +34,16 @@ class Oracle:
         self.ours = [r for r in self.reads if r["producer"] >= 0 and r["checksum_ok"]]
         # a replica's record counts below the drain's end offset of its partition only
         self.replicas = [r for r in rows.get("replicas", []) if r["producer"] >= 0
-                         and r["offset"] < self.end.get((r["topic"], r["partition"]), r["offset"] + 1)]
+                         and r["offset"]
+                         < self.end.get((r["topic"], r["partition"]), r["offset"] + 1)]
         self.sent = {_value(s): s for s in self.sends}
         self.final = {_value(r) for r in self.ours if r["phase"] == "final"}
         self.live = {_value(r) for r in self.ours if r["phase"] == "live"}
         self.positions = self._positions()
 
     def _positions(self) -> dict[tuple[int, int], set]:
-        """Each value's positions: its ack's offset, every read of it, every replica record of it."""
+        """Each value's positions: its ack's offset, every read of it, every replica record of
+        it."""
         at: dict[tuple[int, int], set] = defaultdict(set)
         for s in self.sends:
             if s["outcome"] == "ok" and s["offset"] >= 0:
@@ -53,13 +55,16 @@ class Oracle:
     def counts(self) -> dict[str, int]:
         lost, unseen = self.lost_and_unseen()
         return {"lost-write": lost, "unseen": unseen, "duplicate": self.duplicate(),
-                "inconsistent-offset": self.mixed(self.positions), "nonmonotonic-send": self.nonmonotonic_send(),
-                **self.polls(), "aborted-read": self.aborted_read(), "unexpected": self.unexpected(),
-                "vanished-read": self.vanished_read(), "replica-divergence": self.replica_divergence()}
+                "inconsistent-offset": self.mixed(self.positions),
+                "nonmonotonic-send": self.nonmonotonic_send(), **self.polls(),
+                "aborted-read": self.aborted_read(), "unexpected": self.unexpected(),
+                "vanished-read": self.vanished_read(),
+                "replica-divergence": self.replica_divergence()}
 
     def lost_and_unseen(self) -> tuple[int, int]:
-        """An ok send missing from the final read is lost when a contiguous reader (the drain) read past its
-        offset and no reader saw it, or when its partition was drained to the end and no replica holds it."""
+        """An ok send missing from the final read is lost when a contiguous reader (the drain) read
+        past its offset and no reader saw it, or when its partition was drained to the end and no
+        replica holds it."""
         covered: dict[tuple[str, int], int] = {}
         for r in self.ours:
             if r["reader"] == "drain":
@@ -91,7 +96,8 @@ class Oracle:
         return sum(len(vs) > 1 for vs in held.values())
 
     def nonmonotonic_send(self) -> int:
-        """A send acked below the offset of the producer's send to that partition just before it, in send order."""
+        """A send acked below the offset of the producer's send to that partition just before it, in
+        send order."""
         by_line: dict[tuple, list[Row]] = defaultdict(list)
         for s in self.sends:
             if s["outcome"] == "ok" and s["offset"] >= 0:
@@ -103,7 +109,8 @@ class Oracle:
         return found
 
     def polls(self) -> dict[str, int]:
-        """Each live reader's records of a partition in poll order, within one assignment of that partition."""
+        """Each live reader's records of a partition in poll order, within one assignment of that
+        partition."""
         skips = backs = 0
         for steps in self._assignments().values():
             steps.sort(key=lambda r: (r["poll"], r["pos"], r["offset"]))
@@ -113,12 +120,14 @@ class Oracle:
         return {"poll-skip": skips, "nonmonotonic-poll": backs}
 
     def _assignments(self) -> dict[tuple, list[Row]]:
-        """A live reader's reads grouped by (reader, topic, partition, assignment): each assign, revoke or lost event
-        of that partition, or of none in particular (partition -1), starts another."""
+        """A live reader's reads grouped by (reader, topic, partition, assignment): each assign,
+        revoke or lost event of that partition, or of none in particular (partition -1), starts
+        another."""
         moves = [e for e in self.events if e["kind"] in MOVES]
         timeline = sorted([(e["t"], 0, e) for e in moves]
                           + [(r["t"], 1, r) for r in self.reads if r["phase"] == "live"],
-                          key=lambda x: (x[0], x[1], x[2].get("poll", 0), x[2].get("pos", 0), x[2]["offset"]))
+                          key=lambda x: (x[0], x[1], x[2].get("poll", 0), x[2].get("pos", 0),
+                                         x[2]["offset"]))
         every: dict[str, int] = defaultdict(int)
         one: dict[tuple, int] = defaultdict(int)
         groups: dict[tuple, list[Row]] = defaultdict(list)
@@ -143,7 +152,8 @@ class Oracle:
         return len(foreign) + len(never_sent)
 
     def vanished_read(self) -> int:
-        """A value of ours read live and not by the complete final read of the partition it was read in."""
+        """A value of ours read live and not by the complete final read of the partition it was read
+        in."""
         found = 0
         for v in self.live - self.final:
             s = self.sent.get(v)

@@ -1,5 +1,5 @@
-"""Random histories for the oracle's property tests: producers, partitions and readers whose logs hold every
-anomaly the reference checker judges, written with the public builder."""
+"""Random histories for the oracle's property tests: producers, partitions and readers whose logs
+hold every anomaly the reference checker judges, written with the public builder."""
 
 from __future__ import annotations
 
@@ -19,11 +19,13 @@ class Topic:
     name: str
     producers: list[int]
     log: dict[int, list[Record]]
-    sends: list[tuple[int, int, int, str]] = field(default_factory=list)  # producer, seq, partition, outcome
+    # producer, seq, partition, outcome
+    sends: list[tuple[int, int, int, str]] = field(default_factory=list)
 
 
 def _produce(rng: random.Random, t: Topic) -> None:
-    """Sends in a random order (so seq order is not send order), each written once, twice, late or not at all."""
+    """Sends in a random order (so seq order is not send order), each written once, twice, late or
+    not at all."""
     order = [(pid, seq) for pid in t.producers for seq in range(rng.randint(3, 8))]
     rng.shuffle(order)
     for pid, seq in order:
@@ -34,7 +36,8 @@ def _produce(rng: random.Random, t: Topic) -> None:
         if rng.random() >= chance:
             continue  # never written (a lost write, if it was acked)
         log = t.log[p]
-        log.insert(len(log) - 1 if log and rng.random() < 0.08 else len(log), (pid, seq))  # a batch written late
+        # a batch written late
+        log.insert(len(log) - 1 if log and rng.random() < 0.08 else len(log), (pid, seq))
         if rng.random() < 0.05:
             log.append((pid, seq))  # a retried batch written again
     for p, log in t.log.items():
@@ -46,7 +49,8 @@ def _produce(rng: random.Random, t: Topic) -> None:
 
 
 def _acks(h: HistoryBuilder, rng: random.Random, t: Topic) -> None:
-    """The send rows in send order; an ok send's offset is where the log holds it (none, or a wrong one, rarely)."""
+    """The send rows in send order; an ok send's offset is where the log holds it (none, or a wrong
+    one, rarely)."""
     for pid, seq, p, outcome in t.sends:
         log = t.log[p]
         if outcome != "ok":
@@ -61,7 +65,8 @@ def _acks(h: HistoryBuilder, rng: random.Random, t: Topic) -> None:
 
 
 def _drain_and_replicas(h: HistoryBuilder, rng: random.Random, t: Topic) -> None:
-    """The final read of each partition (sometimes cut short, sometimes missing a record) and three replicas."""
+    """The final read of each partition (sometimes cut short, sometimes missing a record) and three
+    replicas."""
     for p, log in t.log.items():
         reached = rng.random() > 0.15
         stop = len(log) if reached else rng.randrange(len(log) + 1)
@@ -71,7 +76,8 @@ def _drain_and_replicas(h: HistoryBuilder, rng: random.Random, t: Topic) -> None
         h.drain_end(p, len(log), reached)
         diverged = rng.randrange(len(log)) if log and rng.random() < 0.1 else -1
         for broker in (1, 2, 3):
-            for offset, (pid, seq) in enumerate(log + [(t.producers[0], 99)]):  # the last is above the end
+            # the last is above the end
+            for offset, (pid, seq) in enumerate(log + [(t.producers[0], 99)]):
                 if broker == 3 and offset == diverged:
                     pid, seq = t.producers[0] + 9, 50 + offset
                 if rng.random() > 0.03:
@@ -79,8 +85,8 @@ def _drain_and_replicas(h: HistoryBuilder, rng: random.Random, t: Topic) -> None
 
 
 def _live(h: HistoryBuilder, rng: random.Random, t: Topic, reader: str) -> None:
-    """A group member that gains and loses partitions one at a time (or all at once), polling records that it
-    sometimes skips, reads again, or gets out of order within a poll."""
+    """A group member that gains and loses partitions one at a time (or all at once), polling
+    records that it sometimes skips, reads again, or gets out of order within a poll."""
     at = {p: 0 for p in rng.sample(sorted(t.log), rng.randint(1, len(t.log)))}
     for p in at:
         h.event(reader, "assign", partition=p)
@@ -116,11 +122,13 @@ def _batch(rng: random.Random, t: Topic, at: dict[int, int]) -> list[tuple[int, 
 
 
 def random_history(rng: random.Random, topics: int) -> HistoryBuilder:
-    """`topics` independent topics, each with its own producers and live readers, and one replica dump (mostly)."""
+    """`topics` independent topics, each with its own producers and live readers, and one replica
+    dump (mostly)."""
     h = HistoryBuilder()
     for i in range(topics):
         h.topic = f"t{i}"
-        t = Topic(h.topic, [10 * i + k for k in range(rng.randint(1, 2))], {p: [] for p in range(rng.randint(1, 3))})
+        t = Topic(h.topic, [10 * i + k for k in range(rng.randint(1, 2))],
+                  {p: [] for p in range(rng.randint(1, 3))})
         _produce(rng, t)
         _acks(h, rng, t)
         for k in range(rng.randint(0, 2)):

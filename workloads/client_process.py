@@ -1,5 +1,6 @@
-"""Workload clients in processes of their own: a fault can SIGKILL a consumer the way a crash kills an
-application, and producers share no interpreter lock with each other, the nemesis or the metadata sampler."""
+"""Workload clients in processes of their own: a fault can SIGKILL a consumer the way a crash kills
+an application, and producers share no interpreter lock with each other, the nemesis or the metadata
+sampler."""
 
 from __future__ import annotations
 
@@ -21,39 +22,47 @@ from workloads.malloc import bound_malloc_arenas, trim_malloc
 from workloads.producer import ProducerClient
 from workloads.txn_producer import TxnProducerClient
 
-# The parent runs threads and librdkafka, so it never forks itself: a fork server, started once with this module
-# imported (confluent-kafka, pyarrow, pydantic; ~1 s of a spawned interpreter), forks each client from a clean
-# single-threaded process. Starting or restarting a client then takes milliseconds, not an interpreter's start.
+# The parent runs threads and librdkafka, so it never forks itself: a fork server, started once with
+# this module imported (confluent-kafka, pyarrow, pydantic; ~1 s of a spawned interpreter), forks
+# each client from a clean single-threaded process. Starting or restarting a client then takes
+# milliseconds, not an interpreter's start.
 CTX = mp.get_context("forkserver")
 CTX.set_forkserver_preload([__name__])
 Kind = Literal["producer", "consumer", "copier"]
-# Group members flush before they store or commit (at-least-once); the background flush only paces assign-mode
-# readers and the at-most-once mode, whose reads a crash loses for up to this long. Producers keep the default.
+# Group members flush before they store or commit (at-least-once); the background flush only paces
+# assign-mode readers and the at-most-once mode, whose reads a crash loses for up to this long.
+# Producers keep the default.
 FLUSH_S = {"producer": 0.2, "consumer": 1.0, "copier": 0.2}
-POLL_S = 0.1  # how often a child looks for the stop flag (and publishes its counts), and the runner for ready
+# how often a child looks for the stop flag (and publishes its counts), and the runner for ready
+POLL_S = 0.1
 STOP, READY = range(2)  # the child's flags
 SIGNAL_S = 2.0  # how long a stop signal may take to stop a client process
-HUNG_EXIT = 75  # the exit status of a child whose client hung in a call (workloads.worker.CallWatch)
-# A client allocates a few container objects per message (payloads, callbacks, history rows) and keeps up to
-# MAX_QUEUED sends in flight: at Python's default threshold (700) cyclic GC ran every ~10 sends and re-scanned them.
+# the exit status of a child whose client hung in a call (workloads.worker.CallWatch)
+HUNG_EXIT = 75
+# A client allocates a few container objects per message (payloads, callbacks, history rows) and
+# keeps up to MAX_QUEUED sends in flight: at Python's default threshold (700) cyclic GC ran every
+# ~10 sends and re-scanned them.
 GC_THRESHOLD = (50_000, 20, 100)
-# A restarted client (after a hung call or a kill) is a new process that remembers nothing of its predecessor's
-# sends: incarnation i numbers its seqs and transactions from i * NUMBERING_STRIDE, so no (producer, seq) or
-# (producer, txn) of one incarnation is reused by the next (2000000017 is the third process's send 17).
+# A restarted client (after a hung call or a kill) is a new process that remembers nothing of its
+# predecessor's sends: incarnation i numbers its seqs and transactions from i * NUMBERING_STRIDE, so
+# no (producer, seq) or (producer, txn) of one incarnation is reused by the next (2000000017 is the
+# third process's send 17).
 NUMBERING_STRIDE = 10**9
 Client = ProducerClient | TxnProducerClient | ConsumerClient | CopierClient
-TRIM_S = 10.0  # how often a child hands what a burst freed back to the kernel (workloads.malloc.trim_malloc)
+# how often a child hands what a burst freed back to the kernel (workloads.malloc.trim_malloc)
+TRIM_S = 10.0
 
 
 @dataclass(frozen=True)
 class Launch:
-    """What a child needs to start its client: which one, its settings as JSON, where it writes or reads, and how
-    long it may take to stop."""
+    """What a child needs to start its client: which one, its settings as JSON, where it writes or
+    reads, and how long it may take to stop."""
 
     kind: Kind
     cid: int
     spec_json: str
-    topics: tuple[str, ...]  # what it writes or reads (a copier reads the first, copying to its output topic)
+    # what it writes or reads (a copier reads the first, copying to its output topic)
+    topics: tuple[str, ...]
     partitions: int
     bootstrap: str
     history_dir: str
@@ -65,7 +74,8 @@ def _client(launch: Launch, incarnation: int, history: HistoryWriter) -> Client:
     first, spec, cid = incarnation * NUMBERING_STRIDE, launch.spec_json, launch.cid
     topics, parts, boot = launch.topics, launch.partitions, launch.bootstrap
     if launch.kind == "copier":
-        return CopierClient(cid, CopierSpec.model_validate_json(spec), topics[0], boot, history, first)
+        return CopierClient(cid, CopierSpec.model_validate_json(spec), topics[0], boot, history,
+                            first)
     if launch.kind == "producer":
         producer = ProducerSpec.model_validate_json(spec)
         if producer.transactional:
@@ -76,9 +86,11 @@ def _client(launch: Launch, incarnation: int, history: HistoryWriter) -> Client:
 
 def _join_s(spec: ProducerSpec | ConsumerSpec | CopierSpec) -> float:
     """How long a client may take to stop: a producer settles every outstanding send (each ends by
-    message.timeout.ms) and finishes its transaction (its calls repeat until the transaction timeout)."""
+    message.timeout.ms) and finishes its transaction (its calls repeat until the transaction
+    timeout)."""
     if isinstance(spec, ProducerSpec):
-        return max(spec.message_timeout_ms, spec.transaction_timeout_ms if spec.transactional else 0) / 1000 + 30
+        return max(spec.message_timeout_ms,
+                   spec.transaction_timeout_ms if spec.transactional else 0) / 1000 + 30
     if isinstance(spec, CopierSpec):
         return spec.transaction_timeout_ms / 1000 + 30
     return 30.0
@@ -93,13 +105,16 @@ def _alive(pid: int) -> bool:
 
 
 def _serve(launch: Launch, incarnation: int, runner: int, flags, counts) -> None:
-    """The child: one client writing its own history part until the runner says stop (or dies). Its parent is the
-    fork server, which lives on after a killed runner (every child holds the write end of its liveness pipe)."""
+    """The child: one client writing its own history part until the runner says stop (or dies). Its
+    parent is the fork server, which lives on after a killed runner (every child holds the write end
+    of its liveness pipe)."""
     bound_malloc_arenas()
-    gc.freeze()  # what the fork server preloaded (confluent-kafka, pyarrow, pydantic) is never garbage
+    # what the fork server preloaded (confluent-kafka, pyarrow, pydantic) is never garbage
+    gc.freeze()
     gc.set_threshold(*GC_THRESHOLD)
     name = f"{launch.kind}-{launch.cid}"
-    history = HistoryWriter(Path(launch.history_dir), flush_s=FLUSH_S[launch.kind], part=f"{name}-{incarnation}")
+    history = HistoryWriter(Path(launch.history_dir), flush_s=FLUSH_S[launch.kind],
+                            part=f"{name}-{incarnation}")
     client = _client(launch, incarnation, history).start()
     trim_at = time.monotonic() + TRIM_S
     while not flags[STOP] and _alive(runner):
@@ -108,12 +123,14 @@ def _serve(launch: Launch, incarnation: int, runner: int, flags, counts) -> None
             trim_at += TRIM_S
         flags[READY] = client.positioned.is_set()
         counts[:] = [getattr(client, "acked", 0), getattr(client, "errors", 0)]
-        if hung := client.watch.hung():  # as an application's liveness check would: end it, to be restarted
+        # as an application's liveness check would: end it, to be restarted
+        if hung := client.watch.hung():
             history.event(name, Event.HUNG, detail=hung)
             history.close(compact=False)
             os._exit(HUNG_EXIT)
         if not client.thread.is_alive():
-            history.event(name, Event.STOPPED, detail=f"its thread ended: {client.died or 'returned'}")
+            history.event(name, Event.STOPPED, detail="its thread ended: "
+                                                      f"{client.died or 'returned'}")
             break
         time.sleep(POLL_S)
     client.stop()
@@ -123,13 +140,16 @@ def _serve(launch: Launch, incarnation: int, runner: int, flags, counts) -> None
 
 
 class ClientProcess:
-    """Start, stop, kill and restart one workload client; each incarnation is a new process, same client name."""
+    """Start, stop, kill and restart one workload client; each incarnation is a new process, same
+    client name."""
 
     def __init__(self, kind: Kind, cid: int, spec: ProducerSpec | ConsumerSpec | CopierSpec,
-                 topics: tuple[str, ...], partitions: int, bootstrap: str, history_dir: Path) -> None:
-        """`topics`: what it writes or reads (a copier reads the first, copying to its output topic)."""
-        self._launch = Launch(kind, cid, spec.model_dump_json(), topics, partitions, bootstrap, str(history_dir),
-                              _join_s(spec))
+                 topics: tuple[str, ...], partitions: int, bootstrap: str,
+                 history_dir: Path) -> None:
+        """`topics`: what it writes or reads (a copier reads the first, copying to its output
+        topic)."""
+        self._launch = Launch(kind, cid, spec.model_dump_json(), topics, partitions, bootstrap,
+                              str(history_dir), _join_s(spec))
         self.incarnation = -1
         self._proc: mp.Process | None = None
         self._flags = CTX.Array("b", 2, lock=False)
@@ -175,16 +195,18 @@ class ClientProcess:
         self._done = [self.acked, self.errors]
         self._counts[:] = [0, 0]
         self.incarnation += 1
-        self._flags = CTX.Array("b", 2, lock=False)  # stop, ready: plain shared bytes, no lock to wait on
+        # stop, ready: plain shared bytes, no lock to wait on
+        self._flags = CTX.Array("b", 2, lock=False)
         self._proc = CTX.Process(target=_serve, name=self.name,
-                                 args=(self._launch, self.incarnation, os.getpid(), self._flags, self._counts),
+                                 args=(self._launch, self.incarnation, os.getpid(), self._flags,
+                                       self._counts),
                                  daemon=True)
         self._proc.start()
         return self
 
     def wait_ready(self, timeout: float) -> bool:
-        """True once the child's client runs (a consumer: has its first assignment); False after `timeout`, or at
-        once if the child died."""
+        """True once the child's client runs (a consumer: has its first assignment); False after
+        `timeout`, or at once if the child died."""
         deadline = time.monotonic() + timeout
         while not self._flags[READY] and self.alive and time.monotonic() < deadline:
             time.sleep(POLL_S)
@@ -199,13 +221,15 @@ class ClientProcess:
     def paused(self) -> bool:
         """Whether the running incarnation is stopped by a signal (its /proc state is T)."""
         try:
-            return Path(f"/proc/{self._proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+            return Path(f"/proc/{self._proc.pid}/stat").read_text().rsplit(
+                ")", 1)[1].split()[0] == "T"
         except (AttributeError, OSError, IndexError):
             return False
 
     def pause(self) -> None:
-        """SIGSTOP: every thread of the client stalls, its connections stay open and unanswered. Returns once the
-        process is stopped (the signal is delivered asynchronously), or after SIGNAL_S."""
+        """SIGSTOP: every thread of the client stalls, its connections stay open and unanswered.
+        Returns once the process is stopped (the signal is delivered asynchronously), or after
+        SIGNAL_S."""
         if self.alive:
             self._signal(signal.SIGSTOP)
             deadline = time.monotonic() + SIGNAL_S
@@ -224,19 +248,20 @@ class ClientProcess:
             self._proc.join(10)
 
     def _signal(self, sig: int) -> None:
-        """Signal the child; one already gone (its exit status not yet read through the fork server) needs
-        nothing."""
+        """Signal the child; one already gone (its exit status not yet read through the fork server)
+        needs nothing."""
         with contextlib.suppress(ProcessLookupError):
             os.kill(self._proc.pid, sig)
 
     def stop(self) -> None:
-        """Ask the child to stop: one write to shared memory, which no dead or stuck child can block (a
-        multiprocessing Event's set() waits on a condition a child killed while waiting never releases)."""
+        """Ask the child to stop: one write to shared memory, which no dead or stuck child can block
+        (a multiprocessing Event's set() waits on a condition a child killed while waiting never
+        releases)."""
         self._flags[STOP] = 1
 
     def join(self, timeout: float | None = None) -> None:
-        """Wait for a graceful stop (by default as long as the child waits for its client, plus its history's
-        last flush); kill what does not stop in time."""
+        """Wait for a graceful stop (by default as long as the child waits for its client, plus its
+        history's last flush); kill what does not stop in time."""
         if self._proc is not None:
             self._proc.join(self.join_s + 15 if timeout is None else timeout)
             self.kill()

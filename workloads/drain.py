@@ -1,5 +1,5 @@
-"""The final drain: a fresh reader assigned to every partition from the beginning, reading to each end offset, until
-the ends hold still."""
+"""The final drain: a fresh reader assigned to every partition from the beginning, reading to each
+end offset, until the ends hold still."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ SETTLE_S = 1.0  # how long an end offset must hold still before the drain trusts
 
 
 def _ends(consumer: Consumer, topic: str, partitions: list[int], deadline: float) -> dict[int, int]:
-    """Each partition's high watermark (a partition whose leader does not answer by the deadline is left out)."""
+    """Each partition's high watermark (a partition whose leader does not answer by the deadline is
+    left out)."""
     ends: dict[int, int] = {}
     for p in partitions:
         while p not in ends and time.monotonic() < deadline:
@@ -27,10 +28,12 @@ def _ends(consumer: Consumer, topic: str, partitions: list[int], deadline: float
 
 
 def _read_to(consumer: Consumer, topic: str, ends: dict[int, int], position: dict[int, int],
-             history: HistoryWriter, poll: int, deadline: float, idle_s: float) -> tuple[int, float]:
-    """Read until every partition's position reaches its end (or the deadline, which each batch read moves to
-    `idle_s` away); returns the last poll number and the deadline. An idle poll takes the client's own positions
-    too: a transaction's marker holds the last offset of a partition and is never returned as a record."""
+             history: HistoryWriter, poll: int, deadline: float, idle_s: float) -> tuple[
+                 int, float]:
+    """Read until every partition's position reaches its end (or the deadline, which each batch read
+    moves to `idle_s` away); returns the last poll number and the deadline. An idle poll takes the
+    client's own positions too: a transaction's marker holds the last offset of a partition and is
+    never returned as a record."""
     while time.monotonic() < deadline and any(position[p] < ends[p] for p in ends):
         msgs = consumer.consume(BATCH, timeout=0.5)
         if not msgs:
@@ -46,13 +49,15 @@ def _read_to(consumer: Consumer, topic: str, ends: dict[int, int], position: dic
     return poll, deadline
 
 
-def final_drain(bootstrap: str, topic: str, partitions: int, history: HistoryWriter, timeout_s: float = 90.0,
-                isolation: str = "read_uncommitted") -> dict[int, bool]:
-    """Read every partition to its high watermark, again while the watermark still moves (acks=1 writes acked above
-    it are committed once the followers fetch them), and record each end offset and whether it was reached. It
-    gives up after `timeout_s` without a record, so an hours-long run's log is read whole. An eos-copy output topic
-    is read as its users would, with read_committed."""
-    consumer = Consumer(consumer_config(bootstrap, f"chaos-drain-{uuid.uuid4().hex[:8]}", isolation, False))
+def final_drain(bootstrap: str, topic: str, partitions: int, history: HistoryWriter,
+                timeout_s: float = 90.0, isolation: str = "read_uncommitted") -> dict[int, bool]:
+    """Read every partition to its high watermark, again while the watermark still moves (acks=1
+    writes acked above it are committed once the followers fetch them), and record each end offset
+    and whether it was reached. It gives up after `timeout_s` without a record, so an hours-long
+    run's log is read whole. An eos-copy output topic is read as its users would, with
+    read_committed."""
+    consumer = Consumer(consumer_config(bootstrap, f"chaos-drain-{uuid.uuid4().hex[:8]}", isolation,
+                                        False))
     deadline = time.monotonic() + timeout_s
     ends = _ends(consumer, topic, list(range(partitions)), deadline)
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
@@ -61,11 +66,12 @@ def final_drain(bootstrap: str, topic: str, partitions: int, history: HistoryWri
     poll = 0
     try:
         while True:
-            poll, deadline = _read_to(consumer, topic, ends, position, history, poll, deadline, timeout_s)
+            poll, deadline = _read_to(consumer, topic, ends, position, history, poll, deadline,
+                                      timeout_s)
             if time.monotonic() >= deadline or any(position[p] < ends[p] for p in ends):
                 break
-            # paused, no fetch waits out fetch.wait.max.ms on a leader's connection, where the next offset request
-            # would queue behind it: the settle's fetches end within it
+            # paused, no fetch waits out fetch.wait.max.ms on a leader's connection, where the next
+            # offset request would queue behind it: the settle's fetches end within it
             consumer.pause(assigned)
             time.sleep(SETTLE_S)
             later = _ends(consumer, topic, list(ends), deadline)

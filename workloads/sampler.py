@@ -1,5 +1,5 @@
-"""The samplers: leader, ISR and the active controller of every partition of every topic every 500 ms; the
-harness's own memory and its client processes' every minute."""
+"""The samplers: leader, ISR and the active controller of every partition of every topic every 500
+ms; the harness's own memory and its client processes' every minute."""
 
 from __future__ import annotations
 
@@ -14,27 +14,32 @@ from workloads.worker import Worker
 
 
 class MetadataSampler(Worker):
-    """Samples every topic's partition metadata on a thread; sampling errors are recorded, never fatal."""
+    """Samples every topic's partition metadata on a thread; sampling errors are recorded, never
+    fatal."""
 
-    def __init__(self, topics: tuple[str, ...], partitions: Callable[[tuple[str, ...]], dict[str, dict]],
-                 controller: Callable[[], int], history: HistoryWriter, every_s: float = 0.5) -> None:
+    def __init__(self, topics: tuple[str, ...],
+                 partitions: Callable[[tuple[str, ...]], dict[str, dict]],
+                 controller: Callable[[], int], history: HistoryWriter,
+                 every_s: float = 0.5) -> None:
         super().__init__("metadata-sampler")
         self.topics, self.partitions, self.controller, self.history, self.every_s = (
             topics, partitions, controller, history, every_s)
 
     def sample(self) -> None:
-        """One sample of every partition of every topic from one answer (a sample-error event for a topic missing
-        from it, or for the whole sample if no broker answered)."""
+        """One sample of every partition of every topic from one answer (a sample-error event for a
+        topic missing from it, or for the whole sample if no broker answered)."""
         t = now_ns()
         try:
             by_topic = self.partitions(self.topics)
             controller = self.controller()
         except Exception as exc:  # noqa: BLE001 - any failure to sample is a finding, not a crash
-            self.history.event("sampler", Event.SAMPLE_ERROR, detail=f"{type(exc).__name__}: {exc}", t=t)
+            self.history.event("sampler", Event.SAMPLE_ERROR, detail=f"{type(exc).__name__}: {exc}",
+                               t=t)
             return
         for topic in self.topics:
             if topic not in by_topic:
-                self.history.event("sampler", Event.SAMPLE_ERROR, topic=topic, detail="absent from the answer", t=t)
+                self.history.event("sampler", Event.SAMPLE_ERROR, topic=topic,
+                                   detail="absent from the answer", t=t)
                 continue
             self.history.write_many("metadata", [
                 {"t": t, "topic": topic, "partition": p.id, "leader": p.leader,
@@ -58,20 +63,24 @@ def rss(pids: list[int]) -> int:
 
 
 class MemorySampler(Worker):
-    """Records the resident memory of the harness process and of its client processes, together and each by name,
-    at start and each `every_s` (a long run's memory must stay flat: only the history on disk may grow)."""
+    """Records the resident memory of the harness process and of its client processes, together and
+    each by name, at start and each `every_s` (a long run's memory must stay flat: only the history
+    on disk may grow)."""
 
-    def __init__(self, clients: Callable[[], dict[str, int]], history: HistoryWriter, every_s: float = 60.0) -> None:
+    def __init__(self, clients: Callable[[], dict[str, int]], history: HistoryWriter,
+                 every_s: float = 60.0) -> None:
         super().__init__("memory-sampler")
         self.clients, self.history, self.every_s = clients, history, every_s
         self._workload_over = False
 
     def workload_over(self) -> None:
-        """The producers have stopped: later samples are marked `end` (the heal, drain and dump are no workload)."""
+        """The producers have stopped: later samples are marked `end` (the heal, drain and dump are
+        no workload)."""
         self._workload_over = True
 
     def sample(self, end: bool = False) -> None:
-        """One `memory` event (`end`: taken after the workload, the last when the run stops sampling)."""
+        """One `memory` event (`end`: taken after the workload, the last when the run stops
+        sampling)."""
         each = {name: rss([pid]) for name, pid in self.clients().items()}
         detail = ({"harness": rss([os.getpid()]), "clients": sum(each.values()), "each": each}
                   | ({"end": True} if end or self._workload_over else {}))

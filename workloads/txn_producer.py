@@ -1,5 +1,6 @@
-"""A transactional producer (KIP-98): transactions of 1 to N sends across partitions, each committed or aborted on
-purpose, every send tagged with its transaction and every transaction's fate recorded as its producer learned it."""
+"""A transactional producer (KIP-98): transactions of 1 to N sends across partitions, each committed
+or aborted on purpose, every send tagged with its transaction and every transaction's fate recorded
+as its producer learned it."""
 
 from __future__ import annotations
 
@@ -17,23 +18,28 @@ from workloads.producer import RECREATE_EVERY_S, RELEASE_S, RequestStats, produc
 from workloads.worker import CallWatch, Worker
 
 T = TypeVar("T")
-CALL_S = 10.0  # one init/commit/abort call's timeout; a retriable error repeats it until the transaction timeout
+# one init/commit/abort call's timeout; a retriable error repeats it until the transaction timeout
+CALL_S = 10.0
 
 
 class Unfinished(Exception):
-    """The transaction's fate is unknown: its producer must be replaced (init_transactions fences it)."""
+    """The transaction's fate is unknown: its producer must be replaced (init_transactions fences
+    it)."""
 
 
 def transactional_config(spec: ProducerSpec, bootstrap: str, pid: int) -> dict:
-    """librdkafka settings of a transactional producer: its scenario's, a transactional.id per producer kept across
-    restarts (a new instance fences the old one), and the transaction timeout."""
+    """librdkafka settings of a transactional producer: its scenario's, a transactional.id per
+    producer kept across restarts (a new instance fences the old one), and the transaction
+    timeout."""
     return producer_config(spec, bootstrap, f"chaos-txn-producer-{pid}") | {
-        "transactional.id": transactional_id(pid), "transaction.timeout.ms": spec.transaction_timeout_ms}
+        "transactional.id": transactional_id(pid),
+        "transaction.timeout.ms": spec.transaction_timeout_ms}
 
 
-def call_retrying(fn: Callable[[float], None], timeout_ms: int, watch: CallWatch, what: str = "") -> None:
-    """Call a transactional API under `watch`, repeating it on retriable errors until the transaction timeout (then
-    Unfinished); other errors are raised."""
+def call_retrying(fn: Callable[[float], None], timeout_ms: int, watch: CallWatch,
+                  what: str = "") -> None:
+    """Call a transactional API under `watch`, repeating it on retriable errors until the
+    transaction timeout (then Unfinished); other errors are raised."""
     deadline = time.monotonic() + timeout_ms / 1000
     while True:
         try:
@@ -45,14 +51,15 @@ def call_retrying(fn: Callable[[float], None], timeout_ms: int, watch: CallWatch
             if not (isinstance(err, KafkaError) and err.retriable()):
                 raise
             if time.monotonic() >= deadline:
-                raise Unfinished(f"{what or fn.__name__}: still {err.name()} after the transaction timeout") from exc
+                raise Unfinished(f"{what or fn.__name__}: still {err.name()} after the transaction "
+                                 "timeout") from exc
 
 
 def recreating(worker: Worker, start: Callable[[], T | None], step: Callable[[T], None],
                release: Callable[[T], None], fatal: Callable[[str], None]) -> None:
-    """Run `step` on a client from `start` until the worker is stopped; a fatal error or a transaction of unknown
-    fate (KafkaException, Unfinished) goes to `fatal` and the client is replaced, at most once every
-    RECREATE_EVERY_S."""
+    """Run `step` on a client from `start` until the worker is stopped; a fatal error or a
+    transaction of unknown fate (KafkaException, Unfinished) goes to `fatal` and the client is
+    replaced, at most once every RECREATE_EVERY_S."""
     client: T | None = None
     started = -RECREATE_EVERY_S
     try:
@@ -75,9 +82,10 @@ def recreating(worker: Worker, start: Callable[[], T | None], step: Callable[[T]
 
 def transaction(producer: Producer, body: Callable[[], None], abort: bool, row: dict,
                 call: Callable[[Callable[[float], None]], None]) -> None:
-    """Begin a transaction, run `body` (its sends), then abort it (its records flushed first, as an application's
-    would be, so readers meet them) or commit it; `row` gets its fate. An abortable error aborts it (the documented
-    answer); any other error, or a call that kept failing (Unfinished), leaves its fate unknown and is raised."""
+    """Begin a transaction, run `body` (its sends), then abort it (its records flushed first, as an
+    application's would be, so readers meet them) or commit it; `row` gets its fate. An abortable
+    error aborts it (the documented answer); any other error, or a call that kept failing
+    (Unfinished), leaves its fate unknown and is raised."""
     row["fate"] = Fate.UNKNOWN.value
     try:
         producer.begin_transaction()
@@ -103,10 +111,11 @@ def transaction(producer: Producer, body: Callable[[], None], abort: bool, row: 
 
 
 class TxnProducerClient(Worker):
-    """One transactional producer thread; a fatal error or an unknown fate replaces its producer instance."""
+    """One transactional producer thread; a fatal error or an unknown fate replaces its producer
+    instance."""
 
-    def __init__(self, pid: int, spec: ProducerSpec, topics: tuple[str, ...], partitions: int, bootstrap: str,
-                 history: HistoryWriter, first: int = 0) -> None:
+    def __init__(self, pid: int, spec: ProducerSpec, topics: tuple[str, ...], partitions: int,
+                 bootstrap: str, history: HistoryWriter, first: int = 0) -> None:
         """`first`: the seq of its first send and the number of its first transaction."""
         super().__init__(f"producer-{pid}")
         self.pid, self.spec, self.topics, self.partitions = pid, spec, topics, partitions
@@ -114,7 +123,8 @@ class TxnProducerClient(Worker):
         self.seq = self.txn = self.first = first
         self.acked = self.errors = 0
         self._rng = random.Random(pid)
-        self._pending: dict[int, tuple[int, int, str]] = {}  # seq -> (t_invoke, txn, topic) awaiting a report
+        # seq -> (t_invoke, txn, topic) awaiting a report
+        self._pending: dict[int, tuple[int, int, str]] = {}
         self._stats = RequestStats(history, f"producer-{pid}", topics[0])
 
     def _event(self, kind: Event, detail: str) -> None:
@@ -130,13 +140,15 @@ class TxnProducerClient(Worker):
             self._stop.wait(max(0.0, next_at - time.monotonic()))
             next_at = max(next_at, time.monotonic() - 1.0)
         try:
-            recreating(self, self._start, step, self._release, lambda err: self._event(Event.FATAL, err))
+            recreating(self, self._start, step, self._release,
+                       lambda err: self._event(Event.FATAL, err))
         finally:
             self._settle_pending()
 
     def _start(self) -> Producer | None:
         """A new instance with its transactions initialised (None, recorded, if that failed)."""
-        producer = Producer(transactional_config(self.spec, self.bootstrap, self.pid) | self._stats.config())
+        producer = Producer(transactional_config(self.spec, self.bootstrap, self.pid)
+                            | self._stats.config())
         try:
             self._call(producer.init_transactions)
         except (Unfinished, KafkaException) as exc:
@@ -151,9 +163,12 @@ class TxnProducerClient(Worker):
         call_retrying(fn, self.spec.transaction_timeout_ms, self.watch)
 
     def _transaction(self, producer: Producer) -> int:
-        """Begin, send, then commit or abort one transaction; record its fate; returns how many sends it had."""
-        n, abort = self._rng.randint(1, self.spec.txn_sends), self._rng.random() < self.spec.abort_ratio
-        txn, row = self.txn, {"producer": self.pid, "txn": self.txn, "t_begin": now_ns(), "t_commit": NO_COMMIT}
+        """Begin, send, then commit or abort one transaction; record its fate; returns how many
+        sends it had."""
+        n, abort = self._rng.randint(
+            1, self.spec.txn_sends), self._rng.random() < self.spec.abort_ratio
+        txn, row = self.txn, {"producer": self.pid, "txn": self.txn, "t_begin": now_ns(),
+                              "t_commit": NO_COMMIT}
         self.txn += 1
 
         def sends() -> None:
@@ -167,8 +182,8 @@ class TxnProducerClient(Worker):
         return n
 
     def _send(self, producer: Producer, txn: int) -> None:
-        """One send of the open transaction, to a topic and partition drawn at random (a transaction spans
-        partitions, and topics too with `txn_topics: 2`)."""
+        """One send of the open transaction, to a topic and partition drawn at random (a transaction
+        spans partitions, and topics too with `txn_topics: 2`)."""
         seq, self.seq = self.seq, self.seq + 1
         t0 = now_ns()
         topic = self._rng.choice(self.topics)
@@ -176,7 +191,8 @@ class TxnProducerClient(Worker):
         while True:
             try:
                 producer.produce(topic, encode(self.pid, seq, self.spec.payload_bytes),
-                                 partition=self._rng.randrange(self.partitions), on_delivery=self._delivered(seq))
+                                 partition=self._rng.randrange(self.partitions),
+                                 on_delivery=self._delivered(seq))
                 return
             except BufferError:
                 producer.poll(0.05)
@@ -188,20 +204,23 @@ class TxnProducerClient(Worker):
             self.acked += ok
             self.errors += not ok
             offset, partition = msg.offset(), msg.partition()
-            self.history.write("sends", self._row(seq, txn, topic, NO_PARTITION if partition is None else partition,
-                                                  t0, "ok" if ok else "info", None if ok else err.name(),
-                                                  NO_OFFSET if offset is None else offset))
+            self.history.write("sends",
+                               self._row(seq, txn, topic,
+                                         NO_PARTITION if partition is None else partition, t0,
+                                         "ok" if ok else "info", None if ok else err.name(),
+                                         NO_OFFSET if offset is None else offset))
         return report
 
-    def _row(self, seq: int, txn: int, topic: str, partition: int, t0: int, outcome: str, error: str | None,
-             offset: int = NO_OFFSET) -> dict:
-        return {"producer": self.pid, "seq": seq, "key": None, "topic": topic, "partition": partition,
-                "t_invoke": t0, "t_complete": now_ns(), "outcome": outcome, "error": error, "offset": offset,
-                "txn": txn}
+    def _row(self, seq: int, txn: int, topic: str, partition: int, t0: int, outcome: str,
+             error: str | None, offset: int = NO_OFFSET) -> dict:
+        return {"producer": self.pid, "seq": seq, "key": None, "topic": topic,
+                "partition": partition, "t_invoke": t0, "t_complete": now_ns(), "outcome": outcome,
+                "error": error, "offset": offset, "txn": txn}
 
     def _release(self, producer: Producer) -> None:
-        """Serve what is still reported, purge the rest and serve those reports too, before the instance goes
-        (a producer destroyed with messages left calls back into Python during interpreter shutdown)."""
+        """Serve what is still reported, purge the rest and serve those reports too, before the
+        instance goes (a producer destroyed with messages left calls back into Python during
+        interpreter shutdown)."""
         try:
             producer.flush(RELEASE_S)
             producer.purge()
@@ -210,7 +229,9 @@ class TxnProducerClient(Worker):
             self._event(Event.CLIENT_ERROR, f"{type(exc).__name__}: {exc}")
 
     def _settle_pending(self) -> None:
-        """Sends without a delivery report: `info` (they may have been written; their transaction decides)."""
+        """Sends without a delivery report: `info` (they may have been written; their transaction
+        decides)."""
         for seq, (t0, txn, topic) in sorted(self._pending.items()):
-            self.history.write("sends", self._row(seq, txn, topic, NO_PARTITION, t0, "info", "NO_DELIVERY_REPORT"))
+            self.history.write(
+                "sends", self._row(seq, txn, topic, NO_PARTITION, t0, "info", "NO_DELIVERY_REPORT"))
         self._pending.clear()

@@ -1,4 +1,5 @@
-"""The thread a client runs on: start() returns it, stop() asks it to finish, join() waits for it."""
+"""The thread a client runs on: start() returns it, stop() asks it to finish, join() waits for
+it."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ HUNG_S = 20.0  # a client call still running this long past its own timeout is h
 
 
 class CallWatch:
-    """The blocking client call a thread is in and when it must have returned, so the process around it can tell a
-    hung call (librdkafka #5456: send_offsets_to_transaction can ignore its timeout while the group coordinator is
-    down) from a slow one."""
+    """The blocking client call a thread is in and when it must have returned, so the process around
+    it can tell a hung call (librdkafka #5456: send_offsets_to_transaction can ignore its timeout
+    while the group coordinator is down) from a slow one."""
 
     def __init__(self) -> None:
         self.what, self.due = "", 0.0
@@ -30,13 +31,16 @@ class CallWatch:
     def hung(self) -> str:
         """What call is hung, and for how long ("" when none is)."""
         what, late = self.what, time.monotonic() - self.due
-        return f"{what} has not returned {late:.0f} s after its timeout" if what and late > HUNG_S else ""
+        return (f"{what} has not returned {late:.0f} s after its timeout" if what and late > HUNG_S
+                else "")
 
 
 class Worker:
-    """Subclasses implement `_run`, checking `self._stop` between steps, and wrap blocking calls in `self.watch`."""
+    """Subclasses implement `_run`, checking `self._stop` between steps, and wrap blocking calls in
+    `self.watch`."""
 
-    positions_itself = False  # True: `_run` sets `positioned` (a consumer, once it has its first assignment)
+    # True: `_run` sets `positioned` (a consumer, once it has its first assignment)
+    positions_itself = False
 
     def __init__(self, name: str) -> None:
         self._stop = threading.Event()

@@ -1,4 +1,5 @@
-"""Integration tests run real Kafka brokers in containers, one cluster at a time, and always clean up."""
+"""Integration tests run real Kafka brokers in containers, one cluster at a time, and always clean
+up."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ FAST_ISR = {"replica.lag.time.max.ms": "6000"}
 
 
 class Background:
-    """A call on a daemon thread whose outcome the test must collect: `result` re-raises what the call raised and
-    fails the test when the call has not finished in time."""
+    """A call on a daemon thread whose outcome the test must collect: `result` re-raises what the
+    call raised and fails the test when the call has not finished in time."""
 
     def __init__(self, fn: Callable[[], Any]) -> None:
         self._outcome: dict[str, Any] = {}
@@ -56,18 +57,21 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session", autouse=True)
 def engine():
-    """A Docker engine, the images, and no leftovers of an earlier crashed run (what `kchaos clean` removes)."""
+    """A Docker engine, the images, and no leftovers of an earlier crashed run (what `kchaos clean`
+    removes)."""
     ensure_engine()
     for v in SUPPORTED_VERSIONS:
         ensure_kafka_image(v)
     containers, networks = clean()
     if containers or networks:
-        warnings.warn(f"removed {containers} containers and {networks} networks left by an earlier run", stacklevel=1)
+        warnings.warn(f"removed {containers} containers and {networks} networks left by an earlier "
+                      "run", stacklevel=1)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def nothing_left_behind():
-    """After every test module (whose clusters are shared by its tests): no labelled container or network."""
+    """After every test module (whose clusters are shared by its tests): no labelled container or
+    network."""
     yield
     client = docker.from_env()
     left = client.containers.list(all=True, filters={"label": OWNER})
@@ -75,11 +79,12 @@ def nothing_left_behind():
     assert not left and not nets, f"left behind: {[c.name for c in left]} {[n.name for n in nets]}"
 
 
-@pytest.fixture(scope="module", params=[v if v == DEFAULT_VERSION else pytest.param(v, marks=pytest.mark.slow)
+@pytest.fixture(scope="module",
+                params=[v if v == DEFAULT_VERSION else pytest.param(v, marks=pytest.mark.slow)
                                         for v in SUPPORTED_VERSIONS])
 def cluster(request):
-    """A 3-broker KRaft cluster per supported version (the default's in `make test`, the others' in `make test-all`),
-    shared by a module's tests (each test heals after itself)."""
+    """A 3-broker KRaft cluster per supported version (the default's in `make test`, the others' in
+    `make test-all`), shared by a module's tests (each test heals after itself)."""
     with Cluster(ClusterSpec(version=request.param, config=FAST_ISR)) as c:
         yield c
 

@@ -1,4 +1,5 @@
-"""What a user touches: kchaos run end to end, the report in a real browser, bad input, analyze after a kill."""
+"""What a user touches: kchaos run end to end, the report in a real browser, bad input, analyze
+after a kill."""
 
 from __future__ import annotations
 
@@ -51,17 +52,20 @@ def holding(directory: Path) -> set[int]:
 
 
 def chromium() -> str:
-    """Debian's Chromium, installed on first use (root on Debian), for looking at the report as a person would."""
+    """Debian's Chromium, installed on first use (root on Debian), for looking at the report as a
+    person would."""
     if not shutil.which("chromium"):
         apt_install("chromium")
     return shutil.which("chromium") or "chromium"
 
 
 def screenshot(html: Path, png: Path) -> None:
-    subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                    "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync",
                     f"--user-data-dir={png.parent / 'chromium-profile'}", "--window-size=1200,2200",
-                    f"--screenshot={png}", html.as_uri()], check=True, capture_output=True, timeout=120)
+                    f"--screenshot={png}",
+                    html.as_uri()], check=True, capture_output=True, timeout=120)
 
 
 def test_malformed_scenario_one_message_exit_2_no_container(tmp_path):
@@ -78,8 +82,10 @@ def test_malformed_scenario_one_message_exit_2_no_container(tmp_path):
 
 def test_unknown_kafka_version_names_what_central_answered(tmp_path):
     done = kchaos("run", "acks-all-leader-kill", "--kafka", "9.9.9", "--runs-dir", str(tmp_path))
-    assert done.returncode == 2 and "Kafka 9.9.9 is not on Maven Central" in done.stderr, done.stderr
-    assert "kafka_2.13,kafka_2.12,kafka_2.11}:9.9.9" in done.stderr and "Nearest supported: 4." in done.stderr
+    assert (done.returncode == 2
+            and "Kafka 9.9.9 is not on Maven Central" in done.stderr), done.stderr
+    assert ("kafka_2.13,kafka_2.12,kafka_2.11}:9.9.9" in done.stderr
+            and "Nearest supported: 4." in done.stderr)
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
 
 
@@ -96,11 +102,15 @@ def test_run_end_to_end_writes_verdict_report_and_junit_and_the_charts_render(tm
     assert took["run_s"] > took["workload_s"] > 0 and took["analysis_s"] > 0, took
     assert (result["badge"], result["client"]["library"]) == ("PASS", "librdkafka")
     assert result["facts"]["drain_complete"] and result["facts"]["replicas_dumped"]
-    memory = result["metrics"]["memory"]  # sampled at the workload's start and when sampling stopped
-    assert memory["samples"] >= 2 and 30 < memory["harness_peak_mib"] <= memory["peak_mib"] < 4096, memory
+    # sampled at the workload's start and when sampling stopped
+    memory = result["metrics"]["memory"]
+    assert (memory["samples"] >= 2
+            and 30 < memory["harness_peak_mib"] <= memory["peak_mib"] < 4096), memory
     samples = [json.loads(d) for d in pq.read_table(run_dir / "history" / "events.parquet",
-                                                    filters=[("kind", "=", "memory")])["detail"].to_pylist()]
-    during = [s for s in samples if not s.get("end")]  # the harness may peak after its clients are gone
+                                                    filters=[("kind", "=", "memory")])["detail"]
+               .to_pylist()]
+    # the harness may peak after its clients are gone
+    during = [s for s in samples if not s.get("end")]
     assert during and all(s["clients"] == sum(s["each"].values()) > 0 for s in during), samples
     assert any(f["fault"] == "kill" for f in json.loads((run_dir / "schedule.json").read_text()))
     assert "testcase" in (tmp_path / "runs" / "junit-e2e.xml").read_text()
@@ -113,7 +123,8 @@ def test_run_end_to_end_writes_verdict_report_and_junit_and_the_charts_render(tm
     assert labelled() == 0
 
     again = kchaos("analyze", str(run_dir))  # a run directory is self-contained
-    assert again.returncode == 0 and json.loads((run_dir / "results.json").read_text())["counts"] == \
+    assert again.returncode == 0 and json.loads((run_dir / "results.json")
+                                                .read_text())["counts"] == \
         result["counts"]
 
     replay = kchaos("replay", str(run_dir), "--runs-dir", str(tmp_path / "replays"))
@@ -130,7 +141,8 @@ def test_run_killed_half_way_leaves_nothing_running_and_is_analyzable(tmp_path):
     deadline = time.monotonic() + 180
     sends = None
     while time.monotonic() < deadline:
-        found = list((tmp_path / "runs").glob("e2e/*/history/sends.*.jsonl"))  # one part per producer process
+        # one part per producer process
+        found = list((tmp_path / "runs").glob("e2e/*/history/sends.*.jsonl"))
         if found and sum(f.stat().st_size for f in found) > 20_000:
             sends = found[0]
             break
@@ -138,18 +150,21 @@ def test_run_killed_half_way_leaves_nothing_running_and_is_analyzable(tmp_path):
     assert sends, "the run never started writing its history"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + 90  # the run's watchdog removes its cluster; nobody calls `kchaos clean`
-    while (labelled() or docker.from_env().networks.list(filters={"label": OWNER})) and time.monotonic() < deadline:
+    # the run's watchdog removes its cluster; nobody calls `kchaos clean`
+    deadline = time.monotonic() + 90
+    while (labelled() or docker.from_env()
+           .networks.list(filters={"label": OWNER})) and time.monotonic() < deadline:
         time.sleep(1)
     assert labelled() == 0 and not docker.from_env().networks.list(filters={"label": OWNER})
     run_dir = sends.parent.parent
     done = kchaos("analyze", str(run_dir))
-    assert done.returncode == 5, done.stderr[-2000:]  # unknown fails the command unless --allow-unknown
+    # unknown fails the command unless --allow-unknown
+    assert done.returncode == 5, done.stderr[-2000:]
     result = json.loads((run_dir / "results.json").read_text())
     assert result["verdict"] is None and result["metrics"]["acked"] > 0
     assert any("final drain never ran" in u for u in result["unknown_because"])
-    # the run's client processes notice their runner is gone, settle what they sent and exit (their parent, the
-    # fork server, outlives the runner)
+    # the run's client processes notice their runner is gone, settle what they sent and exit (their
+    # parent, the fork server, outlives the runner)
     deadline = time.monotonic() + 120
     while holding(run_dir / "history") and time.monotonic() < deadline:
         time.sleep(1)

@@ -27,11 +27,15 @@ def test_zookeeper_mode_comes_up_and_controller_failover_elects_another(tmp_path
         new = wait_for("a new ZooKeeper-era controller",
                        lambda: (x := c.metadata.controller()) not in (-1, old) and x, TIMEOUT)
         assert new in set(c.node_ids()) - {old}
-        c.start_node(old)  # at once: the killed broker's ephemeral znode must not make the restart exit
-        wait_for("the killed broker back in the ISR", lambda: old in c.metadata.isr(topic, 0) or None, TIMEOUT)
-    assert measured.restart_seconds("3.9.2", "zookeeper", "kill")[1], "the restart was not measured for its mode"
+        # at once: the killed broker's ephemeral znode must not make the restart exit
+        c.start_node(old)
+        wait_for("the killed broker back in the ISR",
+                 lambda: old in c.metadata.isr(topic, 0) or None, TIMEOUT)
+    assert measured.restart_seconds("3.9.2", "zookeeper",
+                                    "kill")[1], "the restart was not measured for its mode"
     assert not measured.restart_seconds("3.9.2", "kraft", "kill")[1]
-    assert not measured.restart_seconds("3.9.2", "zookeeper", "clean")[1], "a restart after a kill counted as clean"
+    assert not measured.restart_seconds("3.9.2", "zookeeper",
+                                        "clean")[1], "a restart after a kill counted as clean"
 
 
 def test_kraft_controller_is_a_voter_and_failover_elects_another():
@@ -39,8 +43,8 @@ def test_kraft_controller_is_a_voter_and_failover_elects_another():
         old = c.metadata.controller()
         assert old in c.spec.controllers()
         c.node(old).kill()
-        new = wait_for("a new KRaft quorum leader", lambda: (x := c.metadata.controller()) not in (-1, old) and x,
-                       TIMEOUT)
+        new = wait_for("a new KRaft quorum leader",
+                       lambda: (x := c.metadata.controller()) not in (-1, old) and x, TIMEOUT)
         assert new in set(c.spec.controllers()) - {old}
 
 
@@ -55,10 +59,11 @@ with Cluster(ClusterSpec(brokers=1)) as c:
 
 
 @pytest.mark.parametrize("action, code", [("raise RuntimeError('test fails half-way')", 1),
-                                          ("import os, signal; os.kill(os.getpid(), signal.SIGTERM)", 143)])
+                                          ("import os, signal; os.kill(os.getpid(), "
+                                           "signal.SIGTERM)", 143)])
 def test_failing_or_terminated_run_leaves_no_container_or_network(action, code):
-    done = subprocess.run([sys.executable, "-c", CRASHING.format(action=action)], capture_output=True, text=True,
-                          timeout=180)
+    done = subprocess.run([sys.executable, "-c", CRASHING.format(action=action)],
+                          capture_output=True, text=True, timeout=180)
     assert "up" in done.stdout, done.stderr[-2000:]
     assert done.returncode == code
     client = docker.from_env()

@@ -6,9 +6,10 @@ from harness import engine
 
 
 def test_a_stalled_engine_call_keeps_the_engines_goroutine_stacks(tmp_path):
-    read_timeout = ("ReadTimeout: UnixHTTPConnectionPool(host='localhost', port=None): Read timed out. "
-                    "(read timeout=60)")
-    stuck = "EngineStuck: the Docker engine did not answer `docker pause kafka-3` within 30 s; its cgroup was thawed"
+    read_timeout = ("ReadTimeout: UnixHTTPConnectionPool(host='localhost', port=None): Read timed "
+                    "out. (read timeout=60)")
+    stuck = ("EngineStuck: the Docker engine did not answer `docker pause kafka-3` within 30 s; "
+             "its cgroup was thawed")
     assert engine.stalled(read_timeout) and engine.stalled(stuck)
     assert not engine.stalled("ClusterError: kafka-1 exited while starting")
     path = engine.dump_stacks(tmp_path)

@@ -38,13 +38,15 @@ def c():
 @pytest.fixture
 def topic(c):
     name = f"f-{uuid.uuid4().hex[:8]}"
-    c.metadata.create_topic(name, 1, 3, {"min.insync.replicas": "1", "unclean.leader.election.enable": "true"})
+    c.metadata.create_topic(name, 1, 3,
+                            {"min.insync.replicas": "1", "unclean.leader.election.enable": "true"})
     yield name
     c.heal()
     c.start_nodes([n.node_id for n in c.nodes if n.state() != "running"])
     for n in c.nodes:  # nothing left: no rule, no paused or stopped broker
         assert n.state() == "running"
-        assert "-A KCHAOS" not in c.firewall.rules(n.node_id) and "tbf" not in c.firewall.rules(n.node_id)
+        assert ("-A KCHAOS" not in c.firewall.rules(n.node_id)
+                and "tbf" not in c.firewall.rules(n.node_id))
 
 
 def fire(c, topic: str, fault: str, targets: list[int], **spec) -> dict:
@@ -55,7 +57,8 @@ def fire(c, topic: str, fault: str, targets: list[int], **spec) -> dict:
 def test_partition_fault_shrinks_isr_seen_in_metadata(c, topic):
     follower = next(r for r in c.metadata.replicas(topic, 0) if r != c.metadata.leader(topic, 0))
     t = Background(lambda: fire(c, topic, "isolate", [follower], **{"for": 15}))
-    wait_for("the isolated follower leaving the ISR", lambda: follower not in c.metadata.isr(topic, 0), TIMEOUT)
+    wait_for("the isolated follower leaving the ISR",
+             lambda: follower not in c.metadata.isr(topic, 0), TIMEOUT)
     t.result(60)
 
 
@@ -101,7 +104,8 @@ def test_bandwidth_cap_bounds_fetch_throughput(c, topic):
         return time.monotonic() - t0
 
     free = fetch_seconds()
-    c.firewall.link_fault(leader, "tc qdisc replace dev eth0 root tbf rate 2mbit burst 32kbit latency 400ms")
+    c.firewall.link_fault(leader, "tc qdisc replace dev eth0 root tbf rate 2mbit burst 32kbit "
+                                  "latency 400ms")
     capped = fetch_seconds()
     c.heal()
     # 1 MiB at 2 Mbit/s needs at least ~4 s; uncapped it takes well under that
@@ -123,14 +127,17 @@ def produce_round_trip_ms(c, topic: str, acks: str, sends: int = 25) -> float:
     return statistics.median(times)
 
 
-@pytest.mark.parametrize(("link", "acks", "delay_ms"), [("clients", "1", 200), ("replication", "all", 300)])
-def test_latency_delays_a_produce_round_trip_by_the_configured_amount(c, topic, link, acks, delay_ms):
+@pytest.mark.parametrize(("link", "acks", "delay_ms"),
+                         [("clients", "1", 200), ("replication", "all", 300)])
+def test_latency_delays_a_produce_round_trip_by_the_configured_amount(
+        c, topic, link, acks, delay_ms):
     leader = c.metadata.leader(topic, 0)
-    target = leader if link == "clients" else next(r for r in c.metadata.isr(topic, 0) if r != leader)
+    target = leader if link == "clients" else next(
+        r for r in c.metadata.isr(topic, 0) if r != leader)
     plain = produce_round_trip_ms(c, topic, acks)
     fired: dict = {}
-    t = Background(lambda: fired.update(fire(c, topic, "latency", [target], link=link, latency_ms=delay_ms,
-                                                **{"for": 15})))
+    t = Background(lambda: fired.update(fire(c, topic, "latency", [target], link=link,
+                                             latency_ms=delay_ms, **{"for": 15})))
     wait_for("the latency rule", lambda: "NFQUEUE" in c.firewall.rules(target), 20)
     slowed = produce_round_trip_ms(c, topic, acks)
     t.result(30)
@@ -143,22 +150,25 @@ def test_zombie_leader_is_replaced_while_it_still_accepts_connections(c, topic):
     old = c.metadata.leader(topic, 0)
     t = Background(lambda: fire(c, topic, "zombie", [old], **{"for": 25}))
     new = wait_for("a new leader elected away from the zombie",
-                     lambda: (lead := c.metadata.leader(topic, 0)) not in (-1, old) and lead, TIMEOUT)
+                   lambda: (lead := c.metadata.leader(topic, 0)) not in (-1, old) and lead, TIMEOUT)
     assert new != old
     with socket.create_connection(("127.0.0.1", c.node(old).external_port), timeout=3):
         pass  # clients still reach the old leader
-    wait_for("the zombie answering metadata requests",  # and it still answers them (a transient error is retried)
-             lambda: c.metadata.admin([old]).list_topics(timeout=3).brokers, 8)  # well inside its 25 s
+    # and it still answers them (a transient error is retried)
+    wait_for("the zombie answering metadata requests",
+             # well inside its 25 s
+             lambda: c.metadata.admin([old]).list_topics(timeout=3).brokers, 8)
     t.result(60)
 
 
-# A crashed member's partitions move once its session (10 s for both protocols, see harness.broker_config) expires;
-# Kafka's KIP-848 default of 45 s would not make it.
+# A crashed member's partitions move once its session (10 s for both protocols, see
+# harness.broker_config) expires; Kafka's KIP-848 default of 45 s would not make it.
 TAKEOVER_S = 30
 
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
-def test_consumer_kill_crashes_a_member_and_the_group_takes_over_its_partitions(c, tmp_path, protocol):
+def test_consumer_kill_crashes_a_member_and_the_group_takes_over_its_partitions(
+        c, tmp_path, protocol):
     topic = f"g-{uuid.uuid4().hex[:8]}"
     c.metadata.create_topic(topic, 4, 3, {"min.insync.replicas": "2"})
     producer = Producer({"bootstrap.servers": c.bootstrap_servers()})
@@ -166,12 +176,15 @@ def test_consumer_kill_crashes_a_member_and_the_group_takes_over_its_partitions(
         producer.produce(topic, encode(0, seq, 32), partition=seq % 4)
     assert producer.flush(30) == 0
     spec = ConsumerSpec(count=2, group=topic, group_protocol=protocol)
-    consumers = [ClientProcess("consumer", i, spec, (topic,), 4, c.bootstrap_servers(), tmp_path).start()
+    consumers = [ClientProcess("consumer", i, spec, (topic,), 4, c.bootstrap_servers(), tmp_path)
+                 .start()
                  for i in range(2)]
     try:
         wait_for("both members assigned and all 200 records read",
-                   lambda: {e["source"] for e in rows(tmp_path, "events")} == {"consumer-0", "consumer-1"}
-                   and len({(r["partition"], r["offset"]) for r in rows(tmp_path, "reads")}) == 200, TIMEOUT)
+                   lambda: {e["source"] for e in rows(tmp_path, "events")}
+                 == {"consumer-0", "consumer-1"}
+                   and len({(r["partition"], r["offset"]) for r in rows(tmp_path, "reads")}) == 200,
+                 TIMEOUT)
         ctx = Ctx(c, topic, random.Random(1), threading.Event(), Clients(consumers=consumers))
         t = Background(lambda: OPS["consumer-kill"](ctx, fault_spec(fault="consumer-kill", target=0,
                                                                            **{"for": 20}), []))
@@ -189,16 +202,19 @@ def test_consumer_kill_crashes_a_member_and_the_group_takes_over_its_partitions(
     record_committed(c.bootstrap_servers(), topic, topic, 4, history)
     history.close(compact=False)
     committed = [e["offset"] for e in rows(tmp_path / "main", "events") if e["kind"] == "committed"]
-    assert len(committed) == 4 and sum(committed) == 200  # commit-after-processing covered every record read
+    # commit-after-processing covered every record read
+    assert len(committed) == 4 and sum(committed) == 200
 
 
 def held(directory, source: str) -> set[int]:
-    """The partitions a group member holds after its assign, revoke and lost events so far (eager, incremental)."""
+    """The partitions a group member holds after its assign, revoke and lost events so far (eager,
+    incremental)."""
     holding: set[int] = set()
     moves = [e for e in rows(directory, "events")
              if e["source"] == source and e["kind"] in ("assign", "revoke", "lost")]
     for e in sorted(moves, key=lambda e: e["t"]):
-        holding = holding | {e["partition"]} if e["kind"] == "assign" else holding - {e["partition"]}
+        holding = (holding | {e["partition"]} if e["kind"] == "assign"
+                   else holding - {e["partition"]})
     return holding
 
 

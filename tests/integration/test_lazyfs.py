@@ -1,5 +1,5 @@
-"""lazyfs, the filesystem under a power-loss broker, mounted on this host: what an fsync kept survives a power
-loss, and nothing else does."""
+"""lazyfs, the filesystem under a power-loss broker, mounted on this host: what an fsync kept
+survives a power loss, and nothing else does."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ class Mounted:
     socket: Path
 
     def ctl(self, command: str) -> dict:
-        out = subprocess.run([str(lazydisk.binary()), "ctl", str(self.socket), command], capture_output=True,
-                             text=True, check=True).stdout
+        out = subprocess.run([str(lazydisk.binary()), "ctl", str(self.socket), command],
+                             capture_output=True, text=True, check=True).stdout
         return json.loads(out)
 
     def write(self, name: str, data: bytes, at: int | None = None, sync: bool = False) -> None:

@@ -1,5 +1,6 @@
-"""The nemesis on real brokers: fault lines run side by side, an op never hits a broker another line's op holds,
-every planned op is accounted for, and chaos that did not happen makes the verdict unknown."""
+"""The nemesis on real brokers: fault lines run side by side, an op never hits a broker another
+line's op holds, every planned op is accounted for, and chaos that did not happen makes the verdict
+unknown."""
 
 from __future__ import annotations
 
@@ -15,9 +16,12 @@ SCENARIO = {
     "name": "two-lines", "duration": "20s", "seed": 3,
     "producer": {"count": 1, "rate": 200}, "consumer": {"count": 1},
     "faults": [
-        {"fault": "kill", "target": 1, "after": "2s", "every": "60s", "for": "10s"},  # holds broker 1 down 10 s+
-        {"fault": "pause", "target": 1, "after": "5s", "every": "60s", "for": "1s"},  # finds broker 1 held
-        {"fault": "pause", "target": 3, "after": "4s", "every": "4s", "for": "1s"},  # must keep its own pace
+        # holds broker 1 down 10 s+
+        {"fault": "kill", "target": 1, "after": "2s", "every": "60s", "for": "10s"},
+        # finds broker 1 held
+        {"fault": "pause", "target": 1, "after": "5s", "every": "60s", "for": "1s"},
+        # must keep its own pace
+        {"fault": "pause", "target": 3, "after": "4s", "every": "4s", "for": "1s"},
     ],
 }
 
@@ -28,22 +32,26 @@ def test_lines_run_side_by_side_and_a_line_that_never_fired_makes_the_run_unknow
     rows = pq.read_table(out.run_dir / "history" / "faults.parquet").to_pylist()
     ops = [r | {"detail": json.loads(r["detail"])} for r in rows if r["fault"] != "heal"]
     # rows are written as ops end: the skipped pause ends long before the kill that held its broker
-    assert sorted((r["line"], r["outcome"]) for r in ops if r["line"] != 2) == [(0, "fired"), (1, "skipped")]
+    assert sorted((r["line"], r["outcome"]) for r in ops if r["line"] != 2) == [
+        (0, "fired"), (1, "skipped")]
     skipped = next(r for r in ops if r["line"] == 1)
-    assert skipped["detail"]["skipped"] == "brokers [1] were held by another fault line's op", skipped
+    assert (skipped["detail"]["skipped"]
+            == "brokers [1] were held by another fault line's op"), skipped
     paced = [r for r in ops if r["line"] == 2]
     assert [r["detail"]["planned_at"] for r in paced] == [4.0, 8.0, 12.0, 16.0]
     assert all(r["outcome"] == "fired" and r["detail"]["delay_s"] < 1.0 for r in paced), paced
     r = out.result
     assert r.verdict is None and r.facts.ops == {"fired": 5, "skipped": 1}
-    assert any(u.startswith("the chaos did not happen as planned: fault line 1 (pause) never took effect: 1 skipped")
+    assert any(u.startswith("the chaos did not happen as planned: fault line 1 (pause) never took "
+                            "effect: 1 skipped")
                for u in r.unknown_because), r.unknown_because
 
 
 MIX = {
     "name": "mixed", "duration": "20s", "seed": 11,
     "producer": {"count": 1, "rate": 200}, "consumer": {"count": 1},
-    "faults": [{"fault": "mix", "kinds": ["pause", "isolate", "tcp-reset"], "after": "2s", "every": "4s", "for": "1s"}],
+    "faults": [{"fault": "mix", "kinds": ["pause", "isolate", "tcp-reset"], "after": "2s",
+                "every": "4s", "for": "1s"}],
 }
 
 
@@ -53,7 +61,8 @@ def test_a_mix_fires_the_kinds_and_targets_its_seed_drew(tmp_path):
     assert len({o.fault for o in planned}) > 1  # the seed mixes kinds
     out = run_and_check(scenario, tmp_path / "runs")
     rows = pq.read_table(out.run_dir / "history" / "faults.parquet").to_pylist()
-    ops = sorted((r["planned"], r["fault"], json.loads(r["detail"])["target"], r["outcome"]) for r in rows
+    ops = sorted((r["planned"], r["fault"], json.loads(r["detail"])["target"], r["outcome"])
+                 for r in rows
                  if r["fault"] != "heal")
     assert [(fault, target, outcome) for _, fault, target, outcome in ops] == [
         (o.fault, o.target, "fired") for o in planned]

@@ -22,5 +22,7 @@ def test_three_brokers_of_each_era_roundtrip_records(version, metadata):
     with Cluster(ClusterSpec(version=version)) as c:
         assert c.spec.metadata == metadata
         code, out = c.nodes[0].sh("java -version 2>&1")
-        assert code == 0 and (f'"1.{java_for(version)}.' if java_for(version) == 8 else f'"{java_for(version)}.') in out
-        roundtrip(c, idempotent=release(version) >= (0, 11))  # idempotent producers came with KIP-98 in 0.11
+        assert code == 0 and (f'"1.{java_for(version)}.' if java_for(version) == 8
+                              else f'"{java_for(version)}.') in out
+        # idempotent producers came with KIP-98 in 0.11
+        roundtrip(c, idempotent=release(version) >= (0, 11))

@@ -1,4 +1,5 @@
-"""A broker on lazyfs that loses power keeps what it fsynced and loses what it had not, on a real Kafka broker."""
+"""A broker on lazyfs that loses power keeps what it fsynced and loses what it had not, on a real
+Kafka broker."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from contracts.versions import DEFAULT_VERSION
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="lazyfs needs /dev/fuse and root to build and mount")
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="lazyfs needs /dev/fuse and root to "
+                                                          "build and mount")
 SENT = 500
 
 

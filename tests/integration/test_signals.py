@@ -1,5 +1,6 @@
-"""SIGINT and SIGTERM to a run's whole process group, as Ctrl-C and a cancelled CI job send them, at several
-phases: the run ends within 30 s with the shell's code, its history readable and nothing of it left running."""
+"""SIGINT and SIGTERM to a run's whole process group, as Ctrl-C and a cancelled CI job send them, at
+several phases: the run ends within 30 s with the shell's code, its history readable and nothing of
+it left running."""
 
 from __future__ import annotations
 
@@ -30,13 +31,16 @@ def phase_of(runs) -> str:
 
 
 @pytest.mark.parametrize("phase, sig", [("cluster", signal.SIGTERM), ("faults", signal.SIGINT),
-                                        pytest.param("drain", signal.SIGTERM, marks=pytest.mark.slow),
-                                        pytest.param("done", signal.SIGINT, marks=pytest.mark.slow)])
+                                        pytest.param(
+                                            "drain", signal.SIGTERM, marks=pytest.mark.slow),
+                                        pytest.param(
+                                            "done", signal.SIGINT, marks=pytest.mark.slow)])
 def test_a_signal_to_the_group_ends_the_run_cleanly(tmp_path, phase, sig):
     (tmp_path / "s.yaml").write_text(SCENARIO)
     runs = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-m", "kchaos", "run", str(tmp_path / "s.yaml"), "--runs-dir",
-                             str(runs)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen([
+        sys.executable, "-m", "kchaos", "run", str(tmp_path / "s.yaml"), "--runs-dir",
+        str(runs)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + 240
     while phase_of(runs) != phase and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -51,6 +55,7 @@ def test_a_signal_to_the_group_ends_the_run_cleanly(tmp_path, phase, sig):
     assert not client.networks.list(filters={"label": OWNER})
     history = next(runs.glob("signalled/*/history"))
     tables = list(history.glob("*.parquet"))
-    assert not list(history.glob("*.jsonl")) and (phase == "cluster" or any(t.stem == "sends" for t in tables))
+    assert not list(history.glob("*.jsonl")) and (
+        phase == "cluster" or any(t.stem == "sends" for t in tables))
     for table in tables:
         pq.read_table(table)  # compacted whole: readable

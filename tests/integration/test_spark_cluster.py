@@ -1,4 +1,5 @@
-"""The cluster path is real: a Spark standalone master and two workers on 127.0.0.1 give the local-mode results."""
+"""The cluster path is real: a Spark standalone master and two workers on 127.0.0.1 give the
+local-mode results."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import pytest
 from bench import spark_cluster
 from tests.histories import clean
 
-pytestmark = pytest.mark.slow  # make test-all only: a standalone Spark cluster beside the local session
+# make test-all only: a standalone Spark cluster beside the local session
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
@@ -24,5 +26,6 @@ def test_standalone_cluster_gives_the_local_results(standalone, tmp_path):
     _, remote = spark_cluster.results(history, standalone, timeout_s=600)
     assert remote["master"] == standalone and local["master"].startswith("local")
     assert spark_cluster.differences(local, remote) == []
-    assert local["anomalies"]["lost-write"]["count"] == 1 and local["anomalies"]["duplicate"]["count"] == 1
+    assert (local["anomalies"]["lost-write"]["count"] == 1
+            and local["anomalies"]["duplicate"]["count"] == 1)
     assert remote["anomalies"]["lost-write"]["examples"][0]["seq"] == 0

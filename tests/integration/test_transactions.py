@@ -1,5 +1,6 @@
-"""Transactions on real brokers: transactional producers commit and abort across partitions and two topics while a
-leader dies; read_committed readers see no aborted value, and the same readers judged wrongly are caught."""
+"""Transactions on real brokers: transactional producers commit and abort across partitions and two
+topics while a leader dies; read_committed readers see no aborted value, and the same readers judged
+wrongly are caught."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from runloop.check import check, run_and_check
 SCENARIO = {
     "name": "txn-short", "duration": "25s", "seed": 5,
     "topic": {"partitions": 3, "replication_factor": 3, "min_insync_replicas": 2},
-    "producer": {"count": 2, "transactional": True, "txn_sends": 5, "txn_topics": 2, "abort_ratio": 0.3, "rate": 200},
+    "producer": {"count": 2, "transactional": True, "txn_sends": 5, "txn_topics": 2,
+                 "abort_ratio": 0.3, "rate": 200},
     "consumer": {"count": 2, "mode": "assign", "isolation": "both"},
     "faults": [{"fault": "kill", "target": "leader", "after": "5s", "every": "30s", "for": "4s"}],
 }
@@ -33,20 +35,24 @@ def fates_of(run_dir, table: str) -> dict[str, int]:
 
 
 def reused_sequence_acks(run_dir) -> set[tuple[str, int, int]]:
-    """Positions where a send was acknowledged at the offset of another value of its own producer, one an abort had
-    purged as never sent: librdkafka reusing that value's sequence number (CLIENT_BUG)."""
+    """Positions where a send was acknowledged at the offset of another value of its own producer,
+    one an abort had purged as never sent: librdkafka reusing that value's sequence number
+    (CLIENT_BUG)."""
     sends = rows(run_dir, "sends")
-    purged = {(s["producer"], s["seq"]) for s in sends if s["outcome"] == "info" and (s["error"] or "").startswith(
+    purged = {(s["producer"], s["seq"]) for s in sends if s["outcome"] == "info"
+              and (s["error"] or "").startswith(
         "_PURGE")}
-    held = {(r["topic"], r["partition"], r["offset"]): (r["producer"], r["seq"]) for r in rows(run_dir, "replicas")}
+    held = {(r["topic"], r["partition"], r["offset"]): (r["producer"], r["seq"])
+            for r in rows(run_dir, "replicas")}
     return {(s["topic"], s["partition"], s["offset"]) for s in sends
-            if s["outcome"] == "ok" and (v := held.get((s["topic"], s["partition"], s["offset"]))) in purged
+            if s["outcome"] == "ok"
+            and (v := held.get((s["topic"], s["partition"], s["offset"]))) in purged
             and v[0] == s["producer"] and v[1] != s["seq"]}
 
 
 def spans(run_dir) -> set[tuple[int, int]]:
-    """The (producer, txn) whose acknowledged sends reached both topics, each of them read by the drain, found in the
-    replica dump and sampled for leaders and ISRs."""
+    """The (producer, txn) whose acknowledged sends reached both topics, each of them read by the
+    drain, found in the replica dump and sampled for leaders and ISRs."""
     topics: dict[tuple[int, int], set[str]] = {}
     for s in rows(run_dir, "sends"):
         if s["outcome"] == "ok":
@@ -56,7 +62,8 @@ def spans(run_dir) -> set[tuple[int, int]]:
     assert drained == {r["topic"] for r in replicas} == {"chaos", "chaos-2"}
     assert {(r["topic"], r["partition"]) for r in rows(run_dir, "metadata")} == {
         (t, p) for t in ("chaos", "chaos-2") for p in range(3)}  # the sampler watched both topics
-    assert all(r["transactional"] and r["producer_id"] >= 0 and r["sequence"] >= 0 for r in replicas)
+    assert all(r["transactional"] and r["producer_id"] >= 0 and r["sequence"] >= 0
+               for r in replicas)
     return {k for k, t in topics.items() if t == {"chaos", "chaos-2"}}
 
 
@@ -64,23 +71,27 @@ def test_transactions_through_a_leader_kill_pass_and_a_misjudged_reader_is_caugh
     (scenario,) = expand(SCENARIO, "test")
     out = run_and_check(scenario, tmp_path / "runs")
     fates = fates_of(out.run_dir, "txns")
-    # the killed leader may be the active KRaft controller too, which stalls every transaction until another takes
-    # over: the bounds hold for that run as well
+    # the killed leader may be the active KRaft controller too, which stalls every transaction until
+    # another takes over: the bounds hold for that run as well
     assert fates["committed"] > 30 and fates["aborted"] > 10, fates
     r = out.result
     assert r.facts.transactional and r.facts.ops == {"fired": 1}
     if r.verdict is False and (reused := reused_sequence_acks(out.run_dir)):
-        # the client's bug, found again (a kill as a batch reaches the leader, then an abort): the verdict is right,
-        # and every position it flags must be one of these acknowledgements
-        assert set(r.forbidden) <= {"lost-committed", "inconsistent-offset", "torn-transaction"}, r.forbidden
-        assert r.forbidden["inconsistent-offset"] == len(reused) >= r.forbidden.get("lost-committed", 0), r.forbidden
-        pytest.xfail(f"librdkafka reused a purged message's sequence number at {sorted(reused)} ({CLIENT_BUG})")
+        # the client's bug, found again (a kill as a batch reaches the leader, then an abort): the
+        # verdict is right, and every position it flags must be one of these acknowledgements
+        assert set(r.forbidden) <= {"lost-committed", "inconsistent-offset",
+                                    "torn-transaction"}, r.forbidden
+        assert (r.forbidden["inconsistent-offset"] == len(reused)
+                >= r.forbidden.get("lost-committed", 0)), r.forbidden
+        pytest.xfail(f"librdkafka reused a purged message's sequence number at {sorted(reused)} "
+                     f"({CLIENT_BUG})")
     assert r.verdict is True, "\n".join([str(r.forbidden), *r.unknown_because])
     assert r.counts["aborted-read"] == r.counts["poll-skip"] == r.counts["torn-transaction"] == 0
     spanning = spans(out.run_dir)
     assert len(spanning) > 20, len(spanning)  # transactions that wrote to both topics
 
-    # The same history, its read_uncommitted reader held to read_committed: the aborted values it read are caught.
+    # The same history, its read_uncommitted reader held to read_committed: the aborted values it
+    # read are caught.
     judged = scenario.model_copy(update={"consumer": scenario.consumer.model_copy(
         update={"judged_as": "read_committed"})})
     again = check(judged, out.run_dir).result
@@ -102,14 +113,17 @@ def test_an_exactly_once_stage_copies_every_record_once_through_a_crash(tmp_path
     fates = fates_of(out.run_dir, "copy_txns")
     assert fates["committed"] > 20 and fates["aborted"] > 3, fates
     r = out.result
-    assert r.facts.copy_commits == "known" and r.facts.copy_behind == [] and r.facts.ops == {"fired": 1}
+    assert (r.facts.copy_commits == "known" and r.facts.copy_behind == []
+            and r.facts.ops == {"fired": 1})
     assert r.verdict is True, "\n".join([str(r.forbidden), *r.unknown_because])
     assert r.counts["eos-loss"] == r.counts["eos-duplicate"] == 0
     copied = sum(1 for c in rows(out.run_dir, "copies") if c["outcome"] == "ok")
-    assert copied >= r.metrics.acked, (copied, r.metrics.acked)  # every input record, aborted copies besides
+    # every input record, aborted copies besides
+    assert copied >= r.metrics.acked, (copied, r.metrics.acked)
 
 
-@pytest.mark.slow  # make test-all: the fast tier's two tests above already run the stage and transactions
+# make test-all: the fast tier's two tests above already run the stage and transactions
+@pytest.mark.slow
 def test_a_stage_committing_offsets_outside_its_transactions_is_caught_losing_copies(tmp_path):
     broken = EOS | {"name": "eos-outside", "duration": "15s", "faults": [],
                     "copier": EOS["copier"] | {"offsets": "outside"}}

@@ -1,4 +1,5 @@
-"""The unclean-election sequence on real brokers: the lagging replica leads only when Kafka allows it."""
+"""The unclean-election sequence on real brokers: the lagging replica leads only when Kafka allows
+it."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ pytestmark = pytest.mark.slow  # make test-all only: five brokers
 
 @pytest.fixture(scope="module")
 def five():
-    """Five brokers, KRaft voters 1-3; topics on 3, 4, 5 so that killing an ISR never breaks the quorum."""
+    """Five brokers, KRaft voters 1-3; topics on 3, 4, 5 so that killing an ISR never breaks the
+    quorum."""
     with Cluster(ClusterSpec(brokers=5, config=FAST_ISR)) as cluster:
         yield cluster
 
@@ -36,7 +38,8 @@ def restored(five):
 def test_unclean_sequence_elects_the_lagging_replica_only_when_allowed(five, unclean):
     c, topic = five, f"u-{uuid.uuid4().hex[:8]}"
     c.metadata.create_topic(topic, 1, 3, {"min.insync.replicas": "1",
-                                          "unclean.leader.election.enable": str(unclean).lower()}, replicas=[3, 4, 5])
+                                          "unclean.leader.election.enable": str(unclean).lower()},
+                            replicas=[3, 4, 5])
     p = Producer({"bootstrap.servers": c.bootstrap_servers(), "acks": "1"})
     stop = threading.Event()
 
@@ -56,10 +59,12 @@ def test_unclean_sequence_elects_the_lagging_replica_only_when_allowed(five, unc
     stop.set()
     writer.result(5)
     t.result(0)
-    p.purge()  # its queue would otherwise keep retrying the cluster's ports after the module removed it
+    # its queue would otherwise keep retrying the cluster's ports after the module removed it
+    p.purge()
     p.flush(2)
-    # Within this window the lagging replica can lead only through an unclean election (the preferred-leader
-    # rebalance runs every 300 s); without one the partition is leaderless until an ISR member returns.
+    # Within this window the lagging replica can lead only through an unclean election (the
+    # preferred-leader rebalance runs every 300 s); without one the partition is leaderless until an
+    # ISR member returns.
     lagging = result["lagging"]
     if unclean:
         assert lagging in leaders, (result, leaders)

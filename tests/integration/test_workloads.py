@@ -1,4 +1,5 @@
-"""Workloads against real brokers: the history agrees with Kafka's own offsets and survives a SIGKILL."""
+"""Workloads against real brokers: the history agrees with Kafka's own offsets and survives a
+SIGKILL."""
 
 from __future__ import annotations
 
@@ -26,10 +27,12 @@ from workloads.drain import final_drain
 from workloads.producer import ProducerClient
 
 TOPIC = "chaos"
-# On a loaded machine a broker may take longer than the default message timeout to serve a partition; this test
-# checks the history against Kafka's offsets, not latency, so it waits out a slow broker
+# On a loaded machine a broker may take longer than the default message timeout to serve a
+# partition; this test checks the history against Kafka's offsets, not latency, so it waits out a
+# slow broker
 SLOW_BROKER_MS = 120_000
-ENOUGH = 1500  # sends in 5 s at 5 x 200 a second: a workload thread short of CPU falls behind, never ahead
+# sends in 5 s at 5 x 200 a second: a workload thread short of CPU falls behind, never ahead
+ENOUGH = 1500
 LOG_WORTH = re.compile(rf"(Leader|Follower) {TOPIC}-\d starts|ISR from|fenced|ERROR|WARN")
 
 
@@ -40,25 +43,30 @@ def kraft():
 
 
 def _why_not_ok(sends: pd.DataFrame, events: pd.DataFrame, cluster: Cluster) -> str:
-    """What a failed healthy run needs to be told apart: each partition's outcomes with when they were sent and how
-    long they took, the producers' request counters, and the brokers' log lines on ISR changes and errors."""
+    """What a failed healthy run needs to be told apart: each partition's outcomes with when they
+    were sent and how long they took, the producers' request counters, and the brokers' log lines on
+    ISR changes and errors."""
     at = (sends.t_invoke - sends.t_invoke.min()) / 1e9
-    s = sends.assign(at_s=at, took_s=(sends.t_complete - sends.t_invoke) / 1e9, error=sends.error.fillna("-"))
-    table = s.groupby(["partition", "outcome", "error"]).agg(n=("seq", "size"), first_s=("at_s", "min"),
-                                                             last_s=("at_s", "max"), max_took_s=("took_s", "max"))
+    s = sends.assign(at_s=at, took_s=(sends.t_complete - sends.t_invoke) / 1e9,
+                     error=sends.error.fillna("-"))
+    table = s.groupby(["partition", "outcome", "error"]).agg(
+        n=("seq", "size"), first_s=("at_s", "min"), last_s=("at_s", "max"),
+        max_took_s=("took_s", "max"))
     requests = events[events.kind == "requests"].groupby("source").detail.last().to_dict()
     logs = {n.node_id: [line for line in n.log_text().splitlines() if LOG_WORTH.search(line)][-8:]
             for n in cluster.nodes}
     return f"{table.round(1).to_string()}\nrequests: {requests}\nbroker logs: {logs}"
 
 
-def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_offsets(kraft, tmp_path):
+def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_offsets(
+        kraft, tmp_path):
     kraft.metadata.create_topic(TOPIC, 3, 3, {"min.insync.replicas": "2"})
     h = HistoryWriter(tmp_path / "history")
     boot = kraft.bootstrap_servers()
     consumer = ConsumerClient(0, ConsumerSpec(), (TOPIC,), 3, boot, h).start()
     producers = [ProducerClient(i, ProducerSpec(rate=200, compression=codec, keyed=i == 0,
-                                                message_timeout_ms=SLOW_BROKER_MS), TOPIC, boot, h).start()
+                                                message_timeout_ms=SLOW_BROKER_MS), TOPIC, boot, h)
+                 .start()
                  for i, codec in enumerate(("none", "gzip", "snappy", "lz4", "zstd"))]
     time.sleep(5)
     for p in producers:
@@ -76,27 +84,33 @@ def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_of
     reads = pq.read_table(tmp_path / "history" / "reads.parquet").to_pandas()
     events = pq.read_table(tmp_path / "history" / "events.parquet").to_pandas()
     ok = sends[sends.outcome == "ok"]
-    trouble = events[events.kind.isin([k.value for k in CLIENT_TROUBLE])][["source", "kind", "detail"]]
-    assert len(ok) == len(sends) > ENOUGH, (f"{_why_not_ok(sends, events, kraft)}\n"
-                                          f"trouble: {trouble.drop_duplicates().head(10).to_dict('records')}")
+    trouble = events[events.kind.isin([k.value for k in CLIENT_TROUBLE])][[
+        "source", "kind", "detail"]]
+    assert len(ok) == len(sends) > ENOUGH, (f"{_why_not_ok(sends, events, kraft)}\ntrouble: "
+                                            f"{trouble.drop_duplicates().head(10).to_dict('records')}")
     final = reads[reads.phase == "final"]
     assert len(final) == len(ok)  # exactly once: no more, no fewer rows than acks
-    assert set(zip(final.producer, final.seq, strict=True)) == set(zip(ok.producer, ok.seq, strict=True))
+    assert set(zip(final.producer, final.seq, strict=True)) == set(zip(
+        ok.producer, ok.seq, strict=True))
     ends = events[events.kind == "final-end"].set_index("partition")["offset"].to_dict()
     assert sum(ends.values()) == len(ok)  # Kafka's end offsets agree with our acks
     assert ok.groupby("partition").size().to_dict() == ends
     assert set(events.kind) >= {"assign", "final-end"}
-    keyed = ok[ok.producer == 0]  # the partitioner runs per message in a batch: one partition per key
+    # the partitioner runs per message in a batch: one partition per key
+    keyed = ok[ok.producer == 0]
     assert keyed.key.nunique() == 16 and (keyed.groupby("key").partition.nunique() == 1).all()
     assert keyed.partition.nunique() > 1
-    # every replica's segment files hold each acked value at its acked offset, in the first leader's epoch
+    # every replica's segment files hold each acked value at its acked offset, in the first leader's
+    # epoch
     replicas = pq.read_table(tmp_path / "history" / "replicas.parquet").to_pandas()
     acked = set(zip(ok.partition, ok.offset, ok.producer, ok.seq, strict=True))
     for broker in (1, 2, 3):
         r = replicas[replicas.broker == broker]
-        assert set(zip(r.partition, r.offset, r.producer, r.seq, strict=True)) == acked and len(r) == len(ok)
+        assert set(zip(r.partition, r.offset, r.producer, r.seq,
+                       strict=True)) == acked and len(r) == len(ok)
     assert replicas.checksum_ok.all() and set(replicas.leader_epoch) == {0}
-    # Kafka's producer fields: one producer id per (idempotent) client, its sequences 0, 1, ... per partition
+    # Kafka's producer fields: one producer id per (idempotent) client, its sequences 0, 1, ... per
+    # partition
     assert (replicas.groupby("producer").producer_id.nunique() == 1).all()
     assert replicas.producer_id.nunique() == 5 and (replicas.producer_epoch == 0).all()
     assert not replicas.transactional.any()
@@ -106,7 +120,8 @@ def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_of
 
 def test_drain_reads_what_lands_while_its_ends_settle(kraft, tmp_path, monkeypatch):
     kraft.metadata.create_topic("moving", 3, 3)
-    producer = Producer({"bootstrap.servers": kraft.bootstrap_servers(), "acks": "all", "log_level": 0})
+    producer = Producer({"bootstrap.servers": kraft.bootstrap_servers(), "acks": "all",
+                         "log_level": 0})
 
     def write(n: int) -> None:
         for i in range(n):
@@ -115,7 +130,8 @@ def test_drain_reads_what_lands_while_its_ends_settle(kraft, tmp_path, monkeypat
 
     settles: list[float] = []
 
-    def settle(seconds: float) -> None:  # the first settle finds 300 more records behind the ends it read to
+    # the first settle finds 300 more records behind the ends it read to
+    def settle(seconds: float) -> None:
         if seconds == drain.SETTLE_S:  # not a retry's pause
             if not settles:
                 write(300)
@@ -123,15 +139,16 @@ def test_drain_reads_what_lands_while_its_ends_settle(kraft, tmp_path, monkeypat
         time.sleep(seconds)
 
     write(300)
-    monkeypatch.setattr(drain, "time", type("Clock", (), {"sleep": staticmethod(settle),
-                                                           "monotonic": staticmethod(time.monotonic)}))
+    clock = {"sleep": staticmethod(settle), "monotonic": staticmethod(time.monotonic)}
+    monkeypatch.setattr(drain, "time", type("Clock", (), clock))
     h = HistoryWriter(tmp_path / "history")
     reached = final_drain(kraft.bootstrap_servers(), "moving", 3, h)
     h.close()
     assert all(reached.values()) and len(settles) == 2
     reads = pq.read_table(tmp_path / "history" / "reads.parquet").to_pandas()
     events = pq.read_table(tmp_path / "history" / "events.parquet").to_pandas()
-    assert len(reads) == 600 and reads.groupby("partition").offset.max().to_dict() == {0: 199, 1: 199, 2: 199}
+    assert len(reads) == 600 and reads.groupby("partition").offset.max().to_dict() == {
+        0: 199, 1: 199, 2: 199}
     assert events[events.kind == "final-end"].offset.tolist() == [200, 200, 200]
 
 
@@ -141,8 +158,9 @@ def test_sends_with_the_cluster_stopped_end_info_or_fail_never_ok(kraft, tmp_pat
     for n in kraft.nodes:
         n.kill()
     try:
-        p = ProducerClient(0, ProducerSpec(rate=50, message_timeout_ms=3000, request_timeout_ms=1000), "down",
-                           kraft.bootstrap_servers(), h).start()
+        p = ProducerClient(0,
+                           ProducerSpec(rate=50, message_timeout_ms=3000, request_timeout_ms=1000),
+                           "down", kraft.bootstrap_servers(), h).start()
         time.sleep(3)
         p.stop()
         p.join(30)
@@ -170,7 +188,8 @@ time.sleep(600)
 def test_sigkilled_workload_leaves_a_readable_analyzable_history(kraft, tmp_path, spark):
     kraft.metadata.create_topic("killed", 1, 3, {"min.insync.replicas": "2"})
     d = tmp_path / "history"
-    proc = subprocess.Popen([sys.executable, "-c", WORKLOAD.format(topic="killed", boot=kraft.bootstrap_servers()),
+    proc = subprocess.Popen([sys.executable, "-c",
+                             WORKLOAD.format(topic="killed", boot=kraft.bootstrap_servers()),
                              str(d)], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "started"
     time.sleep(4)

@@ -1,4 +1,5 @@
-"""Faults on a ZooKeeper-mode cluster, where the controller is one of the brokers and shares their listener."""
+"""Faults on a ZooKeeper-mode cluster, where the controller is one of the brokers and shares their
+listener."""
 
 from __future__ import annotations
 
@@ -21,15 +22,18 @@ pytestmark = pytest.mark.slow  # make test-all only: ZooKeeper-mode clusters on 
 
 @pytest.mark.parametrize("fault", ["last-replica-standing", "last-replica-power-loss"])
 def test_last_replica_with_the_controller_among_the_cut_off_followers(fault):
-    """Whoever the controller is, the op must see the ISR shrink to the leader and bring the leader back (a cut-off
-    power-loss leader must still hear the controller answer its AlterIsr)."""
-    with Cluster(ClusterSpec(version="3.9.2", metadata="zookeeper", config=FAST_ISR, lazy_disk=True)) as c:
+    """Whoever the controller is, the op must see the ISR shrink to the leader and bring the leader
+    back (a cut-off power-loss leader must still hear the controller answer its AlterIsr)."""
+    with Cluster(ClusterSpec(version="3.9.2", metadata="zookeeper", config=FAST_ISR,
+                             lazy_disk=True)) as c:
         controller = c.metadata.controller()
         leader, third = [n for n in c.node_ids() if n != controller]
         topic = f"lr-{uuid.uuid4().hex[:8]}"
-        c.metadata.create_topic(topic, 1, 3, {"min.insync.replicas": "2"}, replicas=[leader, controller, third])
+        c.metadata.create_topic(topic, 1, 3, {"min.insync.replicas": "2"},
+                                replicas=[leader, controller, third])
         ctx, done = Ctx(c, topic, random.Random(1), threading.Event()), threading.Event()
-        writer = threading.Thread(target=write_until, args=(c.bootstrap_servers(), topic, done), daemon=True)
+        writer = threading.Thread(target=write_until, args=(c.bootstrap_servers(), topic, done),
+                                  daemon=True)
         writer.start()  # followers fall out of the ISR only when the leader has records they lack
         try:
             row = OPS[fault](ctx, fault_spec(fault=fault, for_="10s"), [])
@@ -39,7 +43,8 @@ def test_last_replica_with_the_controller_among_the_cut_off_followers(fault):
         assert (row["leader"], sorted(row["followers"])) == (leader, sorted([controller, third]))
         assert c.stopped() == []
         if fault == "last-replica-power-loss":
-            assert row["leader_while_down"] == -1  # once its session expired: no eligible leader replicas here
+            # once its session expired: no eligible leader replicas here
+            assert row["leader_while_down"] == -1
 
 
 def write_until(bootstrap: str, topic: str, done: threading.Event) -> None:

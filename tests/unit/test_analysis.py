@@ -49,7 +49,8 @@ def test_unseen_when_drain_did_not_reach_the_end(spark, tmp_path):
     h = clean().drop("reads", producer=0, seq=0, reader="drain").drop("reads", producer=0, seq=0)
     h.drop("events", kind="final-end", partition=0)
     h.event("drain", "final-end", partition=0, offset=6, detail="not-reached")
-    # the drain read nothing of partition 0, and the replica still holds the record: not provably lost
+    # the drain read nothing of partition 0, and the replica still holds the record: not provably
+    # lost
     h.drop("reads", reader="drain", partition=0)
     a = run(spark, tmp_path, h)
     assert a.counts()["unseen"] == 1 and a.counts()["lost-write"] == 0
@@ -58,20 +59,22 @@ def test_unseen_when_drain_did_not_reach_the_end(spark, tmp_path):
 
 def test_duplicate_counts_each_value_at_two_offsets_once(spark, tmp_path):
     h = clean()
-    h.read("drain", 1, 6, 0, 1)  # producer 0 seq 1 (acked at partition 1 offset 0) appears again at offset 6
+    # producer 0 seq 1 (acked at partition 1 offset 0) appears again at offset 6
+    h.read("drain", 1, 6, 0, 1)
     for b in (1, 2, 3):
         h.replica(b, 1, 6, 0, 1)
-    h.drop("events", kind="final-end", partition=1).event("drain", "final-end", partition=1, offset=7,
-                                                           detail="reached")
+    h.drop("events", kind="final-end", partition=1).event(
+        "drain", "final-end", partition=1, offset=7, detail="reached")
     a = run(spark, tmp_path, h)
     assert a.counts() == only(duplicate=1)
     assert a.anomalies["duplicate"].examples[0]["positions"] == 2
 
 
 def test_a_copy_re_sent_after_a_sibling_message_timed_out_is_a_timeout_duplicate(spark, tmp_path):
-    # producer 0: seq 6 times out in flight 15 ms after its send, while seq 7 (sent 10 ms after 6) awaits its ack;
-    # seq 7 is then written twice (offsets 6 and 7: the first write, and the re-send under a bumped epoch).
-    # seq 8, sent after that timeout, is also written twice: a duplicate no timeout explains.
+    # producer 0: seq 6 times out in flight 15 ms after its send, while seq 7 (sent 10 ms after 6)
+    # awaits its ack; seq 7 is then written twice (offsets 6 and 7: the first write, and the re-send
+    # under a bumped epoch). seq 8, sent after that timeout, is also written twice: a duplicate no
+    # timeout explains.
     h = clean()
     h.send(0, 6, 0, -1, outcome="info", error="_MSG_TIMED_OUT", took_ns=15_000_000)
     h.send(0, 7, 0, 7, took_ns=100_000_000)
@@ -80,12 +83,13 @@ def test_a_copy_re_sent_after_a_sibling_message_timed_out_is_a_timeout_duplicate
         h.read("drain", 0, offset, 0, seq)
         for b in (1, 2, 3):
             h.replica(b, 0, offset, 0, seq)
-    h.drop("events", kind="final-end", partition=0).event("drain", "final-end", partition=0, offset=10,
-                                                           detail="reached")
+    h.drop("events", kind="final-end", partition=0).event(
+        "drain", "final-end", partition=0, offset=10, detail="reached")
     a = run(spark, tmp_path, h)
     assert a.counts() == only(duplicate=1, timeout_duplicate=1)
     assert [(e["seq"], e["positions"]) for e in a.anomalies["duplicate"].examples] == [(8, 2)]
-    assert [(e["seq"], e["positions"]) for e in a.anomalies["timeout-duplicate"].examples] == [(7, 2)]
+    assert [(e["seq"], e["positions"]) for e in a.anomalies["timeout-duplicate"]
+            .examples] == [(7, 2)]
 
 
 def test_inconsistent_offset_between_ack_and_log(spark, tmp_path):
@@ -94,8 +98,8 @@ def test_inconsistent_offset_between_ack_and_log(spark, tmp_path):
     h.read("drain", 0, 7, 0, 50)
     for b in (1, 2, 3):
         h.replica(b, 0, 7, 0, 50)
-    h.drop("events", kind="final-end", partition=0).event("drain", "final-end", partition=0, offset=8,
-                                                           detail="reached")
+    h.drop("events", kind="final-end", partition=0).event(
+        "drain", "final-end", partition=0, offset=8, detail="reached")
     a = run(spark, tmp_path, h)
     # offset 2 holds two values, and (0, 50) sits at two positions (ack at 2, log at 7).
     assert a.counts() == only(inconsistent_offset=1, duplicate=1)
@@ -138,12 +142,17 @@ def test_going_back_after_a_new_assignment_is_not_an_anomaly(spark, tmp_path):
 @pytest.mark.parametrize(("assigns", "readers", "rebalanced"), [
     ([], None, False),
     ([("consumer-0", 0), ("consumer-1", 1)], None, False),
-    ([("consumer-0", 0), ("consumer-1", 0)], None, True),  # a crashed member's partition, handed to another
-    ([("consumer-0", 0), ("consumer-0", 0)], None, True),  # a member restarted and given its partition again
-    ([("consumer-0", 0), ("consumer-0", 0)], Readers(contiguous=("consumer-0",)), False),  # assign mode
-    ([("consumer-0", 0), ("copier-0", 0)], None, False),  # two groups, each handing partition 0 out once
+    # a crashed member's partition, handed to another
+    ([("consumer-0", 0), ("consumer-1", 0)], None, True),
+    # a member restarted and given its partition again
+    ([("consumer-0", 0), ("consumer-0", 0)], None, True),
+    # assign mode
+    ([("consumer-0", 0), ("consumer-0", 0)], Readers(contiguous=("consumer-0",)), False),
+    # two groups, each handing partition 0 out once
+    ([("consumer-0", 0), ("copier-0", 0)], None, False),
 ])
-def test_a_rebalance_is_seen_when_a_group_hands_a_partition_out_again(spark, tmp_path, assigns, readers, rebalanced):
+def test_a_rebalance_is_seen_when_a_group_hands_a_partition_out_again(
+        spark, tmp_path, assigns, readers, rebalanced):
     h = clean()
     for source, partition in assigns:
         h.event(source, "assign", partition=partition)
@@ -153,13 +162,16 @@ def test_a_rebalance_is_seen_when_a_group_hands_a_partition_out_again(spark, tmp
 
 
 def test_committed_unread_below_the_groups_committed_offset(spark, tmp_path):
-    # partition 0 holds offsets 0..5; offset 5 is (producer 1, seq 5). The group committed 6 but never read it.
+    # partition 0 holds offsets 0..5; offset 5 is (producer 1, seq 5). The group committed 6 but
+    # never read it.
     h = clean().drop("reads", reader="consumer-0", partition=0, offset=5)
-    h.event("chaos", "committed", partition=0, offset=6).event("chaos", "committed", partition=1, offset=-1)
+    h.event("chaos", "committed", partition=0, offset=6).event(
+        "chaos", "committed", partition=1, offset=-1)
     a = run(spark, tmp_path, h)
     assert a.counts() == only(committed_unread=1) and a.facts.group_commits == "known"
     ex = a.anomalies["committed-unread"].examples[0]
-    assert (ex["partition"], ex["offset"], ex["producer"], ex["seq"], ex["committed"]) == (0, 5, 1, 5, 6)
+    assert (ex["partition"], ex["offset"], ex["producer"], ex["seq"], ex["committed"]) == (
+        0, 5, 1, 5, 6)
 
 
 def test_unread_records_at_or_above_the_committed_offset_are_only_lag(spark, tmp_path):
@@ -186,8 +198,10 @@ def test_unexpected_foreign_and_corrupt_values(spark, tmp_path):
     assert a.counts()["unexpected"] == 3
 
 
-def test_a_run_cut_off_before_its_drain_judges_only_foreign_and_corrupt_values_unexpected(spark, tmp_path):
-    # killed mid-run: a consumer read producer 0's seq 6, whose send was in flight when the producer died unrecorded
+def test_a_run_cut_off_before_its_drain_judges_only_foreign_and_corrupt_values_unexpected(
+        spark, tmp_path):
+    # killed mid-run: a consumer read producer 0's seq 6, whose send was in flight when the producer
+    # died unrecorded
     h = clean().drop("reads", reader="drain").drop("events", kind="final-end")
     h.read("consumer-0", 0, 6, 0, 6, poll=9)
     h.read("consumer-0", 0, 7, 0, 3, poll=9, checksum_ok=False)
@@ -197,7 +211,8 @@ def test_a_run_cut_off_before_its_drain_judges_only_foreign_and_corrupt_values_u
 
 
 def test_vanished_read_of_an_acked_value_is_also_a_lost_write(spark, tmp_path):
-    # read live, then gone from the complete final log and every replica (an unclean election's truncation)
+    # read live, then gone from the complete final log and every replica (an unclean election's
+    # truncation)
     h = clean().drop("reads", reader="drain", producer=1, seq=0).drop("replicas", producer=1, seq=0)
     a = run(spark, tmp_path, h)
     assert a.counts() == only(vanished_read=1, lost_write=1)
@@ -229,9 +244,10 @@ def test_indeterminate_sends_found_in_the_log_count_as_recovered(spark, tmp_path
     h = clean()
     h.send(0, 40, 0, -1, outcome="info")
     h.read("drain", 0, 6, 0, 40)
-    h.send(0, 41, 0, -1, outcome="info")  # never written: indeterminate, not recovered, not an error
-    h.drop("events", kind="final-end", partition=0).event("drain", "final-end", partition=0, offset=7,
-                                                           detail="reached")
+    # never written: indeterminate, not recovered, not an error
+    h.send(0, 41, 0, -1, outcome="info")
+    h.drop("events", kind="final-end", partition=0).event(
+        "drain", "final-end", partition=0, offset=7, detail="reached")
     a = run(spark, tmp_path, h)
     assert a.counts() == NONE
     assert a.metrics["indeterminate"] == 2 and a.metrics["recovered"] == 1
@@ -256,7 +272,8 @@ def test_unavailability_windows(spark, tmp_path, gap_s, windows):
     h.send(0, 2, 0, 2).read("drain", 0, 2, 0, 2)
     for b in (1, 2, 3):
         h.replica(b, 0, 2, 0, 2)
-    h.drop("events", kind="final-end").event("drain", "final-end", partition=0, offset=3, detail="reached")
+    h.drop("events", kind="final-end").event("drain", "final-end", partition=0, offset=3,
+                                             detail="reached")
     a = run(spark, tmp_path, h)
     assert len(a.metrics["unavailability"]) == windows
 
@@ -264,7 +281,8 @@ def test_unavailability_windows(spark, tmp_path, gap_s, windows):
 @pytest.mark.parametrize("compact", [True, False])
 def test_matrix_run_directories_with_glob_characters_are_read_literally(spark, tmp_path, compact):
     # a matrix run lives in runs/<name>[<key>=<value>]/...; Hadoop would read the brackets as a glob
-    d = clean().write(tmp_path / "rolling-restart[fault=rolling-restart]" / "history", compact=compact)
+    d = clean().write(tmp_path / "rolling-restart[fault=rolling-restart]" / "history",
+                      compact=compact)
     a = analyze(spark, d)
     assert a.counts() == NONE and a.metrics["acked"] == 12
 

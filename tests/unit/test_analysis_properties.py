@@ -1,4 +1,5 @@
-"""Hypothesis: row order never changes results; a clean unrelated producer changes no anomaly count."""
+"""Hypothesis: row order never changes results; a clean unrelated producer changes no anomaly
+count."""
 
 from __future__ import annotations
 
@@ -29,12 +30,14 @@ def test_row_order_does_not_change_results(spark, tmp_path_factory, seed):
         random.Random(seed).shuffle(rows)
     shuffled = analyze(spark, h.write(tmp_path_factory.mktemp("b") / "history"))
     assert shuffled.counts() == base.counts()
-    assert {k: v.examples for k, v in shuffled.anomalies.items()} == {k: v.examples for k, v in base.anomalies.items()}
+    assert {k: v.examples for k, v in shuffled.anomalies.items()} == {
+        k: v.examples for k, v in base.anomalies.items()}
 
 
 @SETTINGS
 @given(sends=st.integers(1, 30), partition=st.integers(0, 1))
-def test_adding_a_clean_unrelated_producer_changes_no_count(spark, tmp_path_factory, sends, partition):
+def test_adding_a_clean_unrelated_producer_changes_no_count(
+        spark, tmp_path_factory, sends, partition):
     base = analyze(spark, anomalous().write(tmp_path_factory.mktemp("a") / "history")).counts()
     h = anomalous()
     end = 1 + max(r["offset"] for t in ("sends", "reads", "replicas") for r in h.rows[t]

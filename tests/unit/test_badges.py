@@ -1,5 +1,5 @@
-"""One meaning per badge: a Kafka bug, a harness miss, a known bug found again and an unknown never share one, and
-exit codes, results.json and `scenarios list` say the same."""
+"""One meaning per badge: a Kafka bug, a harness miss, a known bug found again and an unknown never
+share one, and exit codes, results.json and `scenarios list` say the same."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from kchaos.exits import exit_code
 from reports.verdict import verdict
 from tests.unit.test_guarantees import analysis
 
-BUG = {"bug": "KAFKA-7128", "link": "https://issues.apache.org/jira/browse/KAFKA-7128", "affected": "2.0.0",
-       "fixed": "2.0.1", "shows": ["lost-write"]}
+BUG = {"bug": "KAFKA-7128", "link": "https://issues.apache.org/jira/browse/KAFKA-7128",
+       "affected": "2.0.0", "fixed": "2.0.1", "shows": ["lost-write"]}
 SAFE = {"producer": {"acks": "all", "idempotence": True}, "topic": {"min_insync_replicas": 2}}
 
 
@@ -23,25 +23,29 @@ def judged(version: str, **counts) -> RunResult:
     """A regression scenario on `version` judged on an analysis with these counts."""
     s = validate({"name": "k", "kafka": {"version": version}, **SAFE, "regression": BUG}, "test")
     v = verdict(s, analysis(**counts))
-    return RunResult(scenario=s.name, kafka=version, seed=1, run_dir="r", verdict=v.valid, known_bug=v.known_bug,
-                     forbidden=v.forbidden, allowed_seen=v.allowed_seen, missing_expect=v.missing_expect,
-                     unknown_because=v.unknown_because)
+    return RunResult(scenario=s.name, kafka=version, seed=1, run_dir="r", verdict=v.valid,
+                     known_bug=v.known_bug, forbidden=v.forbidden, allowed_seen=v.allowed_seen,
+                     missing_expect=v.missing_expect, unknown_because=v.unknown_because)
 
 
 def result(**fields) -> RunResult:
-    return RunResult(**({"scenario": "s", "kafka": "4.3.1", "seed": 1, "run_dir": "r", "verdict": True} | fields))
+    return RunResult(**({"scenario": "s", "kafka": "4.3.1", "seed": 1, "run_dir": "r",
+                         "verdict": True} | fields))
 
 
 @pytest.mark.parametrize(("fields", "badge"), [
     ({}, Badge.PASS),
     ({"allowed_seen": {"duplicate": 2}}, Badge.EXPECTED_ANOMALY),
     ({"verdict": False, "forbidden": {"lost-write": 1}}, Badge.FAIL),
-    ({"verdict": False, "forbidden": {"lost-write": 1}, "known_bug": "KAFKA-7128"}, Badge.KNOWN_BUG),
+    ({"verdict": False, "forbidden": {"lost-write": 1}, "known_bug": "KAFKA-7128"},
+     Badge.KNOWN_BUG),
     ({"missing_expect": ["lost-write"]}, Badge.NOT_PROVOKED),
-    ({"verdict": None, "missing_expect": ["lost-write"]}, Badge.UNKNOWN),  # an unknown run may have hidden it
+    # an unknown run may have hidden it
+    ({"verdict": None, "missing_expect": ["lost-write"]}, Badge.UNKNOWN),
     ({"verdict": None}, Badge.UNKNOWN),
     ({"verdict": None, "error": "ClusterError: kafka-2 did not start"}, Badge.UNKNOWN),
-    ({"verdict": False, "forbidden": {"lost-write": 1}, "missing_expect": ["duplicate"]}, Badge.FAIL),
+    ({"verdict": False, "forbidden": {"lost-write": 1}, "missing_expect": ["duplicate"]},
+     Badge.FAIL),
 ])
 def test_each_badge_has_one_meaning(fields, badge):
     assert result(**fields).badge is badge
@@ -49,12 +53,15 @@ def test_each_badge_has_one_meaning(fields, badge):
 
 def test_a_known_bug_is_found_again_only_on_the_release_that_has_it_and_only_by_its_own_anomalies():
     found = judged("2.0.0", lost_write=3)
-    assert (found.badge, found.known_bug, found.missing_expect) == (Badge.KNOWN_BUG, "KAFKA-7128", [])
-    assert judged("2.0.1", lost_write=3).badge is Badge.FAIL  # on the fixed release it is a Kafka bug again
+    assert (found.badge, found.known_bug, found.missing_expect) == (
+        Badge.KNOWN_BUG, "KAFKA-7128", [])
+    # on the fixed release it is a Kafka bug again
+    assert judged("2.0.1", lost_write=3).badge is Badge.FAIL
     other = judged("2.0.0", lost_write=3, aborted_read=1)  # a violation the bug does not explain
     assert (other.badge, other.known_bug) == (Badge.FAIL, "")
     missed = judged("2.0.0")
-    assert (missed.badge, missed.missing_expect) == (Badge.NOT_PROVOKED, ["lost-write (KAFKA-7128)"])
+    assert (missed.badge, missed.missing_expect) == (
+        Badge.NOT_PROVOKED, ["lost-write (KAFKA-7128)"])
     assert judged("2.0.1").badge is Badge.PASS
 
 
@@ -63,15 +70,18 @@ def test_exit_codes_fail_only_on_fail_and_count_a_harness_miss_like_unknown():
         return exit_code([result(**b) for b in badges], allow)
 
     bug = {"verdict": False, "forbidden": {"lost-write": 1}, "known_bug": "KAFKA-7128"}
-    assert code({}, {"allowed_seen": {"duplicate": 1}}, bug) == 0  # a regressions suite that found its bugs is green
+    # a regressions suite that found its bugs is green
+    assert code({}, {"allowed_seen": {"duplicate": 1}}, bug) == 0
     assert code({"missing_expect": ["lost-write"]}) == 5
     assert code({"missing_expect": ["lost-write"]}, allow=True) == 0
     assert code({"verdict": None}, allow=True) == 0
-    assert code({"verdict": False, "forbidden": {"lost-write": 1}}, {"verdict": None}, allow=True) == 1
+    assert code({"verdict": False, "forbidden": {"lost-write": 1}}, {"verdict": None},
+                allow=True) == 1
     assert code({"verdict": None, "error": "ClusterError: no broker"}, {}) == 4
 
 
-def test_results_json_says_the_badge_a_boolean_verdict_and_a_relative_run_dir(tmp_path, monkeypatch):
+def test_results_json_says_the_badge_a_boolean_verdict_and_a_relative_run_dir(
+        tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run_dir = tmp_path / "runs" / "s" / "1"
     run_dir.mkdir(parents=True)
@@ -79,7 +89,8 @@ def test_results_json_says_the_badge_a_boolean_verdict_and_a_relative_run_dir(tm
     saved = json.loads((run_dir / "results.json").read_text())
     assert (saved["schema_version"], saved["verdict"], saved["badge"]) == (2, False, "FAIL")
     assert saved["run_dir"] == "runs/s/1"
-    assert RunResult.load(run_dir / "results.json").badge is Badge.FAIL  # the badge it wrote is read back
+    # the badge it wrote is read back
+    assert RunResult.load(run_dir / "results.json").badge is Badge.FAIL
 
 
 def test_durations_made_by_a_run_are_written_and_read_back_unchanged(tmp_path):
@@ -90,15 +101,17 @@ def test_durations_made_by_a_run_are_written_and_read_back_unchanged(tmp_path):
 
 
 def test_a_schema_1_results_json_still_reads_with_its_verdict_duration_and_known_bug(tmp_path):
-    old = {"schema_version": 1, "scenario": "k[version=2.0.0]", "kafka": "2.0.0", "seed": 42, "run_dir": "/elsewhere",
-           "verdict": "false", "failed": True, "elapsed_s": 84.1, "forbidden": {"lost-write": 9},
-           "settings": {"regression": BUG}}
+    old = {"schema_version": 1, "scenario": "k[version=2.0.0]", "kafka": "2.0.0", "seed": 42,
+           "run_dir": "/elsewhere", "verdict": "false", "failed": True, "elapsed_s": 84.1,
+           "forbidden": {"lost-write": 9}, "settings": {"regression": BUG}}
     (tmp_path / "results.json").write_text(json.dumps(old))
     r = RunResult.load(tmp_path / "results.json")
     assert (r.verdict, r.badge, r.known_bug, r.durations) == (False, Badge.KNOWN_BUG, "KAFKA-7128",
                                                              Durations(run_s=84.1))
-    assert (r.run_dir, r.row_name) == (str(tmp_path), "k")  # where the file is, not where it was made
-    assert RunResult.model_validate({**old, "verdict": "unknown", "kafka": "2.0.1"}).badge is Badge.UNKNOWN
+    # where the file is, not where it was made
+    assert (r.run_dir, r.row_name) == (str(tmp_path), "k")
+    assert RunResult.model_validate({**old, "verdict": "unknown",
+                                     "kafka": "2.0.1"}).badge is Badge.UNKNOWN
 
 
 def test_scenarios_list_shows_the_expected_badge_per_version():
@@ -110,8 +123,10 @@ def test_scenarios_list_shows_the_expected_badge_per_version():
 
 
 ONE_OF_EACH = {Badge.PASS: {}, Badge.EXPECTED_ANOMALY: {"allowed_seen": {"duplicate": 2}},
-               Badge.KNOWN_BUG: {"verdict": False, "forbidden": {"lost-write": 1}, "known_bug": "KAFKA-7128"},
-               Badge.NOT_PROVOKED: {"missing_expect": ["lost-write"]}, Badge.UNKNOWN: {"verdict": None},
+               Badge.KNOWN_BUG: {"verdict": False, "forbidden": {"lost-write": 1},
+                                 "known_bug": "KAFKA-7128"},
+               Badge.NOT_PROVOKED: {"missing_expect": ["lost-write"]},
+               Badge.UNKNOWN: {"verdict": None},
                Badge.FAIL: {"verdict": False, "forbidden": {"lost-write": 1}}}
 
 

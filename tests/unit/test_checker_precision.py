@@ -1,5 +1,6 @@
-"""Checker precision: incremental assignments, order within a poll, send order by time, and mutation-sensitive
-edges. Each history is hand-built with the public builder and has exact expected counts."""
+"""Checker precision: incremental assignments, order within a poll, send order by time, and
+mutation-sensitive edges. Each history is hand-built with the public builder and has exact expected
+counts."""
 
 from __future__ import annotations
 
@@ -10,17 +11,21 @@ from tests.unit.test_analysis import NONE, only, run
 
 
 def two_partitions():
-    """`clean` with producer 0 alone: seq s at partition s % 2, offset s // 2 (offsets 0-3 in each partition)."""
+    """`clean` with producer 0 alone: seq s at partition s % 2, offset s // 2 (offsets 0-3 in each
+    partition)."""
     return clean(partitions=2, producers=1, per_producer=8)
 
 
-@pytest.mark.parametrize(("first", "move"), [((0,), "assign"), ((0, 1), "revoke"), ((0, 1), "lost")])
-def test_a_skip_on_a_kept_partition_counts_when_another_partition_moves(spark, tmp_path, first, move):
+@pytest.mark.parametrize(("first", "move"),
+                         [((0,), "assign"), ((0, 1), "revoke"), ((0, 1), "lost")])
+def test_a_skip_on_a_kept_partition_counts_when_another_partition_moves(
+        spark, tmp_path, first, move):
     h = two_partitions()
     for p in first:
         h.event("consumer-1", "assign", partition=p)
     h.poll("consumer-1", (0, 0, 0, 0), (0, 1, 0, 2))
-    h.event("consumer-1", move, partition=1)  # cooperative-sticky and KIP-848 move one partition at a time
+    # cooperative-sticky and KIP-848 move one partition at a time
+    h.event("consumer-1", move, partition=1)
     h.poll("consumer-1", (0, 3, 0, 6))  # partition 0, kept throughout, skips offset 2
     a = run(spark, tmp_path, h)
     assert a.counts() == only(poll_skip=1)
@@ -33,7 +38,8 @@ def test_going_back_on_a_partition_given_again_is_no_anomaly(spark, tmp_path):
     h.event("consumer-1", "assign", partition=0).event("consumer-1", "assign", partition=1)
     h.poll("consumer-1", (1, 0, 0, 1), (1, 1, 0, 3))
     h.event("consumer-1", "revoke", partition=1).event("consumer-1", "assign", partition=1)
-    h.poll("consumer-1", (1, 1, 0, 3), (1, 2, 0, 5))  # re-read from the committed offset: at-least-once
+    # re-read from the committed offset: at-least-once
+    h.poll("consumer-1", (1, 1, 0, 3), (1, 2, 0, 5))
     assert run(spark, tmp_path, h).counts() == NONE
 
 
@@ -55,7 +61,8 @@ def test_reading_the_same_offset_again_in_one_assignment_is_nonmonotonic(spark, 
 
 
 def resent(order: list[int], offsets: list[int]):
-    """Producer 0 alone in partition 0: seq `order[i]` sent i-th, acked at `offsets[i]`, logged there."""
+    """Producer 0 alone in partition 0: seq `order[i]` sent i-th, acked at `offsets[i]`, logged
+    there."""
     h = clean(partitions=1, producers=1, per_producer=0)
     h.drop("events", kind="final-end")
     for seq, offset in zip(order, offsets, strict=True):
@@ -80,7 +87,8 @@ def test_one_batch_written_late_is_one_reordering(spark, tmp_path):
 
 
 def test_a_producers_sends_to_other_partitions_are_not_compared(spark, tmp_path):
-    # producer 1 fills partition 0 first; producer 0 then alternates: partition 0 at 3+, partition 1 from 0
+    # producer 1 fills partition 0 first; producer 0 then alternates: partition 0 at 3+, partition 1
+    # from 0
     h = clean(partitions=2, producers=0)
     h.drop("events", kind="final-end")
     logged = [(1, s, 0, s) for s in range(3)] + [(0, s, s % 2, 3 + s // 2 if s % 2 == 0 else s // 2)
@@ -96,17 +104,21 @@ def test_a_producers_sends_to_other_partitions_are_not_compared(spark, tmp_path)
 
 
 def test_a_value_missing_at_the_last_offset_the_drain_read_is_lost(spark, tmp_path):
-    # producer 0's seq 3 was acked at offset 3, the last offset of partition 0; the drain found another value there
-    # (one no producer sent), so it read up to and including that offset without seeing seq 3. One replica still
-    # holds seq 3 there, so only the drain's reach proves the loss.
-    h = clean(partitions=1, producers=1, per_producer=4).drop("reads", seq=3).drop("replicas", seq=3)
+    # producer 0's seq 3 was acked at offset 3, the last offset of partition 0; the drain found
+    # another value there (one no producer sent), so it read up to and including that offset without
+    # seeing seq 3. One replica still holds seq 3 there, so only the drain's reach proves the loss.
+    h = clean(partitions=1, producers=1, per_producer=4).drop("reads", seq=3).drop(
+        "replicas", seq=3)
     h.read("drain", 0, 3, 9, 0).replica(1, 0, 3, 0, 3).replica(2, 0, 3, 9, 0).replica(3, 0, 3, 9, 0)
     a = run(spark, tmp_path, h)
-    assert a.counts() == only(lost_write=1, inconsistent_offset=1, replica_divergence=1, unexpected=1)
+    assert a.counts() == only(lost_write=1, inconsistent_offset=1, replica_divergence=1,
+                              unexpected=1)
 
 
-def test_without_a_replica_dump_a_value_absent_from_a_complete_drain_is_unseen_not_lost(spark, tmp_path):
-    # an ack without an offset (acks=0) proves nothing by the drain's reach; only absence from every replica would
+def test_without_a_replica_dump_a_value_absent_from_a_complete_drain_is_unseen_not_lost(
+        spark, tmp_path):
+    # an ack without an offset (acks=0) proves nothing by the drain's reach; only absence from every
+    # replica would
     h = clean().drop("events", kind="replicas-dumped")
     h.send(1, 99, 1, -1)
     assert run(spark, tmp_path, h).counts() == only(unseen=1)

@@ -28,7 +28,8 @@ def test_a_damaged_class_archive_does_not_stop_spark(tmp_path, damage):
     built = class_archive.path()
     if damage == "truncated" and not built.is_file():
         pytest.skip("no class archive to truncate: `kchaos setup` builds it")
-    bad = tmp_path / "bad.jsa"  # a truncated archive crashes the JVM that maps it; garbage is refused
+    # a truncated archive crashes the JVM that maps it; garbage is refused
+    bad = tmp_path / "bad.jsa"
     if damage == "truncated":
         with built.open("rb") as whole:
             bad.write_bytes(whole.read(1_000_000))
@@ -38,17 +39,19 @@ def test_a_damaged_class_archive_does_not_stop_spark(tmp_path, damage):
     env = {**os.environ, "KCHAOS_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(root),
            "TMPDIR": str(tmp_path)}  # where the crashing JVM writes its report
     env.pop("KCHAOS_SPARK_JAVA_OPTIONS", None)
-    done = subprocess.run([sys.executable, "-c", START, str(bad)], env=env, cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", START, str(bad)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
     assert "rows 3" in done.stdout, done.stderr[-2000:]
     if damage == "truncated":
-        assert "kept False" in done.stdout  # dropped, so the next session does not crash on it again
+        # dropped, so the next session does not crash on it again
+        assert "kept False" in done.stdout
 
 
 def test_each_pyspark_install_has_its_own_archive(monkeypatch, tmp_path):
     """A JVM refuses an archive dumped with another class path, e.g. another clone's venv."""
     here = class_archive.path()
-    monkeypatch.setattr(class_archive.pyspark, "__file__", str(tmp_path / "other-venv" / "pyspark" / "__init__.py"))
+    monkeypatch.setattr(class_archive.pyspark, "__file__",
+                        str(tmp_path / "other-venv" / "pyspark" / "__init__.py"))
     class_archive.path.cache_clear()
     try:
         assert class_archive.path() != here

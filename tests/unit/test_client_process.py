@@ -1,5 +1,5 @@
-"""The runner's hold on a client process can never block on a dead child: stopping one killed at any moment
-returns at once."""
+"""The runner's hold on a client process can never block on a dead child: stopping one killed at any
+moment returns at once."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ NOWHERE = "127.0.0.1:1"  # loopback, nothing listens
 
 def test_stopping_a_client_killed_mid_run_returns_at_once(tmp_path):
     for _ in range(5):  # the old Event-based stop hung only sometimes: try a few moments of death
-        client = ClientProcess("producer", 0, ProducerSpec(rate=50), ("t",), 1, NOWHERE, tmp_path).start()
+        client = ClientProcess("producer", 0, ProducerSpec(rate=50), ("t",), 1, NOWHERE,
+                               tmp_path).start()
         assert client.wait_ready(60)
         os.kill(client._proc.pid, signal.SIGKILL)
         began = time.monotonic()
@@ -29,7 +30,8 @@ def test_stopping_a_client_killed_mid_run_returns_at_once(tmp_path):
 
 
 def test_signalling_a_client_that_died_a_moment_ago_does_not_raise(tmp_path, monkeypatch):
-    client = ClientProcess("producer", 0, ProducerSpec(rate=50), ("t",), 1, NOWHERE, tmp_path).start()
+    client = ClientProcess("producer", 0, ProducerSpec(rate=50), ("t",), 1, NOWHERE,
+                           tmp_path).start()
     assert client.wait_ready(60)
     os.kill(client._proc.pid, signal.SIGKILL)
     client._proc.join(5)  # gone: its fork server has reaped it
@@ -40,8 +42,8 @@ def test_signalling_a_client_that_died_a_moment_ago_does_not_raise(tmp_path, mon
 
 
 def test_a_stopped_client_ends_on_its_own_and_counts_what_it_sent(tmp_path):
-    client = ClientProcess("producer", 0, ProducerSpec(rate=100, message_timeout_ms=1000), ("t",), 1, NOWHERE,
-                           tmp_path).start()
+    client = ClientProcess("producer", 0, ProducerSpec(rate=100, message_timeout_ms=1000), ("t",),
+                           1, NOWHERE, tmp_path).start()
     assert client.wait_ready(60)
     time.sleep(1)
     client.stop()
@@ -50,8 +52,8 @@ def test_a_stopped_client_ends_on_its_own_and_counts_what_it_sent(tmp_path):
 
 
 def test_a_restarted_client_process_never_reuses_a_seq_of_the_one_it_replaced(tmp_path):
-    client = ClientProcess("producer", 0, ProducerSpec(rate=100, message_timeout_ms=1000), ("t",), 1, NOWHERE,
-                           tmp_path)
+    client = ClientProcess("producer", 0, ProducerSpec(rate=100, message_timeout_ms=1000), ("t",),
+                           1, NOWHERE, tmp_path)
     for _ in range(2):  # as a client fault, or the runner after a hung call, restarts one
         client.start()
         assert client.wait_ready(60)
@@ -64,19 +66,23 @@ def test_a_restarted_client_process_never_reuses_a_seq_of_the_one_it_replaced(tm
     assert len(seqs) == len(set(seqs)) and {s // NUMBERING_STRIDE for s in seqs} >= {0, 1}
 
 
-@pytest.mark.parametrize("kind, spec", [("producer", ProducerSpec(transactional=True, idempotence=True)),
+@pytest.mark.parametrize("kind, spec",
+                         [("producer", ProducerSpec(transactional=True, idempotence=True)),
                                         ("copier", CopierSpec())])
 def test_each_incarnation_numbers_its_transactions_from_a_range_of_its_own(tmp_path, kind, spec):
     history = HistoryWriter(tmp_path)
-    client = _client(Launch(kind, 0, spec.model_dump_json(), ("t",), 1, NOWHERE, str(tmp_path), 30.0), 2, history)
+    client = _client(Launch(kind, 0, spec.model_dump_json(), ("t",), 1, NOWHERE, str(tmp_path),
+                            30.0), 2, history)
     assert client.txn == 2 * NUMBERING_STRIDE and getattr(client, "seq", client.txn) == client.txn
 
 
 def test_a_pause_returns_once_the_process_is_stopped(tmp_path):
-    client = ClientProcess("producer", 0, ProducerSpec(rate=50), ("t",), 1, NOWHERE, tmp_path).start()
+    client = ClientProcess("producer", 0, ProducerSpec(rate=50), ("t",), 1, NOWHERE,
+                           tmp_path).start()
     assert client.wait_ready(60)
     try:
-        for _ in range(20):  # SIGSTOP is delivered asynchronously: pause() waits for the stopped state
+        # SIGSTOP is delivered asynchronously: pause() waits for the stopped state
+        for _ in range(20):
             client.pause()
             assert client.paused
             client.resume()
@@ -92,5 +98,6 @@ def test_a_call_is_hung_only_once_it_outlives_its_timeout_by_the_margin():
         watch.due = time.monotonic() - HUNG_S + 1  # due 19 s ago: slow, not hung
         assert watch.hung() == ""
         watch.due = time.monotonic() - HUNG_S - 1
-        assert watch.hung().startswith("send_offsets_to_transaction has not returned 21 s after its timeout")
+        assert watch.hung().startswith("send_offsets_to_transaction has not returned 21 s after "
+                                       "its timeout")
     assert watch.hung() == ""  # it returned

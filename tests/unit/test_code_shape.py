@@ -11,7 +11,8 @@ MODULE_LINES, FUNCTION_LINES = 400, 60
 
 
 def python_files() -> list[Path]:
-    listed = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True)
+    listed = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True,
+                            check=True)
     return [ROOT / name for name in listed.stdout.split()]
 
 
@@ -25,5 +26,6 @@ def test_no_module_runs_past_400_lines_and_no_function_past_60():
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 lines = node.end_lineno - node.lineno + 1
                 if lines > FUNCTION_LINES:
-                    long_functions.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines})")
+                    long_functions.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} "
+                                          f"({lines})")
     assert (long_modules, long_functions) == ([], [])

@@ -1,5 +1,5 @@
-"""A node's log since its latest start: read from the engine's json-file at the offset where it ended, with the
-engine's API when the file is not there or was rotated."""
+"""A node's log since its latest start: read from the engine's json-file at the offset where it
+ended, with the engine's API when the file is not there or was rotated."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from harness import container_log
 
 
 class Container:
-    """The two things container_log asks of a docker-py container: its attrs and `logs(since=...)`."""
+    """The two things container_log asks of a docker-py container: its attrs and
+    `logs(since=...)`."""
 
     def __init__(self, log_path: str) -> None:
         self.attrs = {"LogPath": log_path}
@@ -22,7 +23,8 @@ class Container:
 
 def append(path, *lines: str) -> None:
     with path.open("a") as f:
-        f.writelines(json.dumps({"log": f"{line}\n", "stream": "stdout", "time": "t"}) + "\n" for line in lines)
+        f.writelines(json.dumps({"log": f"{line}\n", "stream": "stdout", "time": "t"}) + "\n"
+                     for line in lines)
 
 
 def test_only_the_lines_after_the_mark_are_read_from_the_file(tmp_path):

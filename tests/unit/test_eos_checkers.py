@@ -19,14 +19,16 @@ def run(spark, tmp_path, history, readers=READERS):
 def test_every_record_copied_once_is_no_anomaly(spark, tmp_path):
     a = run(spark, tmp_path, eos())
     assert a.counts() == only()
-    assert (a.facts.copy_commits, a.facts.copy_behind, a.facts.drain_complete) == ("known", [], True)
+    assert (a.facts.copy_commits, a.facts.copy_behind, a.facts.drain_complete) == (
+        "known", [], True)
 
 
 def test_a_record_copied_twice_is_an_eos_duplicate(spark, tmp_path):
     a = run(spark, tmp_path, eos().copy(0, 9, 2))
     assert a.counts() == only(eos_duplicate=1)
     ex = a.anomalies["eos-duplicate"].examples[0]
-    assert (ex["in_partition"], ex["in_offset"], ex["copies"], [x["offset"] for x in ex["at"]]) == (0, 2, 2, [3, 9])
+    assert (ex["in_partition"], ex["in_offset"], ex["copies"],
+            [x["offset"] for x in ex["at"]]) == (0, 2, 2, [3, 9])
 
 
 def test_a_committed_record_without_its_copy_is_an_eos_loss(spark, tmp_path):
@@ -52,6 +54,7 @@ def test_the_stage_promises_exactly_once_unless_its_offsets_leave_the_transactio
     base = {"name": "e", "workload": "eos-copy"}
     safe = guarantees.allowed(validate(base, "s"))
     outside = guarantees.allowed(validate(base | {"copier": {"offsets": "outside"}}, "s"))
-    truncating = guarantees.allowed(validate(base | {"topic": {"unclean_leader_election": True}}, "s"))
+    truncating = guarantees.allowed(validate(base | {"topic": {"unclean_leader_election": True}},
+                                             "s"))
     assert {"eos-loss", "eos-duplicate"} & safe == set()
     assert {"eos-loss", "eos-duplicate"} <= outside & truncating

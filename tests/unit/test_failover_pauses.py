@@ -1,5 +1,5 @@
-"""The KIP-279 op's producer pauses: it refuses producers another fault paused, and on the way out resumes only
-the ones it paused itself."""
+"""The KIP-279 op's producer pauses: it refuses producers another fault paused, and on the way out
+resumes only the ones it paused itself."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The host-side cgroup thaw that gets a stuck engine going again, on hand-built cgroup trees of each layout."""
+"""The host-side cgroup thaw that gets a stuck engine going again, on hand-built cgroup trees of
+each layout."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ CID = "c0ffee"
 
 def control(root, layout: str):
     path = {"v1": root / "freezer" / "docker" / CID / "freezer.state",
-            "v1-systemd": root / "freezer" / "system.slice" / f"docker-{CID}.scope" / "freezer.state",
+            "v1-systemd": root / "freezer" / "system.slice" / f"docker-{CID}.scope"
+            / "freezer.state",
             "v2": root / "docker" / CID / "cgroup.freeze",
             "v2-systemd": root / "system.slice" / f"docker-{CID}.scope" / "cgroup.freeze"}[layout]
     path.parent.mkdir(parents=True)
@@ -44,7 +46,8 @@ def test_a_call_that_times_out_thaws_and_says_so(tmp_path):
     def stuck():
         raise requests.exceptions.ReadTimeout("Read timed out. (read timeout=30)")
 
-    with pytest.raises(freezer.EngineStuck, match=r"`docker pause kafka-3` within 30 s; its cgroup was frozen and "
+    with pytest.raises(freezer.EngineStuck,
+                       match=r"`docker pause kafka-3` within 30 s; its cgroup was frozen and "
                                                   r"has been thawed from this host"):
         freezer.bounded(stuck, CID, "docker pause kafka-3", tmp_path)
     assert path.read_text() == "THAWED"

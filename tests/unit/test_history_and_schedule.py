@@ -67,10 +67,14 @@ def test_history_is_readable_before_close_and_compacts(tmp_path):
     assert (tmp_path / "sends.parquet").exists() and not (tmp_path / "sends.jsonl").exists()
 
 
-def test_a_history_compacts_a_block_at_a_time_with_every_whole_line_and_no_torn_one(tmp_path, monkeypatch):
-    monkeypatch.setattr(history, "BLOCK_BYTES", 100)  # lines of about 120 bytes: most blocks hold none whole
+def test_a_history_compacts_a_block_at_a_time_with_every_whole_line_and_no_torn_one(
+        tmp_path, monkeypatch):
+    # lines of about 120 bytes: most blocks hold none whole
+    monkeypatch.setattr(history, "BLOCK_BYTES", 100)
     w = HistoryWriter(tmp_path)
-    w.write_many("sends", [{"producer": 1, "seq": s, "outcome": "ok", "error": "x" * (s % 7)} for s in range(50)])
+    w.write_many(
+        "sends",
+        [{"producer": 1, "seq": s, "outcome": "ok", "error": "x" * (s % 7)} for s in range(50)])
     w.flush()
     with (tmp_path / "sends.jsonl").open("a") as f:
         f.write('{"producer": 1, "seq": 50, "outc')
@@ -89,13 +93,16 @@ def test_client_process_parts_are_read_and_compacted_together(tmp_path):
     main.flush()
     assert read_jsonl(tmp_path, "reads").num_rows == 4
     main.close()
-    assert pq.read_table(tmp_path / "reads.parquet").num_rows == 4 and not list(tmp_path.glob("*.jsonl"))
+    assert pq.read_table(tmp_path
+                         / "reads.parquet").num_rows == 4 and not list(tmp_path.glob("*.jsonl"))
 
 
 def batch(base_offset: int, epoch: int, values: list[bytes], control: bool = False) -> bytes:
-    """One v2 record batch as a broker stores it: its base offset and partition leader epoch set in place."""
-    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=control, producer_id=7,
-                                  producer_epoch=0, base_sequence=base_offset, batch_size=1 << 20)
+    """One v2 record batch as a broker stores it: its base offset and partition leader epoch set in
+    place."""
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=control,
+                                  producer_id=7, producer_epoch=0, base_sequence=base_offset,
+                                  batch_size=1 << 20)
     for i, v in enumerate(values):
         b.append(i, timestamp=1, key=None, value=v, headers=[])
     data = b.build()
@@ -126,11 +133,16 @@ def tar_of(files: dict[str, bytes]) -> bytes:
 
 def test_segment_files_give_offset_epoch_and_payload_of_each_record():
     seg = batch(0, 4, [encode(0, 5), b"not ours"]) + batch(2, 5, [encode(1, 9)])
-    rows = rows_of(parse_segment(seg + seg[:30], broker=2, topic="chaos", partition=2))  # a torn batch at the end
-    assert [(r["broker"], r["partition"], r["offset"], r["leader_epoch"], r["producer"], r["seq"], r["checksum_ok"])
-            for r in rows] == [(2, 2, 0, 4, 0, 5, True), (2, 2, 1, 4, -1, -1, False), (2, 2, 2, 5, 1, 9, True)]
-    # Kafka's producer fields: the batch's id and epoch, base sequence (here its base offset) plus the record's place
-    assert [(r["producer_id"], r["producer_epoch"], r["sequence"], r["transactional"]) for r in rows] == [
+    # a torn batch at the end
+    rows = rows_of(parse_segment(seg + seg[:30], broker=2, topic="chaos", partition=2))
+    assert [(r["broker"], r["partition"], r["offset"], r["leader_epoch"], r["producer"], r["seq"],
+             r["checksum_ok"])
+            for r in rows] == [(2, 2, 0, 4, 0, 5, True), (2, 2, 1, 4, -1, -1, False),
+                               (2, 2, 2, 5, 1, 9, True)]
+    # Kafka's producer fields: the batch's id and epoch, base sequence (here its base offset) plus
+    # the record's place
+    assert [(r["producer_id"], r["producer_epoch"], r["sequence"], r["transactional"])
+            for r in rows] == [
         (7, 0, 0, False), (7, 0, 1, False), (7, 0, 2, False)]
 
 
@@ -142,21 +154,26 @@ def test_control_batches_and_other_directories_are_skipped(tmp_path):
         "chaos-1.3f2a-delete/00000000000000000000.log": batch(0, 0, [encode(0, 2)]),
         "chaos-other-0/00000000000000000000.log": batch(0, 0, [encode(0, 3)])}))
     rows = [r for s in segments_of_tar(archive, "chaos")
-            for r in rows_of(parse_segment(s.read(), broker=1, topic="chaos", partition=s.partition))]
+            for r in rows_of(parse_segment(s.read(), broker=1, topic="chaos",
+                                           partition=s.partition))]
     assert sorted((r["partition"], r["offset"], r["seq"]) for r in rows) == [(0, 0, 0), (1, 0, 1)]
 
 
 def test_replicas_holding_the_same_batch_share_its_parse_and_a_diverging_one_is_read_as_it_is():
     same, theirs = batch(0, 3, [encode(0, 0), encode(0, 1)]), batch(2, 3, [encode(1, 7)])
     parsed: dict = {}
-    leader = rows_of(parse_segment(same + theirs, broker=1, topic="chaos", partition=0, parsed=parsed))
-    follower = rows_of(parse_segment(same + batch(2, 3, [encode(1, 8)]), broker=2, topic="chaos", partition=0,
-                                     parsed=parsed))
-    other_partition = rows_of(parse_segment(same, broker=2, topic="chaos", partition=1, parsed=parsed))
+    leader = rows_of(parse_segment(same + theirs, broker=1, topic="chaos", partition=0,
+                                   parsed=parsed))
+    follower = rows_of(parse_segment(same + batch(2, 3, [encode(1, 8)]), broker=2, topic="chaos",
+                                     partition=0, parsed=parsed))
+    other_partition = rows_of(parse_segment(same, broker=2, topic="chaos", partition=1,
+                                            parsed=parsed))
     assert [(r["offset"], r["seq"]) for r in leader] == [(0, 0), (1, 1), (2, 7)]
-    assert [(r["broker"], r["offset"], r["seq"]) for r in follower] == [(2, 0, 0), (2, 1, 1), (2, 2, 8)]
+    assert [(r["broker"], r["offset"], r["seq"]) for r in follower] == [
+        (2, 0, 0), (2, 1, 1), (2, 2, 8)]
     assert [(r["partition"], r["offset"]) for r in other_partition] == [(1, 0), (1, 1)]
-    assert len(parsed) == 4  # the shared batch once per partition, and each of the two diverging ones
+    # the shared batch once per partition, and each of the two diverging ones
+    assert len(parsed) == 4
 
 
 class FlakyBroker:
@@ -177,7 +194,8 @@ class FlakyBroker:
 def test_a_segment_copy_cut_short_is_read_again_and_three_in_a_row_are_a_cluster_error(tmp_path):
     whole = tar_of({"chaos-0/00000000000000000000.log": batch(0, 1, [encode(0, 0), encode(0, 1)])})
     (segment,) = node_segments(FlakyBroker(whole[:700], whole), "chaos", tmp_path)
-    rows = rows_of(parse_segment(segment.read(), broker=1, topic="chaos", partition=segment.partition))
+    rows = rows_of(parse_segment(segment.read(), broker=1, topic="chaos",
+                                 partition=segment.partition))
     assert [(r["offset"], r["seq"]) for r in rows] == [(0, 0), (1, 1)]
     with pytest.raises(ClusterError, match="cut short 3 times"):
         node_segments(FlakyBroker(whole[:700], whole[:700], whole[:700], whole), "chaos", tmp_path)
@@ -213,8 +231,8 @@ def test_an_op_that_picks_its_own_brokers_holds_them_all_and_waits_for_none(tmp_
     cluster = SimpleNamespace(node_ids=lambda: [1, 2, 3])
     faults = [fault_spec(fault="rolling-restart"), fault_spec(fault="kill")]
     history = HistoryWriter(tmp_path)
-    nemesis = schedule.Nemesis(cluster, "chaos", faults, [plan.PlannedOp(1.0, 0, "rolling-restart", 0.0)], 1,
-                               history)
+    nemesis = schedule.Nemesis(cluster, "chaos", faults,
+                               [plan.PlannedOp(1.0, 0, "rolling-restart", 0.0)], 1, history)
     nemesis.t0_ns = 0
     nemesis.claim(1, [2])  # the kill line holds broker 2
     nemesis.fire(plan.PlannedOp(1.0, 0, "rolling-restart", 0.0))
@@ -253,20 +271,24 @@ def test_rows_written_while_flushes_run_are_each_flushed_once(tmp_path):
         sys.setswitchinterval(interval)
     w.close(compact=False)
     rows = read_jsonl(tmp_path, "sends").select(["producer", "seq"]).to_pylist()
-    assert sorted((r["producer"], r["seq"]) for r in rows) == [(p, i) for p in range(3) for i in range(20_000)]
+    assert sorted((r["producer"], r["seq"]) for r in rows) == [
+        (p, i) for p in range(3) for i in range(20_000)]
 
 
-def test_a_signal_during_compaction_is_acted_on_once_every_table_is_compacted(tmp_path, monkeypatch):
+def test_a_signal_during_compaction_is_acted_on_once_every_table_is_compacted(
+        tmp_path, monkeypatch):
     w = HistoryWriter(tmp_path)
     w.write("sends", {"producer": 0, "seq": 1})
     compact = history.compact_dir
 
     def interrupted(directory):
-        os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C to the process group, half-way through a run's close
+        # as Ctrl-C to the process group, half-way through a run's close
+        os.kill(os.getpid(), signal.SIGINT)
         compact(directory)
 
     monkeypatch.setattr(history, "compact_dir", interrupted)
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's own, whatever ran before
+    # Python's own, whatever ran before
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
             w.close()
@@ -288,8 +310,8 @@ class DumpedBroker(FlakyBroker):
         return "running"
 
 
-def test_a_dump_hands_on_rows_partition_by_partition_in_chunks_and_nothing_when_a_copy_fails(monkeypatch,
-                                                                                             tmp_path):
+def test_a_dump_hands_on_rows_by_partition_in_chunks_and_nothing_when_a_copy_fails(monkeypatch,
+                                                                                   tmp_path):
     archive = tar_of({"chaos-0/00000000000000000000.log": batch(0, 1, [encode(0, 0), encode(0, 2)]),
                       "chaos-1/00000000000000000000.log": batch(0, 1, [encode(0, 1)])})
     monkeypatch.setattr(cluster_module, "ROWS_AT_ONCE", 2)
@@ -322,7 +344,8 @@ def test_a_copied_out_file_is_streamed_whole_through_chunks_of_any_size(tmp_path
     assert (tmp_path / "copy.tar").read_bytes() == inner
 
 
-def test_cleaning_up_removes_a_killed_runs_scratch_directory_and_only_its_own(tmp_path, monkeypatch):
+def test_cleaning_up_removes_a_killed_runs_scratch_directory_and_only_its_own(
+        tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     for run in ("r1", "r2"):
         (labels.scratch(run) / "kafka-1.tar").parent.mkdir()

@@ -1,4 +1,5 @@
-"""Metadata samples of every topic: the sampler writes them, the timeline gives each partition of each topic a lane."""
+"""Metadata samples of every topic: the sampler writes them, the timeline gives each partition of
+each topic a lane."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ S = 1_000_000_000
 
 
 def test_each_partition_of_each_topic_has_its_lane_and_its_own_elections():
-    # partition 0 of two topics led by different brokers: only chaos-2's change of leader at 2 s is an election
-    meta = pd.DataFrame([(0, "chaos", 0, 1, "1,2,3"), (0, "chaos-2", 0, 2, "1,2,3"), (1 * S, "chaos", 0, 1, "1,2,3"),
-                         (1 * S, "chaos-2", 0, 2, "1,2,3"), (2 * S, "chaos-2", 0, 3, "2,3")],
+    # partition 0 of two topics led by different brokers: only chaos-2's change of leader at 2 s is
+    # an election
+    meta = pd.DataFrame([(0, "chaos", 0, 1, "1,2,3"), (0, "chaos-2", 0, 2, "1,2,3"),
+                         (1 * S, "chaos", 0, 1, "1,2,3"), (1 * S, "chaos-2", 0, 2, "1,2,3"),
+                         (2 * S, "chaos-2", 0, 3, "2,3")],
                         columns=["t", "topic", "partition", "leader", "isr"])
     meta["isr_size"] = meta["isr"].str.count(",") + 1
     assert elections(meta, 0).tolist() == [2.0]
@@ -42,7 +45,8 @@ def test_the_sampler_samples_every_topic_and_records_a_topic_it_could_not(tmp_pa
     history.close(compact=False)
     rows = [json.loads(line) for line in (tmp_path / "metadata.jsonl").read_text().splitlines()]
     assert [(r["topic"], r["partition"], r["leader"], r["isr"]) for r in rows] == [
-        ("chaos", 0, 1, "1,2,3"), ("chaos", 1, 2, "1,2,3"), ("chaos-2", 0, 1, "1,2,3"), ("chaos-2", 1, 2, "1,2,3")]
+        ("chaos", 0, 1, "1,2,3"), ("chaos", 1, 2, "1,2,3"), ("chaos-2", 0, 1, "1,2,3"),
+        ("chaos-2", 1, 2, "1,2,3")]
     events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     assert [(e["kind"], e["topic"], e["detail"]) for e in events] == [
         ("sample-error", "gone", "absent from the answer"),

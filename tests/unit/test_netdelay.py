@@ -1,5 +1,5 @@
-"""The latency fault's pieces that need no broker: which port a link is, which queue a delay gets, the row's
-evidence check."""
+"""The latency fault's pieces that need no broker: which port a link is, which queue a delay gets,
+the row's evidence check."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from contracts.errors import ClusterError
 from harness import netdelay
 
 
-@pytest.mark.parametrize(("link", "zookeeper", "port"), [("clients", False, 40123), ("replication", False, 9092),
-                                                         ("controller", False, 9093), ("controller", True, 2181)])
+@pytest.mark.parametrize(("link", "zookeeper", "port"),
+                         [("clients", False, 40123), ("replication", False, 9092),
+                          ("controller", False, 9093), ("controller", True, 2181)])
 def test_each_link_is_the_port_its_traffic_uses(link, zookeeper, port):
     assert netdelay.port(link, 40123, zookeeper) == port
 
@@ -22,7 +23,8 @@ def test_one_queue_per_delay_and_jitter_and_the_same_one_when_asked_again():
 
 def test_the_rule_waits_for_the_bound_queue_and_sends_only_that_port_to_it():
     script = netdelay.fragment(3, 250, 25, 9093)
-    assert script.index("-stats /run/netdelay-3.json") < script.index("while [ ! -s /run/netdelay-3.json ]")
+    assert (script.index("-stats /run/netdelay-3.json")
+            < script.index("while [ ! -s /run/netdelay-3.json ]"))
     assert script.endswith("-p tcp ! -i lo -m multiport --ports 9093 -j NFQUEUE --queue-num 3")
 
 

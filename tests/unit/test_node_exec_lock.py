@@ -1,5 +1,5 @@
-"""A node never runs a `docker exec` and a pause at once (an exec racing a pause can hang runc), and a firewall
-change skips a node a pause got to first."""
+"""A node never runs a `docker exec` and a pause at once (an exec racing a pause can hang runc), and
+a firewall change skips a node a pause got to first."""
 
 from __future__ import annotations
 

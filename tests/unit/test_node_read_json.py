@@ -1,4 +1,5 @@
-"""A node's JSON file read through the engine: read again while a replacement tears it, None when it is missing."""
+"""A node's JSON file read through the engine: read again while a replacement tears it, None when it
+is missing."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from harness.node import KafkaNode
 
 
 def _node(monkeypatch, reads: list) -> tuple[KafkaNode, list]:
-    """A node whose file reads give `reads` in turn (an exception is raised); the paths asked for are kept."""
+    """A node whose file reads give `reads` in turn (an exception is raised); the paths asked for
+    are kept."""
     node, asked = KafkaNode("kafka-chaos/kafka:test", 1), []
 
     def read_file(path: str) -> bytes:
@@ -25,7 +27,8 @@ def _node(monkeypatch, reads: list) -> tuple[KafkaNode, list]:
 
 
 def test_a_torn_read_and_a_broken_archive_are_read_again(monkeypatch):
-    reads = [b'{"leaderEpoch": 3', tarfile.ReadError("unexpected end of data"), b'{"leaderEpoch": 3}']
+    reads = [b'{"leaderEpoch": 3', tarfile.ReadError("unexpected end of data"),
+             b'{"leaderEpoch": 3}']
     node, asked = _node(monkeypatch, reads)
     assert node.read_json("/q", attempts=5, wait_s=0) == {"leaderEpoch": 3}
     assert asked == ["/q"] * 3

@@ -1,5 +1,5 @@
-"""The Spark checkers count what the reference checker (tests/oracle.py, written from the docs alone) counts, on
-random histories that hold every anomaly it judges."""
+"""The Spark checkers count what the reference checker (tests/oracle.py, written from the docs
+alone) counts, on random histories that hold every anomaly it judges."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from tests import oracle
 from tests.random_histories import random_history
 
 TOPICS = 10  # independent topics per history
-JUDGED = ("lost-write", "unseen", "duplicate", "inconsistent-offset", "nonmonotonic-send", "poll-skip",
-          "nonmonotonic-poll", "aborted-read", "unexpected", "vanished-read", "replica-divergence")
+JUDGED = ("lost-write", "unseen", "duplicate", "inconsistent-offset", "nonmonotonic-send",
+          "poll-skip", "nonmonotonic-poll", "aborted-read", "unexpected", "vanished-read",
+          "replica-divergence")
 
 
 def test_the_random_histories_hold_every_anomaly_the_oracle_judges():
@@ -30,13 +31,14 @@ def agree(spark, directory, seed: int) -> None:
     h = random_history(random.Random(seed), TOPICS)
     expected = oracle.counts(h.rows)
     counts = analyze(spark, h.write(directory / "history")).counts()
-    assert counts == dict.fromkeys(counts, 0) | expected, {k: (counts[k], n) for k, n in expected.items()
-                                                           if counts[k] != n}
+    differ = {k: (counts[k], n) for k, n in expected.items() if counts[k] != n}
+    assert counts == dict.fromkeys(counts, 0) | expected, differ
 
 
 def examples(n: int) -> settings:
     """n examples, the same every run (no flaky seeds)."""
-    return settings(max_examples=n, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    return settings(max_examples=n, deadline=None, suppress_health_check=list(HealthCheck),
+                    derandomize=True)
 
 
 @examples(5)
@@ -48,5 +50,6 @@ def test_spark_counts_what_the_reference_checker_counts(spark, tmp_path_factory,
 @pytest.mark.slow  # make test-all: 200 topics' histories
 @examples(20)
 @given(seed=st.integers(0, 2**32 - 1))
-def test_spark_counts_what_the_reference_checker_counts_on_200_histories(spark, tmp_path_factory, seed):
+def test_spark_counts_what_the_reference_checker_counts_on_200_histories(
+        spark, tmp_path_factory, seed):
     agree(spark, tmp_path_factory.mktemp("h"), seed)

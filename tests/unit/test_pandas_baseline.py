@@ -1,4 +1,5 @@
-"""The benchmark's pandas baseline finds what the analysis finds, so `make bench` compares the same checks."""
+"""The benchmark's pandas baseline finds what the analysis finds, so `make bench` compares the same
+checks."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ def test_pandas_baseline_counts_what_the_analysis_counts(spark, tmp_path):
     a, baseline = analyze(spark, d), check(d)
     assert baseline["counts"] == a.counts()
     assert sum(n > 0 for n in a.counts().values()) >= 9
-    assert (baseline["metrics"]["recovered"], baseline["metrics"]["reads"]) == (a.metrics["recovered"],
+    assert (baseline["metrics"]["recovered"],
+            baseline["metrics"]["reads"]) == (a.metrics["recovered"],
                                                                               a.metrics["reads"])
 
 

@@ -1,5 +1,5 @@
-"""Judging only the suspect rows (the fingerprint prefilter) finds exactly what judging every row finds: each
-mutation in a bucket of its own, and Hypothesis mixes of them."""
+"""Judging only the suspect rows (the fingerprint prefilter) finds exactly what judging every row
+finds: each mutation in a bucket of its own, and Hypothesis mixes of them."""
 
 from __future__ import annotations
 
@@ -63,36 +63,42 @@ def ack_elsewhere(h: History, i: int, j: int) -> None:
 
 def diverge(h: History, i: int, j: int) -> None:
     s, other = _send_at(h, i), _send_at(h, j)
-    _retag(h, ("replicas",), {"broker": 1 + j % 3, "partition": s["partition"], "offset": s["offset"]},
+    _retag(h, ("replicas",),
+           {"broker": 1 + j % 3, "partition": s["partition"], "offset": s["offset"]},
            (other["producer"], other["seq"]))
 
 
 def indeterminate(h: History, i: int, j: int) -> None:
     s = _send_at(h, i)
-    s["outcome"], s["error"], s["offset"] = ("info", "_MSG_TIMED_OUT", -1) if j % 2 else ("fail", "X", -1)
+    s["outcome"], s["error"], s["offset"] = ("info", "_MSG_TIMED_OUT", -1) if j % 2 else (
+        "fail", "X", -1)
 
 
 def never_sent(h: History, i: int, j: int) -> None:
     s = _send_at(h, i)
     reader = "drain" if j % 2 else "consumer-0"
-    _retag(h, ("reads",), {"reader": reader, "partition": s["partition"], "offset": s["offset"]}, (7, 1000 + j))
+    _retag(h, ("reads",), {"reader": reader, "partition": s["partition"], "offset": s["offset"]},
+           (7, 1000 + j))
 
 
 def reorder(h: History, i: int, _: int) -> None:
     """Two consecutive sends of one producer to one partition change places in the log."""
     a = _send_at(h, i)
-    b = next((s for s in h.rows["sends"] if (s["producer"], s["partition"]) == (a["producer"], a["partition"])
+    b = next((s for s in h.rows["sends"]
+              if (s["producer"], s["partition"]) == (a["producer"], a["partition"])
               and s["seq"] > a["seq"]), None)
     if b is not None:
         a["offset"], b["offset"] = b["offset"], a["offset"]
         for t in ("reads", "replicas"):
             for r in h.rows[t]:
-                if (r["producer"], r["seq"]) in ((a["producer"], a["seq"]), (b["producer"], b["seq"])):
+                if (r["producer"], r["seq"]) in (
+                        (a["producer"], a["seq"]), (b["producer"], b["seq"])):
                     r["seq"] = b["seq"] if r["seq"] == a["seq"] else a["seq"]
 
 
 def sent_twice(h: History, i: int, j: int) -> None:
-    """Two acked send rows of one value, each at its own position, consistent everywhere: every bucket agrees."""
+    """Two acked send rows of one value, each at its own position, consistent everywhere: every
+    bucket agrees."""
     a, b = _send_at(h, i), _send_at(h, j)
     if a is not b:
         where = {"partition": b["partition"], "offset": b["offset"]}
@@ -105,17 +111,20 @@ def commit(h: History, i: int, _: int) -> None:
     s = _send_at(h, i)
     drop_live_read(h, i, 0)
     for p in (0, 1):
-        h.event("chaos", "committed", partition=p, offset=s["offset"] + 1 if p == s["partition"] else 0)
+        h.event("chaos", "committed", partition=p,
+                offset=s["offset"] + 1 if p == s["partition"] else 0)
 
 
-MUTATIONS = [lose, drop_drain_read, drop_live_read, drop_replica, write_twice, ack_elsewhere, diverge, indeterminate,
-             never_sent, reorder, sent_twice, commit]
+MUTATIONS = [lose, drop_drain_read, drop_live_read, drop_replica, write_twice, ack_elsewhere,
+             diverge, indeterminate, never_sent, reorder, sent_twice, commit]
 
 
 def _judged_alike(spark, directory) -> dict[str, int]:
-    narrow, full = analyze(spark, directory, prefilter=True), analyze(spark, directory, prefilter=False)
+    narrow, full = analyze(spark, directory, prefilter=True), analyze(
+        spark, directory, prefilter=False)
     assert narrow.counts() == full.counts()
-    assert {k: a.examples for k, a in narrow.anomalies.items()} == {k: a.examples for k, a in full.anomalies.items()}
+    assert {k: a.examples for k, a in narrow.anomalies.items()} == {
+        k: a.examples for k, a in full.anomalies.items()}
     assert narrow.metrics == full.metrics
     return full.counts()
 
@@ -132,13 +141,14 @@ def every_mutation() -> History:
 
 def test_each_mutation_in_its_own_bucket_is_found_by_both(spark, tmp_path):
     counts = _judged_alike(spark, every_mutation().write(tmp_path / "history"))
-    seen = {"lost-write", "duplicate", "inconsistent-offset", "nonmonotonic-send", "unexpected", "vanished-read",
-            "committed-unread", "replica-divergence"}
+    seen = {"lost-write", "duplicate", "inconsistent-offset", "nonmonotonic-send", "unexpected",
+            "vanished-read", "committed-unread", "replica-divergence"}
     assert {k for k, n in counts.items() if n} >= seen
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.sampled_from(MUTATIONS), st.integers(0, 299), st.integers(0, 299)), max_size=4))
+@given(st.lists(st.tuples(st.sampled_from(MUTATIONS), st.integers(0, 299), st.integers(0, 299)),
+                max_size=4))
 def test_any_mutations_are_found_alike_by_both(spark, tmp_path_factory, mutations):
     h = clean(per_producer=150)  # 150 offsets per partition: three buckets each
     for mutate, i, j in mutations:

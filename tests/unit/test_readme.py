@@ -1,4 +1,5 @@
-"""The README stays in Jepsen's shape: short, with short sentences, and every link it gives resolves."""
+"""The README stays in Jepsen's shape: short, with short sentences, and every link it gives
+resolves."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ README = (ROOT / "README.md").read_text()
 
 
 def prose() -> str:
-    """The README without its code blocks and with each table cell, list item and heading as a sentence of its own."""
+    """The README without its code blocks and with each table cell, list item and heading as a
+    sentence of its own."""
     text = re.sub(r"```.*?```", "", README, flags=re.S)
     text = re.sub(r"\]\([^)]*\)", "]", text)  # a link counts by its words, not its address
     return re.sub(r"^\s*(\||#+|-)\s*", ".\n", text.replace("|", ".\n"), flags=re.M)

@@ -1,4 +1,5 @@
-"""Scenario validation names the field and the allowed values; matrices expand before anything runs."""
+"""Scenario validation names the field and the allowed values; matrices expand before anything
+runs."""
 
 from __future__ import annotations
 
@@ -22,14 +23,18 @@ def write(tmp_path: Path, text: str) -> Path:
     ("name: x\nproducer: {acks: al}", "Expected one of '0', '1', 'all' but got producer.acks='al'"),
     ("name: x\nfaults: [{fault: kil}]", "but got faults.0.fault='kil'"),
     ("name: x\nfaults: [{fault: kill, target: leaderr}]", "but got faults.0.target='leaderr'"),
-    ("name: x\nduration: 10q", "Expected a duration like '90s', '5m' or '500ms' but got duration='10q'"),
+    ("name: x\nduration: 10q", "Expected a duration like '90s', '5m' or '500ms' but got "
+                               "duration='10q'"),
     ("name: x\nproducer: {ackz: 1}", "Unknown field 'producer.ackz'"),
-    ("name: x\ntopic: {replication_factor: 3, min_insync_replicas: 4}", "topic.min_insync_replicas=4 exceeds"),
-    ("name: x\nkafka: {version: '4.3.1', metadata: zookeeper}", "ZooKeeper mode was removed in Kafka 4.0"),
-    ("name: x\nproducer: {acks: '1', idempotence: true}", "producer.idempotence=true needs producer.acks='all'"),
+    ("name: x\ntopic: {replication_factor: 3, min_insync_replicas: 4}",
+     "topic.min_insync_replicas=4 exceeds"),
+    ("name: x\nkafka: {version: '4.3.1', metadata: zookeeper}",
+     "ZooKeeper mode was removed in Kafka 4.0"),
+    ("name: x\nproducer: {acks: '1', idempotence: true}", "producer.idempotence=true needs "
+                                                          "producer.acks='all'"),
     ("producer: {acks: all}", "Missing required field 'name'"),
-    ("name: x\ntopic: {name: 'a b'}", "Expected a Kafka topic name (1-249 letters, digits, '.', '_' or '-') "
-                                     "but got topic.name='a b'"),
+    ("name: x\ntopic: {name: 'a b'}", "Expected a Kafka topic name (1-249 letters, digits, '.', "
+                                      "'_' or '-') but got topic.name='a b'"),
     ("name: x\nproducer: [1", "not valid YAML at line"),
 ])
 def test_bad_scenarios_get_one_clear_message(tmp_path, text, message):
@@ -40,7 +45,8 @@ def test_bad_scenarios_get_one_clear_message(tmp_path, text, message):
 
 
 def test_acks_accepts_numbers_and_all(tmp_path):
-    assert load(write(tmp_path, "name: x\nproducer: {acks: 1, idempotence: false}"))[0].producer.acks == "1"
+    assert load(write(tmp_path,
+                      "name: x\nproducer: {acks: 1, idempotence: false}"))[0].producer.acks == "1"
 
 
 def test_matrix_expands_every_combination_and_validates_each(tmp_path):
@@ -49,18 +55,22 @@ def test_matrix_expands_every_combination_and_validates_each(tmp_path):
     assert [s.name for s in runs] == ["m[acks=1,partitions=1]", "m[acks=1,partitions=2]",
                                       "m[acks=all,partitions=1]", "m[acks=all,partitions=2]"]
     with pytest.raises(UsageError, match="matrix acks=al"):
-        load(write(tmp_path, "name: m\nproducer: {idempotence: false}\nmatrix: {producer.acks: ['1', al]}"))
+        load(write(tmp_path, "name: m\nproducer: {idempotence: false}\nmatrix: {producer.acks: "
+                             "['1', al]}"))
 
 
 def test_durations(tmp_path):
-    s = load(write(tmp_path, "name: x\nduration: 2m\nfaults: [{fault: pause, every: 2, for: 500ms, after: 1.5}]"))[0]
-    assert (s.duration, s.faults[0].every, s.faults[0].for_, s.faults[0].after) == (120.0, 2.0, 0.5, 1.5)
+    s = load(write(tmp_path, "name: x\nduration: 2m\nfaults: [{fault: pause, every: 2, for: "
+                             "500ms, after: 1.5}]"))[0]
+    assert (s.duration, s.faults[0].every, s.faults[0].for_, s.faults[0].after) == (
+        120.0, 2.0, 0.5, 1.5)
 
 
 def test_role_faults_keep_their_default_target_through_command_line_overrides(tmp_path):
     text = ("name: x\nfaults: [{fault: zombie}, {fault: isolate-controller}, {fault: kill},"
             " {fault: zombie, target: one}]")
-    for s in (load(write(tmp_path, text))[0], override(load(write(tmp_path, text)), None, 7, "30s")[0]):
+    for s in (load(write(tmp_path, text))[0],
+              override(load(write(tmp_path, text)), None, 7, "30s")[0]):
         assert [f.target for f in s.faults] == ["leader", "controller", "one", "one"]
 
 
@@ -76,7 +86,8 @@ def test_suite_and_compare_take_a_first_seed_and_never_an_abbreviated_option(cap
     base = load(catalog()["acks-all-leader-kill"]) + load(catalog()["controller-failover"])
     scenarios = with_seeds(base, a.seeds, a.seed)
     assert [s.seed for s in scenarios] == [7, 8, 7, 8]
-    assert [s.seed for s in with_seeds(base, 2)] == [base[0].seed, base[0].seed + 1, base[1].seed, base[1].seed + 1]
+    assert [s.seed for s in with_seeds(base, 2)] == [
+        base[0].seed, base[0].seed + 1, base[1].seed, base[1].seed + 1]
     with pytest.raises(SystemExit) as exit_:
         parser().parse_args(["suite", "smoke", "--see", "3"])
     assert exit_.value.code == 2 and "unrecognized arguments: --see 3" in capsys.readouterr().err
@@ -87,5 +98,6 @@ def test_one_brokers_overrides_reach_its_server_properties_only():
     spec = ClusterSpec(s.kafka.version, s.kafka.brokers, s.kafka.mode, s.kafka.broker_config(),
                        s.kafka.per_broker_config())
     lagging, other = (broker_properties(spec, n, f"kafka-{n}", 9094) for n in (4, 2))
-    assert lagging["replica.fetch.max.bytes"] == "65536" and lagging["replica.fetch.wait.max.ms"] == "500"
+    assert (lagging["replica.fetch.max.bytes"] == "65536"
+            and lagging["replica.fetch.wait.max.ms"] == "500")
     assert "replica.fetch.max.bytes" not in other and other["replica.fetch.wait.max.ms"] == "2000"

@@ -1,4 +1,5 @@
-"""Delta debugging of a violating schedule: the 1-minimal subset, tried on several seeds, written as a scenario."""
+"""Delta debugging of a violating schedule: the 1-minimal subset, tried on several seeds, written as
+a scenario."""
 
 from __future__ import annotations
 
@@ -53,18 +54,22 @@ def test_shrink_tries_seeds_keeps_the_needed_op_and_writes_a_scenario_that_repla
 def test_shrink_refuses_a_run_that_violated_nothing(tmp_path):
     scenario = validate(SCENARIO, "test")
     with pytest.raises(UsageError, match="violated no guarantee"):
-        shrink(scenario, [], verdict(False, 7), 2, lambda s, o: verdict(False, 7), tmp_path / "m.yaml")
+        shrink(scenario, [], verdict(False, 7), 2, lambda s, o: verdict(False, 7),
+               tmp_path / "m.yaml")
 
 
 def test_a_mix_op_shrinks_to_a_line_of_the_kind_and_target_it_drew(tmp_path):
     mixed = validate({"name": "m", "duration": "60s", "seed": 7, "faults": [
-        {"fault": "mix", "kinds": ["kill", "pause", "isolate"], "every": "15s", "for": "2s", "after": "5s"}]}, "t")
+        {"fault": "mix", "kinds": ["kill", "pause", "isolate"], "every": "15s", "for": "2s",
+         "after": "5s"}]}, "t")
     ops = plan(mixed.faults, mixed.duration, mixed.seed)
-    needed = next(o for o in ops if o.target not in (None, "one"))  # a drawn target, not the line's default
+    # a drawn target, not the line's default
+    needed = next(o for o in ops if o.target not in (None, "one"))
 
     def run(s, candidate):
         return verdict(needed in candidate, s.seed)
     kept, path = shrink(mixed, ops, verdict(True, 7), 1, run, tmp_path / "minimal.yaml")
     again = validate(yaml.safe_load(path.read_text()), "minimal.yaml")
     (line,) = again.faults
-    assert kept == [needed] and (line.fault, line.target, line.after) == (needed.fault, needed.target, needed.at)
+    assert kept == [needed] and (line.fault, line.target, line.after) == (
+        needed.fault, needed.target, needed.at)

@@ -1,5 +1,5 @@
-"""The one signal policy: what SIGINT, SIGTERM and SIGHUP raise, which handlers come back, and what a compaction
-holds until it ends."""
+"""The one signal policy: what SIGINT, SIGTERM and SIGHUP raise, which handlers come back, and what
+a compaction holds until it ends."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The standalone benchmark's comparison names exactly what differs between two analyses' results."""
+"""The standalone benchmark's comparison names exactly what differs between two analyses'
+results."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import copy
 from bench.spark_cluster import differences
 
 RESULTS = {"master": "local[2]",
-           "anomalies": {"lost-write": {"count": 1, "examples": [{"producer": 0, "seq": 7}], "span": {}},
+           "anomalies": {"lost-write": {"count": 1, "examples": [{"producer": 0, "seq": 7}],
+                                        "span": {}},
                          "duplicate": {"count": 0, "examples": [], "span": {}}},
            "metrics": {"acked": 10, "latency_ms": {"p99": 4.5}}}
 

@@ -1,4 +1,5 @@
-"""Coordinator targets: the partition that owns a key is Kafka's (Java's String.hashCode, Utils.abs, modulo)."""
+"""Coordinator targets: the partition that owns a key is Kafka's (Java's String.hashCode, Utils.abs,
+modulo)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from faults.targets import coordinator, java_hash, resolve
 
 def test_java_hash_matches_java():
     # values printed by `String.hashCode()` on OpenJDK 17
-    assert [java_hash(s) for s in ("chaos-txn-0", "chaos", "héllo")] == [564732160, 94623616, 103094734]
-    assert java_hash("polygenelubricants") == -2147483648  # Integer.MIN_VALUE: Utils.abs makes it partition 0
+    assert [java_hash(s) for s in ("chaos-txn-0", "chaos", "héllo")] == [
+        564732160, 94623616, 103094734]
+    # Integer.MIN_VALUE: Utils.abs makes it partition 0
+    assert java_hash("polygenelubricants") == -2147483648
 
 
 class Meta:
@@ -18,7 +21,8 @@ class Meta:
         self.leaders = leaders
 
     def partitions(self, topic: str) -> dict:
-        return {p: SimpleNamespace(id=p, leader=leader) for p, leader in enumerate(self.leaders.get(topic, []))}
+        return {p: SimpleNamespace(id=p, leader=leader) for p,
+                leader in enumerate(self.leaders.get(topic, []))}
 
 
 def test_coordinators_are_the_leaders_of_the_owning_internal_partitions():

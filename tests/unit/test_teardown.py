@@ -1,4 +1,5 @@
-"""Teardown never hides why a run failed, and a container the engine is already removing counts as removed."""
+"""Teardown never hides why a run failed, and a container the engine is already removing counts as
+removed."""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ def _node(error: Exception, monkeypatch) -> KafkaNode:
 
 
 def test_a_container_already_being_removed_is_removed(monkeypatch):
-    _node(_api_error(409, "removal of container kchaos-x-kafka-1 is already in progress"), monkeypatch).remove()
+    _node(_api_error(409, "removal of container kchaos-x-kafka-1 is already in progress"),
+          monkeypatch).remove()
 
 
 def test_other_engine_errors_on_remove_are_raised(monkeypatch):
@@ -71,7 +73,8 @@ def test_a_failed_teardown_is_noted_on_the_failure_it_would_have_hidden(monkeypa
             cluster.__exit__(type(exc), exc, exc.__traceback__)
             raise
     assert failure.value.__notes__ == ["teardown also failed: RuntimeError: engine went away"]
-    with pytest.raises(RuntimeError, match="engine went away"):  # with nothing to hide, it is the error
+    # with nothing to hide, it is the error
+    with pytest.raises(RuntimeError, match="engine went away"):
         cluster.__exit__(None, None, None)
 
 

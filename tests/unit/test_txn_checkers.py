@@ -1,4 +1,5 @@
-"""The transactional checkers on hand-built histories (Jepsen's kafka_test.clj cases among them), exact counts."""
+"""The transactional checkers on hand-built histories (Jepsen's kafka_test.clj cases among them),
+exact counts."""
 
 from __future__ import annotations
 
@@ -21,34 +22,40 @@ def test_markers_and_aborted_records_are_no_skip_and_no_loss(spark, tmp_path):
 
 
 def test_aborted_read_by_a_read_committed_reader_only(spark, tmp_path):
-    # Jepsen's G1a: consumer-0 (read_committed) returns txn 1's value; consumer-1 (read_uncommitted) may.
+    # Jepsen's G1a: consumer-0 (read_committed) returns txn 1's value; consumer-1 (read_uncommitted)
+    # may.
     h = transactional().read("consumer-0", 0, 2, 0, 2, poll=1)
     a = run(spark, tmp_path, h)
     assert a.counts() == only(aborted_read=1)
-    assert [(e["reader"], e["seq"]) for e in a.anomalies["aborted-read"].examples] == [("consumer-0", 2)]
+    assert [(e["reader"], e["seq"]) for e in a.anomalies["aborted-read"]
+            .examples] == [("consumer-0", 2)]
 
 
 def test_a_read_uncommitted_reader_judged_as_read_committed_is_caught(spark, tmp_path):
-    a = run(spark, tmp_path, transactional(), Readers(("consumer-0", "consumer-1"), ("consumer-0", "consumer-1")))
+    a = run(spark, tmp_path, transactional(),
+            Readers(("consumer-0", "consumer-1"), ("consumer-0", "consumer-1")))
     assert a.counts() == only(aborted_read=1)
     assert a.anomalies["aborted-read"].examples[0]["reader"] == "consumer-1"
 
 
 def test_committed_transaction_visible_in_part(spark, tmp_path):
-    # consumer-0 reads txn 2's value in partition 0 and txn 3's at partition 1 offset 4, passing over txn 2's
-    # value at partition 1 offset 2: a torn transaction, and in that partition a skipped record.
+    # consumer-0 reads txn 2's value in partition 0 and txn 3's at partition 1 offset 4, passing
+    # over txn 2's value at partition 1 offset 2: a torn transaction, and in that partition a
+    # skipped record.
     h = transactional(committed_reads=False)
     for p, off, seq in ((0, 0, 0), (0, 4, 3), (1, 0, 1), (1, 4, 5)):
         h.read("consumer-0", p, off, 0, seq, poll=2)
     a = run(spark, tmp_path, h)
     assert a.counts() == only(torn_transaction=1, poll_skip=1)
     ex = a.anomalies["torn-transaction"].examples[0]
-    assert (ex["reader"], ex["txn"], ex["passed_over"], ex["values"][0]["seq"]) == ("consumer-0", 2, 1, 4)
+    assert (ex["reader"], ex["txn"], ex["passed_over"], ex["values"][0]["seq"]) == (
+        "consumer-0", 2, 1, 4)
 
 
 def test_transactions_across_two_topics_clean_then_torn(spark, tmp_path):
-    # The same transactions with partition 1's values in a second topic: clean as written; consumer-0 reading as
-    # in the test above passes over txn 2's value in the other topic, a torn transaction across topics.
+    # The same transactions with partition 1's values in a second topic: clean as written;
+    # consumer-0 reading as in the test above passes over txn 2's value in the other topic, a torn
+    # transaction across topics.
     assert run(spark, tmp_path / "clean", transactional(two_topics=True)).counts() == only()
     h = transactional(committed_reads=False, two_topics=True)
     for topic, off, seq in (("chaos", 0, 0), ("chaos", 4, 3), ("chaos-2", 0, 1), ("chaos-2", 4, 5)):
@@ -57,22 +64,26 @@ def test_transactions_across_two_topics_clean_then_torn(spark, tmp_path):
     a = run(spark, tmp_path / "torn", h)
     assert a.counts() == only(torn_transaction=1, poll_skip=1)
     ex = a.anomalies["torn-transaction"].examples[0]
-    assert (ex["reader"], ex["txn"], ex["passed_over"], ex["values"][0]["seq"]) == ("consumer-0", 2, 1, 4)
+    assert (ex["reader"], ex["txn"], ex["passed_over"], ex["values"][0]["seq"]) == (
+        "consumer-0", 2, 1, 4)
 
 
 def test_lost_committed_write_but_a_lost_aborted_one_is_no_anomaly(spark, tmp_path):
-    # txn 2's value in partition 1 is gone; consumer-0 read its other value and read partition 1 past it: the
-    # committed transaction is also torn for that reader. Txn 1's lost value was aborted: no anomaly.
+    # txn 2's value in partition 1 is gone; consumer-0 read its other value and read partition 1
+    # past it: the committed transaction is also torn for that reader. Txn 1's lost value was
+    # aborted: no anomaly.
     h = transactional()
     for table in ("reads", "replicas"):
         h.drop(table, producer=0, seq=4).drop(table, producer=0, seq=2)
     a = run(spark, tmp_path, h)
     assert a.counts() == only(lost_committed=1, torn_transaction=1)
-    assert [(e["seq"], e["partition"], e["offset"]) for e in a.anomalies["lost-committed"].examples] == [(4, 1, 2)]
+    assert [(e["seq"], e["partition"], e["offset"]) for e in a.anomalies["lost-committed"]
+            .examples] == [(4, 1, 2)]
 
 
 def test_read_before_the_commit_was_asked_for(spark, tmp_path):
-    h = transactional().drop("reads", reader="consumer-0", seq=5)  # read later, before the commit was asked for
+    # read later, before the commit was asked for
+    h = transactional().drop("reads", reader="consumer-0", seq=5)
     h.drop("txns", txn=3).read("consumer-0", 1, 4, 0, 5, poll=9).transaction(0, 3, "committed")
     a = run(spark, tmp_path, h)
     assert a.counts() == only(precommitted_read=1)

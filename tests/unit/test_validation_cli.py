@@ -1,5 +1,5 @@
-"""Every bad input the reports issue found: exit 2, one line naming the field, the value and the fix, no traceback,
-and nothing started (the Docker engine is never even asked for)."""
+"""Every bad input the reports issue found: exit 2, one line naming the field, the value and the
+fix, no traceback, and nothing started (the Docker engine is never even asked for)."""
 
 from __future__ import annotations
 
@@ -35,62 +35,76 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
     ("duration: -30", "Expected duration >= 1.0 but got duration=-30.0"),
     ("duration: 0", "Expected duration >= 1.0 but got duration=0.0"),
     ("faults: [{fault: kill, for: -5}]", "Expected faults.0.for >= 0.0 but got faults.0.for=-5.0"),
-    ("faults: [{fault: kill, every: 0s}]", "Expected faults.0.every >= 0.5 but got faults.0.every=0.0"),
-    ("faults: [{fault: kill, target: 7}]", "faults.0.target=7 must name brokers among 1..3 (kafka.brokers=3)"),
-    ("faults: [{fault: kill, target: [1, 9]}]", "faults.0.target=[1, 9] must name brokers among 1..3"),
-    ("kafka: {version: '9.9.9'}", "Kafka 9.9.9 is not on Maven Central (no org.apache.kafka:{kafka_2.13,kafka_2.12,"
-                                  "kafka_2.11}:9.9.9) "
+    ("faults: [{fault: kill, every: 0s}]", "Expected faults.0.every >= 0.5 but got "
+                                           "faults.0.every=0.0"),
+    ("faults: [{fault: kill, target: 7}]", "faults.0.target=7 must name brokers among 1..3 "
+                                           "(kafka.brokers=3)"),
+    ("faults: [{fault: kill, target: [1, 9]}]", "faults.0.target=[1, 9] must name brokers among "
+                                                "1..3"),
+    ("kafka: {version: '9.9.9'}", "Kafka 9.9.9 is not on Maven Central (no "
+                                  "org.apache.kafka:{kafka_2.13,kafka_2.12,kafka_2.11}:9.9.9) "
                                   "(s.yaml: kafka.version='9.9.9'). Nearest supported: "),
-    ("kafka: {version: '0.9.0.1'}", "Kafka 0.9.0.1 is older than 0.10.2, the oldest the harness runs"),
-    ("kafka: {version: '2.0.0', metadata: kraft}", "KRaft is production-ready from Kafka 3.3 (KIP-833); "
-                                                   "kafka.version='2.0.0' needs kafka.metadata='zookeeper'"),
-    ("kafka: {version: '0.10.2.2'}", "producer.idempotence=true (KIP-98) needs Kafka 0.11 or later, not "
-                                     "kafka.version='0.10.2.2'; set producer.idempotence: false"),
-    ("kafka: {config: {log.retention.hour: 1}}", "Unknown config kafka.config.'log.retention.hour': Kafka 4.3.1 "
-                                                 "defines no such broker config; did you mean 'log.retention.hours'?"),
+    ("kafka: {version: '0.9.0.1'}", "Kafka 0.9.0.1 is older than 0.10.2, the oldest the harness "
+                                    "runs"),
+    ("kafka: {version: '2.0.0', metadata: kraft}", "KRaft is production-ready from Kafka 3.3 "
+                                                   "(KIP-833); kafka.version='2.0.0' needs "
+                                                   "kafka.metadata='zookeeper'"),
+    ("kafka: {version: '0.10.2.2'}", "producer.idempotence=true (KIP-98) needs Kafka 0.11 or "
+                                     "later, not kafka.version='0.10.2.2'; set "
+                                     "producer.idempotence: false"),
+    ("kafka: {config: {log.retention.hour: 1}}", "Unknown config "
+                                                 "kafka.config.'log.retention.hour': Kafka 4.3.1 "
+                                                 "defines no such broker config; did you mean "
+                                                 "'log.retention.hours'?"),
     ("topic: {config: {flush.message: 1}}", "did you mean 'flush.messages'?"),
     ("kafka: {broker_overrides: {2: {replica.fetch.max.byte: 1}}}", "Unknown config "
-     "kafka.broker_overrides.2.'replica.fetch.max.byte': Kafka 4.3.1 defines no such broker config; did you mean "
+     "kafka.broker_overrides.2.'replica.fetch.max.byte': Kafka 4.3.1 defines no such broker "
+     "config; did you mean "
      "'replica.fetch.max.bytes'?"),
-    ("kafka: {broker_overrides: {4: {num.io.threads: 2}}}", "kafka.broker_overrides names broker 4, but the brokers "
-                                                           "are 1..3"),
-    ("faults: [{fault: stale-hw-isr-join}]", "fault stale-hw-isr-join reads and triggers elections through "
-                                            "ZooKeeper; kafka.version='4.3.1' runs KRaft: use a ZooKeeper-mode "
-                                            "version"),
-    ("faults: [{fault: fast-failover-divergence}]", "fault fast-failover-divergence reads and triggers elections "
-                                                   "through ZooKeeper; kafka.version='4.3.1' runs KRaft"),
+    ("kafka: {broker_overrides: {4: {num.io.threads: 2}}}",
+     "kafka.broker_overrides names broker 4, but the brokers are 1..3"),
+    ("faults: [{fault: stale-hw-isr-join}]", "fault stale-hw-isr-join reads and triggers elections "
+                                             "through ZooKeeper; kafka.version='4.3.1' runs KRaft: "
+                                             "use a ZooKeeper-mode version"),
+    ("faults: [{fault: fast-failover-divergence}]", "fault fast-failover-divergence reads and "
+                                                    "triggers elections through ZooKeeper; "
+                                                    "kafka.version='4.3.1' runs KRaft"),
     ("producer: {acks: al}", "but got producer.acks='al' (did you mean 'all'?)"),
     ("producer: {ackz: 1}", "Unknown field 'producer.ackz' (did you mean 'acks'?)"),
     ("faults: [{fault: kil}]", "but got faults.0.fault='kil' (did you mean 'kill'?)"),
-    ("faults: [{fault: kill, target: leader, every: 7s, for: 2s}, {fault: pause, target: followers, every: 11s, "
-     "for: 4s}]", "faults.0: kill keeps its line busy about"),
+    ("faults: [{fault: kill, target: leader, every: 7s, for: 2s}, {fault: pause, target: "
+     "followers, every: 11s, for: 4s}]", "faults.0: kill keeps its line busy about"),
     ("faults: [{fault: kill, after: 70s}]", "the line would never fire"),
-    ("faults: [{fault: pause, kbit: 256}]", "faults.0.kbit=256 is not read by a 'pause' fault (only 'bandwidth' "
-                                            "reads it); remove it"),
-    ("faults: [{fault: kill, latency_ms: 300}]", "faults.0.latency_ms=300 is not read by a 'kill' fault (only "
-                                                 "'disk-slow', 'latency' read it); remove it"),
+    ("faults: [{fault: pause, kbit: 256}]", "faults.0.kbit=256 is not read by a 'pause' fault "
+                                            "(only 'bandwidth' reads it); remove it"),
+    ("faults: [{fault: kill, latency_ms: 300}]", "faults.0.latency_ms=300 is not read by a 'kill' "
+                                                 "fault (only 'disk-slow', 'latency' read it); "
+                                                 "remove it"),
     ("producer: {rate: -1}", "Expected producer.rate >= 0.0 but got producer.rate=-1"),
     ("producer: {transactional: true, idempotence: false}", "producer.transactional=true needs "
                                                             "producer.idempotence=true"),
-    ("producer: {transactional: true, transaction_timeout_ms: 10000}", "producer.message_timeout_ms=30000 exceeds "
-                                                                      "producer.transaction_timeout_ms=10000"),
+    ("producer: {transactional: true, transaction_timeout_ms: 10000}",
+     "producer.message_timeout_ms=30000 exceeds producer.transaction_timeout_ms=10000"),
     ("faults: [{fault: copier-kill}]", "faults.0.fault='copier-kill' needs workload='eos-copy'"),
-    ("workload: eos-copy\ncopier: {offsets: inside}", "Expected one of 'in-transaction', 'outside' but got "
-                                                      "copier.offsets='inside'"),
-    ("producer: {txn_topics: 2}", "producer.txn_topics=2 needs producer.transactional=true and workload="
-                                  "'produce-consume' (not transactional=False, workload='produce-consume'); set "
-                                  "txn_topics: 1"),
-    ("producer: {abort_ratio: 1.5}", "Expected producer.abort_ratio <= 1.0 but got producer.abort_ratio=1.5"),
+    ("workload: eos-copy\ncopier: {offsets: inside}", "Expected one of 'in-transaction', 'outside' "
+                                                      "but got copier.offsets='inside'"),
+    ("producer: {txn_topics: 2}", "producer.txn_topics=2 needs producer.transactional=true and "
+                                  "workload='produce-consume' (not transactional=False, "
+                                  "workload='produce-consume'); set txn_topics: 1"),
+    ("producer: {abort_ratio: 1.5}", "Expected producer.abort_ratio <= 1.0 but got "
+                                     "producer.abort_ratio=1.5"),
     ("consumer: {isolation: read_comitted}", "(did you mean 'read_committed'?)"),
-    ("kafka: {version: '3.9.2'}\nconsumer: {group_protocol: consumer}", "consumer.group_protocol='consumer' "
-                                                                        "(KIP-848) needs Kafka 4.0 or later"),
-    ("faults: [{fault: producer-pause, target: 2}]", "faults.0.target=2 must name producers among 0..1"),
+    ("kafka: {version: '3.9.2'}\nconsumer: {group_protocol: consumer}",
+     "consumer.group_protocol='consumer' (KIP-848) needs Kafka 4.0 or later"),
+    ("faults: [{fault: producer-pause, target: 2}]", "faults.0.target=2 must name producers among "
+                                                     "0..1"),
     ("faults: [{fault: kill, target: txn-coordinatr}]", "txn-coordinator"),
     ("producer: {count: 0}", "Expected producer.count >= 1 but got producer.count=0"),
     ("producer: {acks: " + "x" * 5000 + "}", "but got producer.acks='" + "x" * 78 + "…"),
     ("laugh: &a [x, x, x, x, x, x, x, x, x, x]\n"  # each line ten aliases of the last: 10**7 values
      + "".join(f"l{i}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(6)),
-     "s.yaml: its aliases expand to over 100,000 values; write the values out or use fewer nested aliases"),
+     "s.yaml: its aliases expand to over 100,000 values; write the values out or use fewer nested "
+     "aliases"),
 ])
 def test_a_bad_scenario_file(tmp_path, capsys, monkeypatch, body, says):
     path = tmp_path / "s.yaml"
@@ -98,32 +112,35 @@ def test_a_bad_scenario_file(tmp_path, capsys, monkeypatch, body, says):
     monkeypatch.chdir(tmp_path)
     code, lines = kchaos(["run", "s.yaml"], capsys, monkeypatch)
     assert code == 2 and len(lines) == 1, lines
-    assert says in lines[0] and "Traceback" not in lines[0] and "x" * 80 not in lines[0]  # echoed values are cut
+    # echoed values are cut
+    assert says in lines[0] and "Traceback" not in lines[0] and "x" * 80 not in lines[0]
 
 
 @pytest.mark.parametrize("argv, says", [
     (["run", "{dir}"], "is a directory, not a scenario file"),
     (["run", "{dir}/list.yaml"], "expected a mapping with at least a 'name' field"),
-    (["run", "{dir}/spaced.yaml"], "Expected a scenario name of letters, digits and . _ - [ ] = , (no spaces) but "
-                                   "got name='a b'"),
+    (["run", "{dir}/spaced.yaml"], "Expected a scenario name of letters, digits and . _ - [ ] = , "
+                                   "(no spaces) but got name='a b'"),
     (["run", "acks-all-leader-kill", "--duration", "5 minutes"], "but got --duration '5 minutes'"),
     (["run", "acks-all-leader-kill", "--duration", "-5"], "but got --duration '-5'"),
-    (["run", "acks-all-leader-kill", "--kafka", "9.9"], "Expected a Kafka version like '4.3.1' but got --kafka='9.9'"),
+    (["run", "acks-all-leader-kill", "--kafka", "9.9"], "Expected a Kafka version like '4.3.1' but "
+                                                        "got --kafka='9.9'"),
     (["suite", "smoke", "--seeds", "0"], "Expected --seeds between 1 and 1000 but got --seeds 0"),
-    (["run", "acks-all-leader-kill", "--kafka", "3.9.2:zk"], "Expected --kafka VERSION, VERSION:kraft or "
-                                                             "VERSION:zookeeper (e.g. 3.9.2:zookeeper) but got --kafka "
-                                                             "'3.9.2:zk'"),
-    (["run", "latency-slow-controller", "--kafka", "3.9.2:zookeeper"], "--kafka 3.9.2:zookeeper: the scenario runs "
-                                                                          "in kraft mode only (kafka.metadata: kraft),"
-                                                                          " not zookeeper: ask for Kafka 3.9.2 without"
-                                                                          " ':zookeeper'"),
-    (["compare", "--kafka", ""], "Expected comma-separated Kafka versions like '4.3.1,3.9.2:zookeeper' but got "
-                                 "--kafka ''"),
+    (["run", "acks-all-leader-kill", "--kafka", "3.9.2:zk"],
+     "Expected --kafka VERSION, VERSION:kraft or VERSION:zookeeper (e.g. 3.9.2:zookeeper) but got "
+     "--kafka '3.9.2:zk'"),
+    (["run", "latency-slow-controller", "--kafka", "3.9.2:zookeeper"],
+     "--kafka 3.9.2:zookeeper: the scenario runs in kraft mode only (kafka.metadata: kraft), not "
+     "zookeeper: ask for Kafka 3.9.2 without ':zookeeper'"),
+    (["compare", "--kafka", ""], "Expected comma-separated Kafka versions like "
+                                 "'4.3.1,3.9.2:zookeeper' but got --kafka ''"),
     (["analyze", "{dir}"], "is not a run directory (no scenario.json)"),
-    (["analyze", "{dir}/gone"], "gone does not exist; name a run directory such as runs/<scenario>/<stamp>-<seed>"),
-    (["run", "acks-all-leader-kil"], "No scenario file 'acks-all-leader-kil' and no built-in scenario of that name; "
-                                     "did you mean 'acks-all-leader-kill'?"),
-    (["run", "nothing-like-it"], "no built-in scenario of that name; `kchaos scenarios list` names them"),
+    (["analyze", "{dir}/gone"], "gone does not exist; name a run directory such as "
+                                "runs/<scenario>/<stamp>-<seed>"),
+    (["run", "acks-all-leader-kil"], "No scenario file 'acks-all-leader-kil' and no built-in "
+                                     "scenario of that name; did you mean 'acks-all-leader-kill'?"),
+    (["run", "nothing-like-it"], "no built-in scenario of that name; `kchaos scenarios list` names "
+                                 "them"),
 ])
 def test_bad_arguments(tmp_path, capsys, monkeypatch, argv, says):
     (tmp_path / "list.yaml").write_text("- name: x\n")
@@ -134,7 +151,8 @@ def test_bad_arguments(tmp_path, capsys, monkeypatch, argv, says):
 
 
 def test_analyze_refuses_a_run_directory_without_a_history(tmp_path, capsys, monkeypatch):
-    (scenario,) = load(catalog()["acks-all-leader-kill"])  # a resolved scenario.json, as a run writes it
+    # a resolved scenario.json, as a run writes it
+    (scenario,) = load(catalog()["acks-all-leader-kill"])
     (tmp_path / "scenario.json").write_text(scenario.model_dump_json(by_alias=True))
     code, lines = kchaos(["analyze", str(tmp_path)], capsys, monkeypatch)
     assert code == 2 and "has no history to analyze" in lines[-1]
@@ -146,12 +164,14 @@ def test_our_own_broker_settings_are_configs_every_supported_version_defines():
     for version in SUPPORTED_VERSIONS:
         assert ours <= broker_properties(ClusterSpec(version), 1, "kafka-1", 9094).keys(), version
         assert ours <= jars.config_names(version).broker, version
-    assert not set(CONSUMER_GROUP_TIMING) & broker_properties(ClusterSpec("2.8.2"), 1, "kafka-1", 9094).keys()
+    assert not set(CONSUMER_GROUP_TIMING) & broker_properties(
+        ClusterSpec("2.8.2"), 1, "kafka-1", 9094).keys()
 
 
 def test_a_silent_broker_keeps_its_session_as_long_in_either_metadata_mode():
-    """ZooKeeper's session and KRaft's broker session decide how soon a dead broker's partitions move: unequal, a
-    comparison of the modes would show the harness's settings as a difference between Kafkas."""
+    """ZooKeeper's session and KRaft's broker session decide how soon a dead broker's partitions
+    move: unequal, a comparison of the modes would show the harness's settings as a difference
+    between Kafkas."""
     zk = broker_properties(ClusterSpec("3.9.2", metadata="zookeeper"), 1, "kafka-1", 9094)
     kraft = broker_properties(ClusterSpec("3.9.2", metadata="kraft"), 1, "kafka-1", 9094)
     assert zk["zookeeper.session.timeout.ms"] == kraft["broker.session.timeout.ms"] == "6000"
@@ -159,16 +179,18 @@ def test_a_silent_broker_keeps_its_session_as_long_in_either_metadata_mode():
         assert "broker.session.timeout.ms" in jars.config_names(version).broker, version
 
 
-ENGINE = ("pyspark", "docker", "pyarrow", "confluent_kafka", "kafka", "kazoo", "scipy", "matplotlib", "pandas")
+ENGINE = ("pyspark", "docker", "pyarrow", "confluent_kafka", "kafka", "kazoo", "scipy",
+          "matplotlib", "pandas")
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["scenarios", "list"],
                                   ["validate", "acks-all-leader-kill"]])
 def test_the_light_commands_load_none_of_the_engine(argv):
-    """--help, --version, scenarios list and validate read files only: Docker, Spark, the clients and the report's
-    and statistics' modules stay unimported (seconds of imports)."""
-    probe = (f"import sys; from kchaos import cli\ntry: cli.main({argv!r})\nexcept SystemExit: pass\n"
-             f"print('loaded:', *sorted(m for m in {ENGINE!r} if m in sys.modules), file=sys.stderr)")
+    """--help, --version, scenarios list and validate read files only: Docker, Spark, the clients
+    and the report's and statistics' modules stay unimported (seconds of imports)."""
+    probe = (f"import sys; from kchaos import cli\ntry: cli.main({argv!r})\nexcept SystemExit: "
+             f"pass\nprint('loaded:', *sorted(m for m in {ENGINE!r} if m in sys.modules), "
+             "file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stderr.splitlines()[-1] == "loaded:", done.stderr[-300:]
 
@@ -190,15 +212,20 @@ def test_version_names_the_release_and_the_commit(capsys):
 
 
 def test_every_option_and_argument_of_every_command_has_help_text():
-    commands = next(a for a in cli.parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    commands = next(a for a in cli.parser()._actions
+                    if isinstance(a, argparse._SubParsersAction)).choices
     silent = [f"{name} {a.dest}" for name, p in commands.items() for a in p._actions if not a.help]
     assert silent == []
 
 
 def test_results_name_the_broker_settings_the_harness_added_and_not_those_the_scenario_set():
-    kraft = harness_settings(ClusterSpec("4.3.1", metadata="kraft", config={"replica.lag.time.max.ms": "60000"}))
-    assert kraft["broker.session.timeout.ms"] == "6000" and kraft["group.consumer.session.timeout.ms"] == "10000"
-    assert "replica.lag.time.max.ms" not in kraft and "log.dirs" not in kraft  # the scenario's own; a path
+    kraft = harness_settings(ClusterSpec("4.3.1", metadata="kraft",
+                                         config={"replica.lag.time.max.ms": "60000"}))
+    assert (kraft["broker.session.timeout.ms"] == "6000"
+            and kraft["group.consumer.session.timeout.ms"] == "10000")
+    # the scenario's own; a path
+    assert "replica.lag.time.max.ms" not in kraft and "log.dirs" not in kraft
     old = harness_settings(ClusterSpec("2.0.0", metadata="zookeeper"))
-    assert old["zookeeper.session.timeout.ms"] == "6000" and not set(CONSUMER_GROUP_TIMING) & old.keys()
+    assert (old["zookeeper.session.timeout.ms"] == "6000"
+            and not set(CONSUMER_GROUP_TIMING) & old.keys())
     assert old["replica.lag.time.max.ms"] == broker_defaults(3)["replica.lag.time.max.ms"]

@@ -1,20 +1,28 @@
-"""Which JRE, metadata mode and replication fixes each Kafka version gets, and how a regression file expands."""
+"""Which JRE, metadata mode and replication fixes each Kafka version gets, and how a regression file
+expands."""
 
 from __future__ import annotations
 
 import pytest
 
 from contracts.errors import UsageError
-from contracts.versions import default_metadata, java_for, metadata_problem, release, replica_fencing
+from contracts.versions import (
+    default_metadata,
+    java_for,
+    metadata_problem,
+    release,
+    replica_fencing,
+)
 from harness.jars import nearest
 from kchaos.catalog import catalog, load, override
 from reports.guarantees import RULES
 
 
-@pytest.mark.parametrize("version, java, mode", [("0.10.2.2", 8, "zookeeper"), ("2.0.1", 8, "zookeeper"),
-                                                 ("2.1.0", 11, "zookeeper"), ("3.0.2", 11, "zookeeper"),
-                                                 ("3.1.0", 17, "zookeeper"), ("3.3.1", 17, "kraft"),
-                                                 ("4.3.1", 17, "kraft")])
+@pytest.mark.parametrize("version, java, mode",
+                         [("0.10.2.2", 8, "zookeeper"), ("2.0.1", 8, "zookeeper"),
+                          ("2.1.0", 11, "zookeeper"), ("3.0.2", 11, "zookeeper"),
+                          ("3.1.0", 17, "zookeeper"), ("3.3.1", 17, "kraft"),
+                          ("4.3.1", 17, "kraft")])
 def test_each_version_gets_the_jre_it_was_built_with_and_its_default_mode(version, java, mode):
     assert (java_for(version), default_metadata(version)) == (java, mode)
 
@@ -22,7 +30,8 @@ def test_each_version_gets_the_jre_it_was_built_with_and_its_default_mode(versio
 def test_metadata_modes_a_version_cannot_run_are_refused_with_the_fix():
     assert "needs kafka.metadata='zookeeper'" in metadata_problem("3.2.3", "kraft")
     assert "needs kafka.metadata='kraft'" in metadata_problem("4.0.0", "zookeeper")
-    assert metadata_problem("3.9.2", "zookeeper") is None and metadata_problem("3.3.1", "kraft") is None
+    assert metadata_problem("3.9.2", "zookeeper") is None and metadata_problem(
+        "3.3.1", "kraft") is None
 
 
 def test_nearest_versions_prefer_the_same_line():
@@ -31,7 +40,8 @@ def test_nearest_versions_prefer_the_same_line():
     assert nearest("4.9.0", known, n=1) == ["4.3.1"]
 
 
-@pytest.mark.parametrize("version, kip", [("0.10.2.2", "KIP-101"), ("1.1.1", "KIP-279"), ("2.0.0", "KIP-320"),
+@pytest.mark.parametrize("version, kip",
+                         [("0.10.2.2", "KIP-101"), ("1.1.1", "KIP-279"), ("2.0.0", "KIP-320"),
                                           ("2.1.0", "KIP-101")])
 def test_replica_fencing_names_the_kip_a_version_has_or_lacks(version, kip):
     words, link = replica_fencing(version)
@@ -51,15 +61,19 @@ def test_a_regression_runs_on_the_affected_and_the_fixed_version_and_one_overrid
     assert [(s.kafka.version, s.regression.affected) for s in runs] == [("0.10.2.2", "0.10.2.2"),
                                                                          ("0.11.0.3", "0.10.2.2")]
     (only,) = override(runs, "2.0.1", None, None)
-    assert only.name == "kip101-hw-truncation[version=2.0.1]" and release(only.kafka.version) == (2, 0, 1)
+    assert only.name == "kip101-hw-truncation[version=2.0.1]" and release(only.kafka.version) == (
+        2, 0, 1)
 
 
 def test_kafka_version_with_a_mode_runs_that_version_in_that_mode_and_a_bad_mode_names_the_fix():
     (zk,) = override(load(catalog()["acks-all-leader-kill"]), "3.9.2:zookeeper", None, None)
-    (kraft,) = override([zk], "3.9.2", None, None)  # no mode given: the scenario's, here the one just set
-    assert (zk.kafka.version, zk.kafka.mode, kraft.kafka.mode) == ("3.9.2", "zookeeper", "zookeeper")
+    # no mode given: the scenario's, here the one just set
+    (kraft,) = override([zk], "3.9.2", None, None)
+    assert (zk.kafka.version, zk.kafka.mode, kraft.kafka.mode) == (
+        "3.9.2", "zookeeper", "zookeeper")
     assert override([zk], "3.9.2:kraft", None, None)[0].kafka.mode == "kraft"
-    with pytest.raises(UsageError, match=r"--kafka VERSION, VERSION:kraft or VERSION:zookeeper .* got --kafka "
+    with pytest.raises(UsageError,
+                       match=r"--kafka VERSION, VERSION:kraft or VERSION:zookeeper .* got --kafka "
                                          r"'3.9.2:zk'"):
         override([zk], "3.9.2:zk", None, None)
     only_zk = load(catalog()["kip101-power-loss-divergence"])[0]  # its op watches ZooKeeper
@@ -68,7 +82,9 @@ def test_kafka_version_with_a_mode_runs_that_version_in_that_mode_and_a_bad_mode
 
 
 def test_a_scenario_that_sets_its_metadata_mode_runs_in_that_mode_only():
-    (kraft,) = load(catalog()["latency-slow-controller"])  # a fetch timeout elects KRaft controllers only
-    assert kraft.runs_on("3.9.2") and kraft.runs_on("3.9.2", "kraft") and not kraft.runs_on("3.9.2", "zookeeper")
+    # a fetch timeout elects KRaft controllers only
+    (kraft,) = load(catalog()["latency-slow-controller"])
+    assert kraft.runs_on("3.9.2") and kraft.runs_on("3.9.2", "kraft") and not kraft.runs_on(
+        "3.9.2", "zookeeper")
     assert "mode only" in kraft.version_problem("3.9.2", "zookeeper")
     assert "KRaft" in kraft.version_problem("2.8.2")

@@ -1,0 +1,23 @@
+"""The documentation each guarantee rule rests on: Kafka's configuration and design pages, KIPs and
+librdkafka's notes."""
+
+DOCS = "https://kafka.apache.org/documentation/"
+ACKS = DOCS + "#producerconfigs_acks"
+MIN_ISR = DOCS + "#topicconfigs_min.insync.replicas"
+UNCLEAN = DOCS + "#topicconfigs_unclean.leader.election.enable"
+IDEMPOTENCE = DOCS + "#producerconfigs_enable.idempotence"
+RETRIES = DOCS + "#producerconfigs_retries"
+IN_FLIGHT = DOCS + "#producerconfigs_max.in.flight.requests.per.connection"
+REPLICATION = DOCS + "#replication"
+SEMANTICS = DOCS + "#semantics"
+CONSUMER = DOCS + "#consumerconfigs_enable.auto.commit"
+KIP_211 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-211%3A+Revise+Expiration+Semantics+of+Consumer+Group+Offsets"
+ISOLATION = DOCS + "#consumerconfigs_isolation.level"
+# "the producer can send to multiple partitions atomically: all or none"
+TRANSACTIONS = DOCS + "#semantics"
+KIP_98 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-98+-+Exactly+Once+Delivery+and+Transactional+Messaging"
+KIP_447 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-447%3A+Producer+scalability+for+exactly+once+semantics"
+# The client's own documentation, for what librdkafka (confluent-kafka's core) does when a message
+# times out.
+LIBRDKAFKA_TIMEOUTS = ("https://github.com/confluentinc/librdkafka/blob/master/INTRODUCTION.md"
+                       "#message-timeout-considerations")
