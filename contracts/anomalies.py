@@ -81,8 +81,8 @@ KINDS = (
          'an input record whose copy the read_committed drain of an eos-copy output found at two '
          'offsets', True),
     Kind('eos-loss', 'input records the exactly-once stage committed but never copied',
-         "an input record below the eos-copy group's final committed offset with no copy in the "
-         "output", True),
+         "an input record (of the stage's input topic) below the eos-copy group's final committed "
+         "offset with no copy in the output", True),
 )
 ANOMALIES: tuple[str, ...] = tuple(k.name for k in KINDS)
 BY_NAME = {k.name: k for k in KINDS}

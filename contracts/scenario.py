@@ -50,6 +50,11 @@ def copy_topic(topic: str) -> str:
     return f"{topic}-copy"
 
 
+def copy_input(output: str) -> str:
+    """The input topic of the eos-copy pipeline whose output is `output` (copy_topic's inverse)."""
+    return output.removesuffix("-copy")
+
+
 def second_topic(topic: str) -> str:
     """The other topic transactions span with `producer.txn_topics: 2`."""
     return f"{topic}-2"

@@ -336,12 +336,13 @@ def eos_duplicate(f: Frames) -> Finding | None:
 
 @checker("eos-loss")
 def eos_loss(f: Frames) -> Finding | None:
-    """An input record below the eos-copy group's final committed offset of its partition (so the
-    stage says it is done) without a copy in the output as the read_committed drain read it."""
+    """An input record (of the stage's input topic) below the eos-copy group's final committed
+    offset of its partition (so the stage says it is done) without a copy in the output as the
+    read_committed drain read it."""
     if f.copied is None:
         return None
-    inputs = f.ours.filter(F.col("phase") == "final").select(
-        "partition", "offset", *VALUE).dropDuplicates(["partition", "offset"])
+    inputs = (f.ours.filter((F.col("phase") == "final") & (F.col("topic") == f.copy_input))
+              .select("partition", "offset", *VALUE).dropDuplicates(["partition", "offset"]))
     # the stage reads with read_committed: what never committed is not its to copy
     if f.facts.transactional:
         inputs = inputs.join(_in_txns(f, (Fate.ABORTED, Fate.UNKNOWN)), VALUE, "left_anti")

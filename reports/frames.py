@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from contracts.history import CLIENT_TROUBLE, Event, Fate, Outcome, fault_outcome
 from contracts.payload import COPY_BASE
 from contracts.results import LATE_S, Facts, partition_name
+from contracts.scenario import copy_input
 from reports.history_io import load_all, sends_in
 from reports.spark import side_by_side
 
@@ -290,6 +291,7 @@ class Frames:
     fates: DataFrame
     # eos-copy: the output as a read_committed drain read it, by input position
     copied: DataFrame | None = None
+    copy_input: str = ""  # eos-copy: the stage's input topic
 
     @cached_property
     def placed(self) -> DataFrame:
@@ -377,4 +379,5 @@ def build(spark: SparkSession, history: Path, readers: Readers | None = None,
                                   lambda: _per_position(obs).localCheckpoint())
     return Frames(sends, reads, events, ours, obs, values, places, ends, facts,
                   ["drain", *readers.contiguous], t["metadata"], t["faults"],
-                  _fates(sends, t["txns"]), copied)
+                  _fates(sends, t["txns"]), copied,
+                  copy_input(readers.copy_topic) if readers.copy_topic else "")

@@ -38,6 +38,16 @@ def test_a_committed_record_without_its_copy_is_an_eos_loss(spark, tmp_path):
     assert (ex["partition"], ex["offset"], ex["committed"]) == (1, 3, 6)
 
 
+def test_only_the_stages_input_topic_is_judged_for_eos_loss(spark, tmp_path):
+    # the input's record at partition 1 offset 3 went unread and uncopied; another topic's record
+    # there is no input of the stage, so nothing it copied is missing
+    h = eos().drop("reads", topic="chaos", partition=1, offset=3)
+    h.drop("reads", topic="chaos-copy", partition=1, seq=3)
+    h.topic = "other"
+    h.send(7, 0, 1, 3).read("drain", 1, 3, 7, 0).drain_end(1, 4)
+    assert run(spark, tmp_path, h).counts()["eos-loss"] == 0
+
+
 def test_records_above_the_committed_offset_are_not_judged_and_the_stage_is_behind(spark, tmp_path):
     a = run(spark, tmp_path, eos(behind=2))
     assert a.counts() == only()
