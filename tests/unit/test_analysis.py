@@ -92,6 +92,23 @@ def test_a_copy_re_sent_after_a_sibling_message_timed_out_is_a_timeout_duplicate
             .examples] == [(7, 2)]
 
 
+def test_a_copy_acked_the_instant_a_sibling_timed_out_is_a_timeout_duplicate(spark, tmp_path):
+    # seq 7 (sent 10 ms after seq 6) is acked 5 ms later: at the very nanosecond seq 6 times out,
+    # so it was still awaited then, and its second write is the timeout's re-send
+    h = clean()
+    h.send(0, 6, 0, -1, outcome="info", error="_MSG_TIMED_OUT", took_ns=15_000_000)
+    h.send(0, 7, 0, 7, took_ns=5_000_000)
+    for offset in (6, 7):
+        h.read("drain", 0, offset, 0, 7)
+        for b in (1, 2, 3):
+            h.replica(b, 0, offset, 0, 7)
+    h.drop("events", kind="final-end", partition=0).event(
+        "drain", "final-end", partition=0, offset=8, detail="reached")
+    sends = {r["seq"]: r for r in h.rows["sends"] if r["producer"] == 0}
+    assert sends[7]["t_complete"] == sends[6]["t_complete"]
+    assert run(spark, tmp_path, h).counts() == only(timeout_duplicate=1)
+
+
 def test_inconsistent_offset_between_ack_and_log(spark, tmp_path):
     h = clean()
     h.send(0, 50, 0, 2)  # acked at partition 0 offset 2, where the log holds another value
