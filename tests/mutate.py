@@ -7,6 +7,7 @@ share one Spark JVM and its compiled code."""
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import io
 import os
@@ -82,12 +83,27 @@ def _killer(tests: list[str]) -> str:
     return failure.nodeid
 
 
+def _suspects(m: Mutation) -> list[str]:
+    """The tests of the mutated file's killer list, those that name the mutant's anomaly (or rule)
+    first, so a mutant its named killer misses costs a few tests, not the whole list."""
+    subject = m.what.split(":")[0]
+    words = {subject, subject.replace("-", "_"), subject.split()[0]}
+    first, rest = [], []
+    for path in KILLERS[m.path]:
+        source = Path(path).read_text()
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                text = ast.get_source_segment(source, node) or ""
+                (first if any(w in text for w in words) else rest).append(f"{path}::{node.name}")
+    return first + rest
+
+
 def _judge(m: Mutation) -> str:
     """How the mutant died: by its named killer, by another test (its name is then wrong), or not at
     all."""
     if m.killer and _killer([m.killer]):
         return "killed"
-    other = _killer(KILLERS[m.path])
+    other = _killer(_suspects(m))
     if not other:
         return "SURVIVED"
     return f"killed by {other}, which is not its named killer {m.killer or '(none)'}: name it"
