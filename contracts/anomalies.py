@@ -63,7 +63,7 @@ KINDS = (
          "aborted transaction (Jepsen's G1a)"),
     Kind('precommitted-read', 'reads of transactions before their commit was asked for',
          "a read_committed reader read a transaction's value before its producer asked to commit "
-         "it", True),
+         "it (a transaction with no txns row is not judged)", True),
     Kind('torn-transaction', 'committed transactions seen in part',
          'a read_committed reader that reads every partition from the beginning read part of a '
          'committed transaction and read past the rest', True),

@@ -240,10 +240,12 @@ def aborted_read(f: Frames) -> Finding:
 @checker("precommitted-read")
 def precommitted_read(f: Frames) -> Finding | None:
     """A read_committed reader read a value of a transaction before its producer asked to commit it
-    (or of one never asked to commit and not aborted)."""
+    (or of one never asked to commit and not aborted); one without a txns row is not judged, as its
+    producer may have asked just before it died."""
     if not (f.facts.transactional and f.facts.committed_readers):
         return None
-    txn = f.fates.filter(F.col("fate") != Fate.ABORTED.value).select(*VALUE, "txn", "t_commit")
+    txn = (f.fates.filter((F.col("fate") != Fate.ABORTED.value) & F.col("t_commit").isNotNull())
+           .select(*VALUE, "txn", "t_commit"))
     early = (_committed_reads(f).join(txn, VALUE)
              .filter((F.col("t_commit") < 0) | (F.col("t") < F.col("t_commit"))))
     return Finding(early.select(*READ_COLS, "txn", "t", "t_commit"), ["reader", "t", "offset"])

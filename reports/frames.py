@@ -333,13 +333,14 @@ class Frames:
 
 def _fates(sends: DataFrame, txns: DataFrame) -> DataFrame:
     """One row per send in a transaction: its value, ack position, transaction, fate (unknown
-    without a txns row: its producer died first) and t_commit (-1: never asked to commit)."""
+    without a txns row: its producer died first) and t_commit (-1: never asked to commit; null: no
+    txns row, so unknown)."""
     fate = txns.select("producer", "txn", "fate", "t_commit")
     return (sends.filter(F.col("txn") >= 0).select(*VALUE, *POSITION, "txn")
             .join(fate, ["producer", "txn"], "left")
             .select(*VALUE, *POSITION, "txn",
                     F.coalesce("fate", F.lit(Fate.UNKNOWN.value)).alias("fate"),
-                    F.coalesce("t_commit", F.lit(-1)).alias("t_commit")))
+                    "t_commit"))
 
 
 def build(spark: SparkSession, history: Path, readers: Readers | None = None,

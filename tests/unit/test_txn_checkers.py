@@ -81,6 +81,13 @@ def test_lost_committed_write_but_a_lost_aborted_one_is_no_anomaly(spark, tmp_pa
             .examples] == [(4, 1, 2)]
 
 
+def test_a_transaction_without_its_txns_row_is_never_judged_read_before_its_commit(spark,
+                                                                                    tmp_path):
+    # its producer was killed before recording it: whether it asked to commit first is unknown
+    a = run(spark, tmp_path, transactional().drop("txns", txn=3))
+    assert a.counts() == only()
+
+
 def test_read_before_the_commit_was_asked_for(spark, tmp_path):
     # read later, before the commit was asked for
     h = transactional().drop("reads", reader="consumer-0", seq=5)
