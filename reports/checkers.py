@@ -260,11 +260,12 @@ def torn_transaction(f: Frames) -> Finding | None:
     if not (f.facts.transactional and readers):
         return None
     reads = _committed_reads(f).filter(F.col("reader").isin(*readers))
-    txn = f.fates.filter((F.col("fate") == Fate.COMMITTED.value) & (F.col("offset") >= 0))
-    seen = reads.join(txn.select(*VALUE, "txn"), VALUE).select(
+    committed = f.fates.filter(F.col("fate") == Fate.COMMITTED.value)
+    # reading any value of a transaction is reading part of it; passing one needs its ack offset
+    seen = reads.join(committed.select(*VALUE, "txn"), VALUE).select(
         "reader", "producer", "txn").distinct()
     reach = reads.groupBy("reader", "topic", "partition").agg(F.max("offset").alias("reach"))
-    passed = (seen.join(txn, ["producer", "txn"])
+    passed = (seen.join(committed.filter(F.col("offset") >= 0), ["producer", "txn"])
               .join(reads.select("reader", *VALUE), ["reader", *VALUE], "left_anti")
               .join(reach, ["reader", "topic", "partition"])
               .filter(F.col("reach") > F.col("offset")))

@@ -52,6 +52,16 @@ def test_committed_transaction_visible_in_part(spark, tmp_path):
         "consumer-0", 2, 1, 4)
 
 
+def test_a_transaction_seen_through_a_value_without_an_ack_offset_is_torn_too(spark, tmp_path):
+    # as above, but the value consumer-0 read of txn 2 was sent with no ack (info): reading it is
+    # still reading part of txn 2
+    h = transactional(committed_reads=False).drop("sends", seq=3)
+    h.send(0, 3, 0, outcome="info", error="X", txn=2)
+    for p, off, seq in ((0, 0, 0), (0, 4, 3), (1, 0, 1), (1, 4, 5)):
+        h.read("consumer-0", p, off, 0, seq, poll=2)
+    assert run(spark, tmp_path, h).counts() == only(torn_transaction=1, poll_skip=1)
+
+
 def test_transactions_across_two_topics_clean_then_torn(spark, tmp_path):
     # The same transactions with partition 1's values in a second topic: clean as written;
     # consumer-0 reading as in the test above passes over txn 2's value in the other topic, a torn
