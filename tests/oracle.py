@@ -1,14 +1,16 @@
 """A reference checker in plain Python, written from docs/history-format.md and docs/DESIGN.md's
 anomaly table alone, never from reports/: the property tests hold the Spark checkers to it. It
-judges histories without transactions, eos-copy stages, group commits or message timeouts."""
+judges every anomaly but timeout-duplicate (message timeouts)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 Row = dict
 MOVES = ("assign", "revoke", "lost")
+COPY_BASE = 1_000_000  # a copy's producer: this plus its input record's partition
 
 
 def _value(r: Row) -> tuple[int, int]:
@@ -19,19 +21,33 @@ def _spot(r: Row) -> tuple[str, int, int]:
     return r["topic"], r["partition"], r["offset"]
 
 
+@dataclass(frozen=True)
+class Named:
+    """What the analyzer is told beside the history: the live readers that read every partition
+    from the beginning, those that read with read_committed, and an eos-copy stage's output."""
+
+    contiguous: frozenset[str] = frozenset()
+    committed: frozenset[str] = frozenset()
+    copy_topic: str = ""
+
+
 class Oracle:
     """One history's tables (the builder's rows) and the indexes its anomalies share."""
 
-    def __init__(self, rows: dict[str, list[Row]]) -> None:
+    def __init__(self, rows: dict[str, list[Row]], named: Named = Named()) -> None:
+        self.named = named
         self.sends = rows.get("sends", [])
         self.reads = rows.get("reads", [])
         self.events = rows.get("events", [])
+        self.txns = {(t["producer"], t["txn"]): t for t in rows.get("txns", [])}
         ends = [e for e in self.events if e["kind"] == "final-end"]
         self.drain_ran = bool(ends)
         self.end = {(e["topic"], e["partition"]): e["offset"] for e in ends}
         self.reached = {(e["topic"], e["partition"]) for e in ends if e["detail"] == "reached"}
         self.dumped = any(e["kind"] == "replicas-dumped" for e in self.events)
-        self.ours = [r for r in self.reads if r["producer"] >= 0 and r["checksum_ok"]]
+        intact = [r for r in self.reads if r["producer"] >= 0 and r["checksum_ok"]]
+        self.copies = [r for r in intact if r["topic"] == named.copy_topic]
+        self.ours = [r for r in intact if r["topic"] != named.copy_topic]
         # a replica's record counts below the drain's end offset of its partition only
         self.replicas = [r for r in rows.get("replicas", []) if r["producer"] >= 0
                          and r["offset"]
@@ -53,35 +69,49 @@ class Oracle:
         return at
 
     def counts(self) -> dict[str, int]:
-        lost, unseen = self.lost_and_unseen()
-        return {"lost-write": lost, "unseen": unseen, "duplicate": self.duplicate(),
-                "inconsistent-offset": self.mixed(self.positions),
+        lost, lost_committed, unseen = self.lost_and_unseen()
+        return {"lost-write": lost, "lost-committed": lost_committed, "unseen": unseen,
+                "duplicate": self.duplicate(), "inconsistent-offset": self.mixed(self.positions),
                 "nonmonotonic-send": self.nonmonotonic_send(), **self.polls(),
-                "aborted-read": self.aborted_read(), "unexpected": self.unexpected(),
+                "aborted-read": self.aborted_read(), "precommitted-read": self.precommitted(),
+                "torn-transaction": self.torn(), "unexpected": self.unexpected(),
                 "vanished-read": self.vanished_read(),
-                "replica-divergence": self.replica_divergence()}
+                "replica-divergence": self.replica_divergence(),
+                "committed-unread": self.committed_unread(), **self.eos()}
 
-    def lost_and_unseen(self) -> tuple[int, int]:
-        """An ok send missing from the final read is lost when a contiguous reader (the drain) read
-        past its offset and no reader saw it, or when its partition was drained to the end and no
-        replica holds it."""
+    def fate(self, v: tuple[int, int]) -> str:
+        """A value's transaction's fate: "" outside any; a transaction without a txns row has an
+        unknown fate."""
+        s = self.sent.get(v)
+        if s is None or s.get("txn") is None or s["txn"] < 0:
+            return ""
+        row = self.txns.get((v[0], s["txn"]))
+        return row["fate"] if row else "unknown"
+
+    def lost_and_unseen(self) -> tuple[int, int, int]:
+        """An ok send outside a transaction, or in a committed one, missing from the final read is
+        lost when a contiguous reader (the drain, an assign-mode reader) read past its offset and no
+        reader saw it, or when its partition was drained to the end and no replica holds it."""
+        contiguous = {"drain", *self.named.contiguous}
         covered: dict[tuple[str, int], int] = {}
         for r in self.ours:
-            if r["reader"] == "drain":
+            if r["reader"] in contiguous:
                 key = (r["topic"], r["partition"])
                 covered[key] = max(covered.get(key, -1), r["offset"])
         in_replica = {_value(r) for r in self.replicas}
-        lost = unseen = 0
+        lost = lost_committed = unseen = 0
         for v, s in self.sent.items():
-            if s["outcome"] != "ok" or v in self.final:
+            fate = self.fate(v)
+            if s["outcome"] != "ok" or v in self.final or fate in ("aborted", "unknown"):
                 continue
             key = (s["topic"], s["partition"])
             passed = v not in self.live and 0 <= s["offset"] <= covered.get(key, -1)
             if passed or (key in self.reached and v not in in_replica and self.dumped):
-                lost += 1
+                lost += fate == ""
+                lost_committed += fate == "committed"
             elif v not in self.live:
                 unseen += 1
-        return lost, unseen
+        return lost, lost_committed, unseen
 
     def duplicate(self) -> int:
         return sum(len(spots) > 1 for spots in self.positions.values())
@@ -110,14 +140,36 @@ class Oracle:
 
     def polls(self) -> dict[str, int]:
         """Each live reader's records of a partition in poll order, within one assignment of that
-        partition."""
+        partition; with transactions a skip is a step of more than one place in the final log."""
+        places = self._places() if self.txns else None
         skips = backs = 0
-        for steps in self._assignments().values():
+        for (reader, topic, partition, *_), steps in self._assignments().items():
             steps.sort(key=lambda r: (r["poll"], r["pos"], r["offset"]))
+            seen = 1 if reader in self.named.committed else 0
             for a, b in zip(steps, steps[1:], strict=False):
-                skips += b["offset"] > a["offset"] + 1
                 backs += b["offset"] <= a["offset"]
+                if places is None:
+                    skips += b["offset"] > a["offset"] + 1
+                    continue
+                before = places.get((topic, partition, a["offset"]), (None, None))[seen]
+                after = places.get((topic, partition, b["offset"]), (None, None))[seen]
+                skips += before is not None and after is not None and after - before > 1
         return {"poll-skip": skips, "nonmonotonic-poll": backs}
+
+    def _places(self) -> dict[tuple[str, int, int], tuple[int, int | None]]:
+        """Each position of the final log: its place among all its partition's records, and among
+        those a read_committed reader sees (None: in an aborted or undecided transaction)."""
+        log = sorted({(*_spot(r), _value(r)) for r in self.ours if r["phase"] == "final"})
+        places, count_all, count_seen = {}, defaultdict(int), defaultdict(int)
+        for topic, partition, offset, v in log:
+            if (topic, partition, offset) in places:
+                continue
+            count_all[(topic, partition)] += 1
+            hidden = self.fate(v) in ("aborted", "unknown")
+            count_seen[(topic, partition)] += not hidden
+            places[(topic, partition, offset)] = (
+                count_all[(topic, partition)], None if hidden else count_seen[(topic, partition)])
+        return places
 
     def _assignments(self) -> dict[tuple, list[Row]]:
         """A live reader's reads grouped by (reader, topic, partition, assignment): each assign,
@@ -141,10 +193,79 @@ class Oracle:
                 groups[(*line, every[row["reader"]], one[line])].append(row)
         return groups
 
+    def _committed_reads(self) -> list[Row]:
+        if not (self.txns and self.named.committed):
+            return []
+        return [r for r in self.ours
+                if r["phase"] == "live" and r["reader"] in self.named.committed]
+
     def aborted_read(self) -> int:
+        """A read of a value whose send failed; a read_committed reader's of an aborted one."""
         cols = ("reader", "phase", "topic", "partition", "offset", "producer", "seq")
         failed = {v for v, s in self.sent.items() if s["outcome"] == "fail"}
-        return len({tuple(r[c] for c in cols) for r in self.ours if _value(r) in failed})
+        rows = {tuple(r[c] for c in cols) for r in self.ours if _value(r) in failed}
+        rows |= {tuple(r[c] for c in cols) for r in self._committed_reads()
+                 if self.fate(_value(r)) == "aborted"}
+        return len(rows)
+
+    def precommitted(self) -> int:
+        """A read_committed reader's read of a value whose transaction (with a txns row) did not
+        abort, before its producer asked to commit it, or with no commit asked at all."""
+        found = 0
+        for r in self._committed_reads():
+            s = self.sent.get(_value(r))
+            row = self.txns.get((r["producer"], s["txn"])) if s else None
+            asked = row["t_commit"] if row else 0
+            found += bool(row) and row["fate"] != "aborted" and (asked < 0 or r["t"] < asked)
+        return found
+
+    def torn(self) -> int:
+        """(reader, transaction) pairs: a read_committed assign-mode reader read part of a committed
+        transaction and read past another of its acked values in that value's partition."""
+        readers = self.named.committed & self.named.contiguous
+        members: dict[tuple[int, int], list[Row]] = defaultdict(list)
+        for v, s in self.sent.items():
+            if self.fate(v) == "committed" and s["offset"] >= 0:
+                members[(v[0], s["txn"])].append(s)
+        found = 0
+        for reader in readers if self.txns else ():
+            reads = [r for r in self._committed_reads() if r["reader"] == reader]
+            got = {_value(r) for r in reads}
+            reach: dict[tuple[str, int], int] = {}
+            for r in reads:
+                reach[(r["topic"], r["partition"])] = max(reach.get((r["topic"], r["partition"]),
+                                                               -1), r["offset"])
+            touched = {(v[0], self.sent[v]["txn"]) for v in got if v in self.sent}
+            for txn in touched & set(members):
+                found += any(_value(s) not in got and reach.get((s["topic"], s["partition"]), -1)
+                             > s["offset"] for s in members[txn])
+        return found
+
+    def committed_unread(self) -> int:
+        """A final read's position below its group's final committed offset whose value no live
+        member read."""
+        committed = {(e["topic"], e["partition"]): e["offset"] for e in self.events
+                     if e["kind"] == "committed"}
+        return len({(*_spot(r), _value(r)) for r in self.ours
+                    if r["phase"] == "final" and _value(r) not in self.live
+                    and r["offset"] < committed.get((r["topic"], r["partition"]), -1)})
+
+    def eos(self) -> dict[str, int]:
+        """An input position copied to two output offsets; an input record below the stage's
+        committed offset, outside any aborted or undecided transaction, never copied."""
+        if not self.named.copy_topic:
+            return {"eos-duplicate": 0, "eos-loss": 0}
+        at: dict[tuple[int, int], set] = defaultdict(set)
+        for r in self.copies:
+            at[(r["producer"] - COPY_BASE, r["seq"])].add((r["partition"], r["offset"]))
+        upto = {e["partition"]: e["offset"] for e in self.events if e["kind"] == "copy-committed"}
+        source = self.named.copy_topic.removesuffix("-copy")
+        inputs = {(r["partition"], r["offset"]) for r in self.ours
+                  if r["phase"] == "final" and r["topic"] == source
+                  and r["offset"] < upto.get(r["partition"], -1)
+                  and self.fate(_value(r)) not in ("aborted", "unknown")}
+        return {"eos-duplicate": sum(len(spots) > 1 for spots in at.values()),
+                "eos-loss": len(inputs - set(at))}
 
     def unexpected(self) -> int:
         foreign = [r for r in self.reads if r["producer"] < 0 or not r["checksum_ok"]]
@@ -168,6 +289,6 @@ class Oracle:
         return sum(len(vs) > 1 for vs in held.values())
 
 
-def counts(rows: dict[str, Iterable[Row]]) -> dict[str, int]:
+def counts(rows: dict[str, Iterable[Row]], named: Named = Named()) -> dict[str, int]:
     """The reference counts of one history."""
-    return Oracle({t: list(rs) for t, rs in rows.items()}).counts()
+    return Oracle({t: list(rs) for t, rs in rows.items()}, named).counts()
