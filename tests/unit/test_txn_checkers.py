@@ -98,6 +98,15 @@ def test_a_transaction_without_its_txns_row_is_never_judged_read_before_its_comm
     assert a.counts() == only()
 
 
+def test_a_read_of_a_transaction_never_asked_to_commit_is_precommitted(spark, tmp_path):
+    # txn 3's producer never asked to commit it and never learned its fate, yet consumer-0
+    # (read_committed) returned its value
+    h = transactional().drop("txns", txn=3).transaction(0, 3, "unknown", asked_commit=False)
+    a = run(spark, tmp_path, h)
+    assert a.counts() == only(precommitted_read=1)
+    assert a.anomalies["precommitted-read"].examples[0]["t_commit"] == -1
+
+
 def test_read_before_the_commit_was_asked_for(spark, tmp_path):
     # read later, before the commit was asked for
     h = transactional().drop("reads", reader="consumer-0", seq=5)
