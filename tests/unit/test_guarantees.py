@@ -184,6 +184,16 @@ def power_loss(target, **topic) -> Scenario:
     return validate(raw, "test")
 
 
+@pytest.mark.parametrize("over", [{"topic__min_insync_replicas": 1},
+                                  {"topic__unclean_leader_election": True}])
+def test_a_truncating_log_may_tear_a_committed_transaction(over):
+    transactional = {"producer__transactional": True, "consumer__isolation": "read_committed"}
+    torn = next(r for r in rules(scenario(**transactional, **over))
+                if r.anomaly == "torn-transaction")
+    assert torn.allowed and torn.why.startswith("a truncated log can lose part of a transaction")
+    assert "torn-transaction" not in allowed(scenario(**transactional))
+
+
 REWRITES = {"lost-write", "inconsistent-offset", "vanished-read", "poll-skip", "nonmonotonic-poll",
             "replica-divergence", "committed-unread"}
 
