@@ -94,17 +94,24 @@ def _live(h: HistoryBuilder, rng: random.Random, t: Topic, reader: str) -> None:
         move = rng.choices(("poll", "gain", "lose", "all"), (0.6, 0.15, 0.15, 0.1))[0]
         if move == "poll":
             h.poll(reader, *_batch(rng, t, at))
-        elif move == "gain" and (free := sorted(set(t.log) - set(at))):
-            p = rng.choice(free)
-            h.event(reader, "assign", partition=p)
-            at[p] = rng.randrange(len(t.log[p]) + 1)
-        elif move == "lose" and at:
-            p = rng.choice(sorted(at))
-            h.event(reader, rng.choice(("revoke", "lost")), partition=p)
-            del at[p]
+        elif move in ("gain", "lose"):
+            move_partition(h, rng, t.log, reader, at, move)
         elif move == "all":
             h.event(reader, "assign")
             at = {p: rng.randrange(pos + 1) for p, pos in at.items()}
+
+
+def move_partition(h: HistoryBuilder, rng: random.Random, logs: dict[int, list], reader: str,
+                   at: dict[int, int], move: str) -> None:
+    """A group member gains a partition it lacks (at a random position) or loses one it has."""
+    if move == "gain" and (free := sorted(set(logs) - set(at))):
+        p = rng.choice(free)
+        h.event(reader, "assign", partition=p)
+        at[p] = rng.randrange(len(logs[p]) + 1)
+    elif move == "lose" and at:
+        p = rng.choice(sorted(at))
+        h.event(reader, rng.choice(("revoke", "lost")), partition=p)
+        del at[p]
 
 
 def _batch(rng: random.Random, t: Topic, at: dict[int, int]) -> list[tuple[int, int, int, int]]:

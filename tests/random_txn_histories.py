@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from kchaos.history_builder import HistoryBuilder
 from tests.oracle import Named
+from tests.random_histories import move_partition
 
 Record = tuple[int, int]  # (producer, seq)
 MARKER: Record = (-2, -2)  # a transaction's commit or abort marker: an offset without a record
@@ -108,14 +109,8 @@ def _live(h: HistoryBuilder, rng: random.Random, t: Topic, reader: str, committe
         move = rng.choices(("poll", "gain", "lose"), (0.7, 0.15, 0.15))[0]
         if move == "poll":
             h.poll(reader, *_poll(rng, t, at, committed, False))
-        elif move == "gain" and (free := sorted(set(t.log) - set(at))):
-            p = rng.choice(free)
-            h.event(reader, "assign", partition=p)
-            at[p] = rng.randrange(len(t.log[p]) + 1)
-        elif move == "lose" and at:
-            p = rng.choice(sorted(at))
-            h.event(reader, rng.choice(("revoke", "lost")), partition=p)
-            del at[p]
+        else:
+            move_partition(h, rng, t.log, reader, at, move)
 
 
 def _assigned(h: HistoryBuilder, rng: random.Random, t: Topic, reader: str) -> None:
