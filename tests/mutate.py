@@ -23,8 +23,8 @@ import pytest
 from tests.mutations import MUTATIONS, Mutation
 
 ROOT = Path(__file__).resolve().parents[1]
-# The fast analyzer tests; those most likely to kill a mutant of a file run first, and the first
-# failure ends the run (-x), so a killed mutant costs a Spark start and a few tests.
+# The fast analyzer tests a mutant of each file runs when its named killer misses it (ordered by
+# _suspects); the first failure ends the run (-x).
 CHECKS = ["tests/unit/test_checker_precision.py", "tests/unit/test_analysis.py",
           "tests/unit/test_txn_checkers.py", "tests/unit/test_eos_checkers.py",
           "tests/unit/test_oracle.py"]
@@ -71,8 +71,8 @@ def _killer(tests: list[str]) -> str:
     file names."""
     root = str(Path.cwd())
     for name, module in list(sys.modules.items()):
-        if name.split(".")[0] in PROJECT or (getattr(module, "__file__", None)
-                                             or "").startswith(root):
+        where = getattr(module, "__file__", None) or ""
+        if name.split(".")[0] in PROJECT or where.startswith(root):
             del sys.modules[name]
     failure = _FirstFailure()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -111,8 +111,8 @@ def _judge(m: Mutation) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("-k", default="", help="only the mutations whose description contains "
-                                               "these words")
+    parser.add_argument("-k", default="",
+                        help="only the mutations whose description contains these words")
     chosen = [m for m in MUTATIONS if parser.parse_args().k in m.what]
     copy, survivors, started = _copy(), [], time.monotonic()
     os.chdir(copy)

@@ -8,6 +8,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from contracts.scenario import copy_input
+
 Row = dict
 MOVES = ("assign", "revoke", "lost")
 COPY_BASE = 1_000_000  # a copy's producer: this plus its input record's partition
@@ -19,6 +21,15 @@ def _value(r: Row) -> tuple[int, int]:
 
 def _spot(r: Row) -> tuple[str, int, int]:
     return r["topic"], r["partition"], r["offset"]
+
+
+def _reach(reads: Iterable[Row]) -> dict[tuple[str, int], int]:
+    """The highest offset these reads got to in each partition."""
+    reach: dict[tuple[str, int], int] = {}
+    for r in reads:
+        key = (r["topic"], r["partition"])
+        reach[key] = max(reach.get(key, -1), r["offset"])
+    return reach
 
 
 @dataclass(frozen=True)
@@ -93,11 +104,7 @@ class Oracle:
         lost when a contiguous reader (the drain, an assign-mode reader) read past its offset and no
         reader saw it, or when its partition was drained to the end and no replica holds it."""
         contiguous = {"drain", *self.named.contiguous}
-        covered: dict[tuple[str, int], int] = {}
-        for r in self.ours:
-            if r["reader"] in contiguous:
-                key = (r["topic"], r["partition"])
-                covered[key] = max(covered.get(key, -1), r["offset"])
+        covered = _reach(r for r in self.ours if r["reader"] in contiguous)
         in_replica = {_value(r) for r in self.replicas}
         lost = lost_committed = unseen = 0
         for v, s in self.sent.items():
@@ -215,8 +222,8 @@ class Oracle:
         for r in self._committed_reads():
             s = self.sent.get(_value(r))
             row = self.txns.get((r["producer"], s["txn"])) if s else None
-            asked = row["t_commit"] if row else 0
-            found += bool(row) and row["fate"] != "aborted" and (asked < 0 or r["t"] < asked)
+            if row and row["fate"] != "aborted":
+                found += row["t_commit"] < 0 or r["t"] < row["t_commit"]
         return found
 
     def torn(self) -> int:
@@ -228,13 +235,10 @@ class Oracle:
             if self.fate(v) == "committed" and s["offset"] >= 0:
                 members[(v[0], s["txn"])].append(s)
         found = 0
-        for reader in readers if self.txns else ():
+        for reader in readers:
             reads = [r for r in self._committed_reads() if r["reader"] == reader]
             got = {_value(r) for r in reads}
-            reach: dict[tuple[str, int], int] = {}
-            for r in reads:
-                reach[(r["topic"], r["partition"])] = max(reach.get((r["topic"], r["partition"]),
-                                                               -1), r["offset"])
+            reach = _reach(reads)
             touched = {(v[0], self.sent[v]["txn"]) for v in got if v in self.sent}
             for txn in touched & set(members):
                 found += any(_value(s) not in got and reach.get((s["topic"], s["partition"]), -1)
@@ -259,7 +263,7 @@ class Oracle:
         for r in self.copies:
             at[(r["producer"] - COPY_BASE, r["seq"])].add((r["partition"], r["offset"]))
         upto = {e["partition"]: e["offset"] for e in self.events if e["kind"] == "copy-committed"}
-        source = self.named.copy_topic.removesuffix("-copy")
+        source = copy_input(self.named.copy_topic)
         inputs = {(r["partition"], r["offset"]) for r in self.ours
                   if r["phase"] == "final" and r["topic"] == source
                   and r["offset"] < upto.get(r["partition"], -1)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from contracts.scenario import copy_topic
 from kchaos.history_builder import HistoryBuilder
 from tests.oracle import Named
 from tests.random_histories import move_partition
@@ -194,4 +195,4 @@ def random_txn_history(rng: random.Random, topics: int) -> tuple[HistoryBuilder,
     _copies(h, rng)
     _late_commits(h, rng)
     h = h.replicas_dumped() if rng.random() < 0.9 else h
-    return h, Named(frozenset(contiguous), frozenset(committed), "x0-copy")
+    return h, Named(frozenset(contiguous), frozenset(committed), copy_topic("x0"))
