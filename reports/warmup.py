@@ -33,4 +33,5 @@ def analyze_small(spark: SparkSession) -> None:
     """Analyze a small history once and draw its timeline: the next analysis in this JVM finds its
     code compiled, and the next report finds matplotlib loaded."""
     with tempfile.TemporaryDirectory() as tmp:
-        charts.timeline(analyze(spark, small_history(Path(tmp))).series, [])
+        series = analyze(spark, small_history(Path(tmp))).series
+        charts.timeline(series, [], [], len(series["sample"]))
