@@ -43,8 +43,8 @@ def write_report(result: RunResult, series: dict, run_dir: Path) -> Path:
     faults = charts.fault_rows(series["faults"], series["t0"])
     m = result.metrics
     sends = m.acked + m.failed + m.indeterminate if m else 0
-    marks = [(span.first_s, span.last_s) for name,
-             span in result.spans.items() if name in result.forbidden]
+    marks = [(span.first_s, span.last_s) for name, span in result.spans.items()
+             if name in result.forbidden]
     sentence, doc = headline(result, faults)
     because = rule(result)
     html = ENV.get_template("report.html.j2").render(
