@@ -4,12 +4,14 @@ int64 `v`, a topic its index."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from contracts.anomalies import KINDS
+from contracts.history import CLOCK_MARGIN_MS
 
 VALUE = ["producer", "seq"]
 POS = ["topic", "partition", "offset"]
@@ -54,26 +56,40 @@ def _steps(live: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     return steps[steps.prev.notna()]
 
 
-def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
+def _ends(events: pd.DataFrame) -> pd.DataFrame:
+    """The drain's end offset of each partition, whether it got there, and the log start then."""
     ends = events[events.kind == "final-end"].rename(columns={"offset": "end"})
     ends = ends.assign(reached=ends.detail == "reached")[["topic", "partition", "end", "reached"]]
-    dumped = bool((events.kind == "replicas-dumped").any())
-    ours = reads[(reads.producer >= 0) & reads.checksum_ok]
-    rep = replicas[replicas.producer >= 0].merge(ends[["topic", "partition", "end"]], how="left")
-    rep = rep[rep.end.isna() | (rep.offset < rep.end)]
-    ok = sends[sends.outcome == "ok"]
-    live, final = ours[ours.phase == "live"], ours[ours.phase == "final"]
-    found: dict[str, pd.DataFrame] = {}
+    starts = events[events.kind == "final-start"].rename(columns={"offset": "start",
+                                                                  "t": "t_start"})
+    return ends.merge(starts[["topic", "partition", "start", "t_start"]], how="left")
 
+
+def _missing(ok, ours, reads, rep, ends, events) -> dict[str, pd.DataFrame]:
+    """lost-write, unseen and retention-breach: the acked values the final read lacks."""
+    live, final = ours[ours.phase == "live"], ours[ours.phase == "final"]
     missing = _without(ok, final)
     missing = missing.assign(live=_has(missing, live), in_rep=_has(missing, rep))
     covered_to = reads[reads.reader == "drain"].groupby(["topic", "partition"])["offset"].max()
     missing = missing.merge(covered_to.rename("covered_to").reset_index(), how="left").merge(
         ends, how="left")
     covered = ~missing.live & (missing.offset >= 0) & (missing.offset <= missing.covered_to)
-    lost = covered | (missing.reached.fillna(False).astype(bool) & ~missing.in_rep & dumped)
-    found["lost-write"], found["unseen"] = missing[lost], missing[~missing.live & ~lost]
+    expired = (missing.offset >= 0) & (missing.offset < missing.start)
+    dumped = bool((events.kind == "replicas-dumped").any())
+    lost = (covered | (missing.reached.fillna(False).astype(bool) & ~missing.in_rep & dumped)
+            ) & ~expired
+    return {"lost-write": missing[lost], "unseen": missing[~missing.live & ~lost & ~expired],
+            "retention-breach": _within_retention(missing[expired], events)}
 
+
+def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
+    ends = _ends(events)
+    ours = reads[(reads.producer >= 0) & reads.checksum_ok]
+    rep = replicas[replicas.producer >= 0].merge(ends[["topic", "partition", "end"]], how="left")
+    rep = rep[rep.end.isna() | (rep.offset < rep.end)]
+    ok = sends[sends.outcome == "ok"]
+    live, final = ours[ours.phase == "live"], ours[ours.phase == "final"]
+    found = _missing(ok, ours, reads, rep, ends, events)
     placed = pd.concat([ok.loc[ok.offset >= 0, ["v", *POS]], ours[["v", *POS]], rep[["v", *POS]]])
     placed = placed.drop_duplicates()
     per_value = placed.groupby("v").size()
@@ -97,12 +113,14 @@ def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
     found["nonmonotonic-send"] = acked[acked.offset < prev]
 
     steps = _steps(reads[reads.phase == "live"], events)
-    found["poll-skip"] = steps[steps.offset > steps.prev + 1]
+    steps = steps.merge(ends[["topic", "partition", "start"]], how="left")
+    found["poll-skip"] = steps[(steps.offset > steps.prev + 1) & ~(steps.offset <= steps.start)]
     found["nonmonotonic-poll"] = steps[steps.offset <= steps.prev]
     found["aborted-read"] = _with(ours, sends[sends.outcome == "fail"])
     found["unexpected"] = pd.concat([reads[(reads.producer < 0) | ~reads.checksum_ok],
                                      _without(ours, sends)])
-    vanished = _without(live, final).merge(ends[ends.reached][["topic", "partition"]])
+    vanished = _without(live, final).merge(ends[ends.reached][["topic", "partition", "start"]])
+    vanished = vanished[~(vanished.offset < vanished.start)]
     found["vanished-read"] = vanished[VALUE].drop_duplicates()
     committed = events[events.kind == "committed"].rename(columns={"offset": "committed"})
     # none without a group
@@ -111,6 +129,18 @@ def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
     # a metric: info sends in the log
     found["recovered"] = _with(sends[sends.outcome == "info"], placed)
     return found
+
+
+def _within_retention(gone: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """The acked values below the final log start that their topic's retention still keeps."""
+    cfg = events[events.kind == "topic-config"]
+    limits = pd.DataFrame([json.loads(d) for d in cfg.detail], columns=["ms", "bytes",
+                                                                      "record_bytes_max"])
+    rows = gone.merge(limits.assign(topic=cfg.topic.to_numpy()), on="topic")
+    after = (rows.end - rows.offset - 1) * rows.record_bytes_max
+    age_ms = (rows.t_start - rows.t_invoke) / 1e6
+    return rows[((rows.bytes < 0) | (after < rows.bytes))
+                & ((rows.ms < 0) | (age_ms < rows.ms - CLOCK_MARGIN_MS))]
 
 
 def _metrics(sends: pd.DataFrame) -> dict:

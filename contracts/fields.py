@@ -60,11 +60,15 @@ ScenarioName = Annotated[str, _matching(SCENARIO_NAME, "a scenario name of lette
                                                        "- [ ] = , (no spaces)")]
 
 
-class Regression(BaseModel):
-    """A known Kafka bug the scenario reproduces: where it is described, the versions that have and
-    fix it, and the forbidden anomalies that show it (any of them)."""
+class Strict(BaseModel):
+    """A scenario model: unknown fields are refused, and values never change."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Regression(Strict):
+    """A known Kafka bug the scenario reproduces: where it is described, the versions that have and
+    fix it, and the forbidden anomalies that show it (any of them)."""
 
     bug: str = Field(min_length=1)  # e.g. "KAFKA-7128" or "KIP-101"
     link: str = Field(pattern=r"^https://")

@@ -11,6 +11,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
 
@@ -84,6 +85,13 @@ class Event(StrEnum):
     REVOKE = "revoke"  # a group member gave a partition up (a rebalance)
     LOST = "lost"  # a group member lost a partition without giving it up (session expired)
     FINAL_END = "final-end"  # the drain's end offset of a partition; detail reached | not-reached
+    FINAL_START = "final-start"  # a partition's log start offset when the drain ended
+    # the topic's retention as the brokers apply it (detail: JSON), and a bound on a record's bytes
+    TOPIC_CONFIG = "topic-config"
+    # a segment appeared in or left the remote tier (offset: its base offset; detail: JSON)
+    REMOTE_UPLOADED = "remote-uploaded"
+    REMOTE_DELETED = "remote-deleted"
+    LOG_START = "log-start"  # a partition's log start offset moved (offset: where to)
     # every running broker's segment files were read into `replicas`
     REPLICAS_DUMPED = "replicas-dumped"
     REPLICAS_FAILED = "replicas-failed"  # they could not be; detail says why
@@ -107,6 +115,36 @@ class Event(StrEnum):
     REQUESTS = "requests"
     # resident bytes of the harness process and of its client processes (detail: JSON), each minute
     MEMORY = "memory"
+
+
+CLOCK_MARGIN_MS = 1000  # between the history's clock and the brokers' record timestamps
+
+
+@dataclass(frozen=True)
+class Retention:
+    """A `topic-config` event's detail: the topic's retention as its brokers apply it (-1: none),
+    and an upper bound on one record's bytes in a segment."""
+
+    ms: int
+    bytes: int
+    record_bytes_max: int
+
+    def detail(self) -> str:
+        return json.dumps(asdict(self))
+
+
+@dataclass(frozen=True)
+class RemoteSegment:
+    """One log segment in the remote tier: its partition, base offset, id and size."""
+
+    topic: str
+    partition: int
+    base_offset: int
+    segment: str
+    bytes: int
+
+    def detail(self) -> str:
+        return json.dumps({"segment": self.segment, "bytes": self.bytes})
 
 
 class Outcome(StrEnum):

@@ -34,6 +34,17 @@ def encode(producer: int, seq: int, size: int = 64) -> bytes:
     return b"%s%08x|%s" % (head, zlib.crc32(head, crc), pad)
 
 
+# A record's bytes in a log segment beyond its key and value, at most: a whole batch header (61
+# bytes, as if the record were alone in its batch) and a record's own framing without headers (21).
+RECORD_OVERHEAD_MAX = 61 + 21
+KEY_MAX = 24  # a keyed producer's key, `producer-n`, at most
+
+
+def record_bytes_max(size: int, keyed: bool) -> int:
+    """An upper bound of one of our records' bytes in a log segment, for values of `size`."""
+    return max(size, 32) + (KEY_MAX if keyed else 0) + RECORD_OVERHEAD_MAX
+
+
 def seq_of(value: bytes) -> int:
     """The seq of a value `encode` made, unchecked: a producer's delivery report reads its own send
     back with it."""

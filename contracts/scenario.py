@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from contracts.faultkinds import FAULT_KINDS
 from contracts.faultlines import COUNTED, MIX, FaultSpec
@@ -16,9 +16,10 @@ from contracts.fields import (
     Regression,
     ScenarioName,
     Seconds,
-    TopicName,
+    Strict,
     one_of,
 )
+from contracts.topic import TopicSpec, setting
 from contracts.versions import (
     DEFAULT_VERSION,
     OLDEST,
@@ -60,10 +61,6 @@ def second_topic(topic: str) -> str:
     return f"{topic}-2"
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
 class KafkaSpec(Strict):
     version: str = DEFAULT_VERSION
     brokers: int = Field(3, ge=1, le=5)
@@ -81,11 +78,12 @@ class KafkaSpec(Strict):
 
     def broker_config(self) -> dict[str, str]:
         """The broker settings the scenario overrides, as server.properties values."""
-        return {k: _cfg(v) for k, v in self.config.items()}
+        return {k: setting(v) for k, v in self.config.items()}
 
     def per_broker_config(self) -> dict[int, dict[str, str]]:
         """Each overridden broker's own settings, as server.properties values."""
-        return {b: {k: _cfg(v) for k, v in cfg.items()} for b, cfg in self.broker_overrides.items()}
+        return {b: {k: setting(v) for k, v in cfg.items()}
+                for b, cfg in self.broker_overrides.items()}
 
     @property
     def mode(self) -> str:
@@ -102,19 +100,6 @@ class KafkaSpec(Strict):
                 raise ValueError(f"kafka.broker_overrides names broker {broker}, but the brokers "
                                  f"are 1..{self.brokers}")
         return self
-
-
-class TopicSpec(Strict):
-    name: TopicName = "chaos"
-    partitions: int = Field(3, ge=1, le=64)
-    replication_factor: int = Field(3, ge=1, le=5)
-    min_insync_replicas: int = Field(2, ge=1, le=5)
-    unclean_leader_election: bool = False
-    # Explicit replicas of every partition (node ids), e.g. [3, 4, 5] to keep a topic off the KRaft
-    # quorum's majority (nodes 1-3) so that killing its whole ISR leaves the controller quorum
-    # alive.
-    replicas: list[int] | None = None
-    config: dict[str, str | int | float | bool] = {}
 
 
 class ProducerSpec(Strict):
@@ -363,6 +348,8 @@ class Scenario(Strict):
             return (f"the scenario runs in {self.kafka.metadata} mode only (kafka.metadata: "
                     f"{self.kafka.metadata}), not {metadata}: ask for Kafka {version} without "
                     f"':{metadata}'")
+        if problem := self.topic.version_problem(version):
+            return problem
         metadata = metadata or self.kafka.metadata or default_metadata(version)
         zk = [k for f in self.faults for k in f.fired_kinds() if FAULT_KINDS[k].zookeeper_only]
         if metadata == "kraft" and zk:
@@ -387,12 +374,3 @@ class Scenario(Strict):
         t = self.topic.name
         return (t, second_topic(t)) if self.producer.txn_topics > 1 else (t,)
 
-    def topic_config(self) -> dict[str, str]:
-        """The topic-level configs the scenario asks for."""
-        cfg = {"min.insync.replicas": str(self.topic.min_insync_replicas),
-               "unclean.leader.election.enable": str(self.topic.unclean_leader_election).lower()}
-        return cfg | {k: _cfg(v) for k, v in self.topic.config.items()}
-
-
-def _cfg(v: Any) -> str:
-    return str(v).lower() if isinstance(v, bool) else str(v)

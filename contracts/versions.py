@@ -14,6 +14,8 @@ NO_ZOOKEEPER = "ZooKeeper mode was removed in Kafka 4.0"
 OLDEST = (0, 10, 2)
 # KRaft is production-ready from 3.3 (KIP-833); earlier releases run in ZooKeeper mode.
 KRAFT_FROM = (3, 3)
+# Tiered storage (KIP-405): early access from 3.6, production-ready from 3.9.
+TIERED_FROM = (3, 6)
 Metadata = Literal["kraft", "zookeeper"]  # the metadata modes a cluster runs in
 METADATA_MODES: tuple[str, ...] = get_args(Metadata)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from contracts.errors import ClusterError
 from contracts.versions import DEFAULT_VERSION, default_metadata, metadata_problem, release
+from harness.jars import TIERED_PLUGIN
 
 INTERNAL_PORT, CONTROLLER_PORT, ZK_PORT = 9092, 9093, 2181
 # How long a silent broker keeps its session, so how soon its partitions move, in either metadata
@@ -42,6 +43,7 @@ class ClusterSpec:
     node_config: dict[int, dict[str, str]] = field(default_factory=dict)
     lazy_disk: bool = False  # brokers' data on lazyfs, for power-loss faults
     net_delay: bool = False  # netdelay mounted in the brokers, for latency faults
+    tiered: bool = False  # a remote tier (KIP-405) on a directory every broker shares
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
 
     def validate(self) -> None:
@@ -97,6 +99,28 @@ def broker_defaults(brokers: int) -> dict[str, str]:
     }
 
 
+REMOTE_DIR = "/var/lib/kafka/remote"  # the shared remote tier, in every broker's container
+
+
+def tiered_defaults(brokers: int) -> dict[str, str]:
+    """Tiered storage on Kafka's LocalTieredStorage over the shared directory, with the default
+    topic-based metadata manager; its tasks run every second, so segments upload and expire within a
+    run."""
+    rf = str(min(3, brokers))
+    return {
+        "remote.log.storage.system.enable": "true",
+        "remote.log.storage.manager.class.name": TIERED_PLUGIN,
+        "remote.log.storage.manager.impl.prefix": "rsm.config.",
+        "rsm.config.dir": REMOTE_DIR,
+        "remote.log.metadata.manager.listener.name": "INTERNAL",
+        "remote.log.metadata.manager.impl.prefix": "rlmm.config.",
+        "rlmm.config.remote.log.metadata.topic.replication.factor": rf,
+        "rlmm.config.remote.log.metadata.topic.num.partitions": rf,
+        "remote.log.manager.task.interval.ms": "1000",
+        "log.retention.check.interval.ms": "1000",
+    }
+
+
 def harness_settings(spec: ClusterSpec) -> dict[str, str]:
     """The broker settings the harness adds that change Kafka's behaviour and the scenario does not
     set itself (its listeners, roles and paths aside)."""
@@ -105,7 +129,9 @@ def harness_settings(spec: ClusterSpec) -> dict[str, str]:
                else "broker.session.timeout.ms")
     props = broker_defaults(spec.brokers) | {session: str(SESSION_MS)}
     props |= CONSUMER_GROUP_TIMING if release(spec.version) >= (3, 7) else {}
-    plumbing = {"log.dirs", "inter.broker.listener.name"}
+    props |= tiered_defaults(spec.brokers) if spec.tiered else {}
+    plumbing = {"log.dirs", "inter.broker.listener.name", "rsm.config.dir",
+                "remote.log.metadata.manager.listener.name"}
     return {k: v for k, v in props.items() if k not in plumbing and k not in spec.config}
 
 
@@ -116,6 +142,8 @@ def broker_properties(spec: ClusterSpec, node_id: int, alias: str, external_port
     props = broker_defaults(spec.brokers)
     if release(spec.version) >= (3, 7):
         props |= CONSUMER_GROUP_TIMING
+    if spec.tiered:
+        props |= tiered_defaults(spec.brokers)
     listeners = {"INTERNAL": INTERNAL_PORT, "EXTERNAL": external_port}
     if spec.metadata == "zookeeper":
         props |= {"broker.id": str(node_id), "zookeeper.connect": f"zookeeper:{ZK_PORT}",

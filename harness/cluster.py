@@ -6,7 +6,9 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import itertools
+import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -16,7 +18,7 @@ from testcontainers.core.network import Network
 
 from contracts import measured, signals
 from contracts.errors import ClusterError
-from harness import images, labels, lazydisk, netdelay, watchdog
+from harness import images, jars, labels, lazydisk, netdelay, watchdog
 from harness.broker_config import (
     ZK_PORT,
     ZOOKEEPER_PROPERTIES,
@@ -54,6 +56,7 @@ class Cluster:
         self.metadata = Metadata(spec, lambda: self.nodes, self.firewall)
         self._signals = contextlib.ExitStack()  # the signal policy while the cluster is up
         self._watchdog: subprocess.Popen | None = None
+        self.remote_dir: Path | None = None  # the shared remote tier, on the host
         self._power_cut: set[int] = set()  # brokers that lost power and have not been started since
         # calls that create something in the engine run here, so a signal interrupts the wait, never
         # the call
@@ -91,6 +94,7 @@ class Cluster:
                                f"{self.spec.version}`")
         lazyfs = lazydisk.binary() if self.spec.lazy_disk else None
         delayer = netdelay.binary() if self.spec.net_delay else None
+        plugin = jars.tiered_plugin(self.spec.version) if self.spec.tiered else None
         # the Ryuk reaper's image cannot be pulled here; the harness labels and removes its own
         # containers
         testcontainers_config.ryuk_disabled = True
@@ -116,6 +120,8 @@ class Cluster:
                 node.with_lazy_disk(lazyfs)
             if delayer:
                 node.with_net_delay(delayer)
+            if plugin:
+                node.with_remote_tier(self._remote_tier(), plugin)
             self.nodes.append(node)
         first = 1 if zk else 0
         # the first broker up takes the controller: broker 1, so that a schedule can plan around it
@@ -128,6 +134,12 @@ class Cluster:
             node.wait_started(timeout_s)
         self.wait_ready(timeout_s)
         return self
+
+    def _remote_tier(self) -> Path:
+        """The host directory every broker mounts as its remote tier (made once per cluster)."""
+        if self.remote_dir is None:
+            self.remote_dir = Path(tempfile.mkdtemp(prefix=f"kchaos-remote-{self.spec.run_id}-"))
+        return self.remote_dir
 
     def _in_engine(self, call: Callable[[], object]) -> None:
         """Make a call that creates a network or container and wait for it. A signal that ends the
@@ -181,6 +193,8 @@ class Cluster:
         except Exception as exc:
             errors.append(exc)
         finally:
+            if self.remote_dir is not None:
+                shutil.rmtree(self.remote_dir, ignore_errors=True)
             if self._watchdog is not None:  # everything is removed: nothing left to watch over
                 self._watchdog.kill()
                 self._watchdog.wait()

@@ -153,6 +153,54 @@ def fetch_jars(version: str, say=progress) -> Path:
     return libs
 
 
+# Kafka's own remote tier on a directory (its tiered storage tests use it), in the kafka-storage
+# test jar. A release Central has no test jar of runs the newest older one's: a plugin is written
+# against the public RemoteStorageManager interface (KIP-405), not against the broker.
+TIERED_PLUGIN = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
+STORAGE_ARTIFACT = "kafka-storage"
+
+
+def _has_test_jar(version: str) -> bool:
+    url = (f"{CENTRAL}/org/apache/kafka/{STORAGE_ARTIFACT}/{version}/"
+           f"{STORAGE_ARTIFACT}-{version}-test.jar")
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=30):
+            return True
+    except urllib.error.HTTPError:
+        return False
+    except (urllib.error.URLError, TimeoutError) as exc:
+        raise ImageError(f"Maven Central did not answer for {url}: {exc}") from exc
+
+
+def tiered_plugin(version: str, say=progress) -> Path:
+    """The kafka-storage test jar that carries LocalTieredStorage for a release: its own, or the
+    newest older release's; cached, with which one a release takes."""
+    chosen = cache_dir() / "tiered" / f"{version}.jar"
+    if chosen.is_file() and Path(chosen.read_text()).is_file():
+        return Path(chosen.read_text())
+    older = sorted((v for v in central_versions(STORAGE_ARTIFACT)
+                    if VERSION_RE.match(v) and release(v) <= release(version)),
+                   key=release, reverse=True)
+    for candidate in older:
+        jar = cache_dir() / "tiered" / candidate / f"{STORAGE_ARTIFACT}-{candidate}-test.jar"
+        if jar.is_file() or _has_test_jar(candidate):
+            break
+    else:
+        raise ImageError(f"Maven Central has no kafka-storage test jar (LocalTieredStorage) at or "
+                         f"below Kafka {version}")
+    if not jar.is_file():
+        say(f"Fetching LocalTieredStorage (kafka-storage {candidate} test jar) for Kafka "
+            f"{version}...")
+        jar.parent.mkdir(parents=True, exist_ok=True)
+        tmp = jar.with_suffix(f".{os.getpid()}.tmp")
+        url = (f"{CENTRAL}/org/apache/kafka/{STORAGE_ARTIFACT}/{candidate}/{jar.name}")
+        with urllib.request.urlopen(url, timeout=120) as resp:
+            tmp.write_bytes(resp.read())
+        tmp.replace(jar)
+    chosen.write_text(str(jar))
+    return jar
+
+
 JAVA_DIR = Path(__file__).parent / "java"
 
 

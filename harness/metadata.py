@@ -3,13 +3,20 @@ waiting for them."""
 
 from __future__ import annotations
 
+import contextlib
 import tarfile
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, PartitionMetadata
+from confluent_kafka.admin import (
+    AdminClient,
+    ConfigResource,
+    NewTopic,
+    OffsetSpec,
+    PartitionMetadata,
+)
 from tenacity import (
     RetryError,
     Retrying,
@@ -199,6 +206,26 @@ class Metadata:
                         raise
         self.wait_full_isr(name, timeout_s, SETTLING_EVERY_S)
         self.wait_leaders_serving(name, partitions, timeout_s)
+
+    def log_starts(self, topics: tuple[str, ...], partitions: int) -> dict[tuple[str, int], int]:
+        """Each partition's log start offset (ListOffsets, earliest), from the leaders that answer
+        within 5 s."""
+        specs = {TopicPartition(t, p): OffsetSpec.earliest() for t in topics
+                 for p in range(partitions)}
+        admin = self.admin()  # keep the handle alive until the futures resolve
+        starts = {}
+        for tp, future in admin.list_offsets(specs, request_timeout=5).items():
+            with contextlib.suppress(KafkaException):
+                starts[(tp.topic, tp.partition)] = future.result(timeout=10).offset
+        return starts
+
+    def topic_settings(self, name: str, keys: Iterable[str]) -> dict[str, str]:
+        """The topic's effective values of some configs (its own, else the brokers' defaults)."""
+        resource = ConfigResource(ConfigResource.Type.TOPIC, name)
+        admin = self.admin()  # keep the handle alive until the future resolves
+        entries = admin.describe_configs([resource], request_timeout=30)[resource].result(
+            timeout=60)
+        return {k: entries[k].value for k in keys if k in entries}
 
     def wait_leaders_serving(self, topic: str, partitions: int, timeout_s: float = 60.0) -> None:
         """Wait until each partition's leader answers for it: a broker applies the metadata that

@@ -29,7 +29,7 @@ from testcontainers.core.network import Network
 
 from contracts.errors import ClusterError
 from harness import archive, container_log, freezer, lazydisk, netdelay
-from harness.broker_config import ZK_TICK_MS
+from harness.broker_config import REMOTE_DIR, ZK_TICK_MS
 
 START_SCRIPT = (Path(__file__).parent / "docker" / "start.sh").read_text()
 STARTED = {
@@ -39,6 +39,7 @@ STARTED = {
     "zookeeper": re.compile(r"binding to port|Started AdminServer|ZooKeeper audit is"),
 }
 LOG_TAIL = 25
+PLUGINS_DIR = "/opt/kafka/plugins"  # on the broker's classpath (start.sh)
 FIRST_ERROR = re.compile(r"^.*\b(ERROR|FATAL)\b.*\n(.*Exception.*\n)?", re.MULTILINE)
 FREEZE_ATTEMPTS = 5
 
@@ -126,6 +127,11 @@ class KafkaNode(DockerContainer):
         """Mount netdelay, which `latency` faults start inside the container to hold packets an
         NFQUEUE rule sends."""
         return self.with_volume_mapping(str(binary), netdelay.IN_CONTAINER, "ro")
+
+    def with_remote_tier(self, shared: Path, plugin: Path) -> Self:
+        """Mount the remote tier every broker shares, and the jar of the plugin that writes it."""
+        self.with_volume_mapping(str(shared), REMOTE_DIR, "rw")
+        return self.with_volume_mapping(str(plugin), f"{PLUGINS_DIR}/{plugin.name}", "ro")
 
     # -- state
     # --------------------------------------------------------------------------------------------

@@ -18,7 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contracts.history import NO_COMMIT, NO_OFFSET, NO_PARTITION, NO_TXN, Event, Fate, HistoryWriter
+from contracts.history import (
+    NO_COMMIT,
+    NO_OFFSET,
+    NO_PARTITION,
+    NO_TXN,
+    Event,
+    Fate,
+    HistoryWriter,
+    Retention,
+)
 from contracts.payload import COPY_BASE
 from contracts.scenario import copy_topic
 from kchaos.catalog import validate
@@ -129,6 +138,19 @@ class HistoryBuilder:
         """The final read's end offset of a partition, and whether it got there."""
         return self.event("drain", Event.FINAL_END, partition, end,
                           "reached" if reached else "not-reached", topic)
+
+    def drain_start(self, partition: int, start: int,
+                    topic: str | None = None) -> HistoryBuilder:
+        """A partition's log start offset when the final read ended (below it, retention
+        deleted)."""
+        return self.event("drain", Event.FINAL_START, partition, start, topic=topic)
+
+    def retention(self, ms: int, bytes_: int, record_bytes_max: int,
+                  topic: str | None = None) -> HistoryBuilder:
+        """The topic's retention.ms and retention.bytes (-1: none), and a bound on one record's
+        bytes in a segment."""
+        kept = Retention(ms, bytes_, record_bytes_max)
+        return self.event("runner", Event.TOPIC_CONFIG, detail=kept.detail(), topic=topic)
 
     def copy(self, partition: int, offset: int, in_offset: int,
              in_partition: int | None = None) -> HistoryBuilder:

@@ -5,18 +5,20 @@ contracts.anomalies and in its order."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import fields
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from contracts.anomalies import ANOMALIES
-from contracts.history import Event, Fate
+from contracts.history import CLOCK_MARGIN_MS, Event, Fate, Retention
 from reports.finding import Finding
 from reports.frames import POSITION, REPLICA, SOURCES, VALUE, Frames, with_tid
 
 Checker = Callable[[Frames], Finding | None]  # None: the anomaly does not apply to this run
 CHECKERS: dict[str, Checker] = {}
 SPOT = ["tid", "partition", "offset"]
+RETENTION_FIELDS = [f.name for f in fields(Retention)]
 READ_COLS = ["reader", "phase", "topic", "partition", "offset", "producer", "seq"]
 
 
@@ -33,7 +35,7 @@ def _missing(f: Frames) -> tuple[DataFrame, Column]:
     covered their offset without reading them, or a complete final read and every replica lack them.
     One a live consumer read and the log then lost (truncated by an unclean election, say) is still
     a lost write."""
-    tids = F.broadcast(with_tid(f.ends).select("tid", "partition", "reached"))
+    tids = F.broadcast(with_tid(f.ends).select("tid", "partition", "reached", "start"))
     covered_to = F.broadcast(with_tid(f.ours.filter(F.col("reader").isin(f.contiguous))
                                       .groupBy("topic", "partition")
                                       .agg(F.max("offset").alias("covered_to")))
@@ -46,7 +48,13 @@ def _missing(f: Frames) -> tuple[DataFrame, Column]:
                                           F.lit(False))
     absent_everywhere = (F.coalesce(F.col("reached"), F.lit(False)) & ~F.col("in_replica")
                          & F.lit(f.facts.replicas_dumped))
-    return missing, covered | absent_everywhere
+    return missing, (covered | absent_everywhere) & ~_expired()
+
+
+def _expired() -> Column:
+    """Below its partition's log start offset when the drain ended: deleted by retention, rightly
+    or not (retention-breach judges which)."""
+    return F.coalesce((F.col("offset") >= 0) & (F.col("offset") < F.col("start")), F.lit(False))
 
 
 def _in_txns(f: Frames, fates: tuple[Fate, ...] = tuple(Fate)) -> DataFrame:
@@ -81,7 +89,7 @@ def unseen(f: Frames) -> Finding:
     """Acked (in a committed transaction, if in any), never read, and not provably lost: the final
     read did not reach it."""
     missing, lost = _missing(f)
-    rows = missing.filter(~F.col("live") & ~lost).select(*VALUE)
+    rows = missing.filter(~F.col("live") & ~lost & ~_expired()).select(*VALUE)
     if f.facts.transactional:
         rows = rows.join(_in_txns(f, (Fate.ABORTED, Fate.UNKNOWN)), VALUE, "left_anti")
     return Finding(rows, VALUE, f.sends_of, extent=f.send_extent)
@@ -108,6 +116,28 @@ def _at_timeout(f: Frames) -> DataFrame:
             .filter(F.col("seq").isNotNull() & F.col("next_out").isNotNull()
                     & F.coalesce(F.col("t_complete") >= F.col("next_out"), F.lit(True)))
             .select(*VALUE).distinct())
+
+
+@checker("retention-breach")
+def retention_breach(f: Frames) -> Finding:
+    """An acknowledged send (of a committed transaction, if in one) below the final log start
+    although its topic's retention keeps it: the bytes after it, at most `record_bytes_max` an
+    offset up to the drain's end, and its age at the drain's end are both below the limits."""
+    missing, _ = _missing(f)
+    gone = missing.filter(_expired()).select(*VALUE, "tid", "partition", "offset")
+    if f.facts.transactional:
+        gone = gone.join(_in_txns(f, (Fate.ABORTED, Fate.UNKNOWN)), VALUE, "left_anti")
+    limits = with_tid(f.events.filter(F.col("kind") == Event.TOPIC_CONFIG.value).select(
+        "topic", *(F.get_json_object("detail", f"$.{n}").cast("long").alias(n)
+                   for n in RETENTION_FIELDS))).drop("topic")
+    ends = with_tid(f.ends).select("tid", "partition", "end", "t_start")
+    rows = (gone.join(F.broadcast(limits), "tid").join(F.broadcast(ends), ["tid", "partition"])
+            .join(f.sends.select(*VALUE, "t_invoke"), VALUE))
+    after = (F.col("end") - F.col("offset") - 1) * F.col("record_bytes_max")
+    age_ms = (F.col("t_start") - F.col("t_invoke")) / 1e6
+    within = (((F.col("bytes") < 0) | (after < F.col("bytes")))
+              & ((F.col("ms") < 0) | (age_ms < F.col("ms") - CLOCK_MARGIN_MS)))
+    return Finding(rows.filter(within).select(*VALUE), VALUE, f.sends_of, extent=f.send_extent)
 
 
 @checker("duplicate")
@@ -200,7 +230,11 @@ def poll_skip(f: Frames) -> Finding:
     """A live reader's next record in a partition is not the next one in the log as its isolation
     level sees it (judged where both records are in the final log); without transactions, offsets
     are the log's order."""
-    gaps = _poll_steps(f).filter(F.col("offset") > F.col("prev") + 1)
+    # a reader sent on past offsets retention deleted skipped nothing the log still held
+    starts = F.broadcast(f.ends.select("topic", "partition", "start"))
+    gaps = (_poll_steps(f).filter(F.col("offset") > F.col("prev") + 1)
+            .join(starts, ["topic", "partition"], "left")
+            .filter(F.coalesce(F.col("offset") > F.col("start"), F.lit(True))).drop("start"))
     if f.facts.transactional:
         places = _log_order(f)
         before = places.withColumnsRenamed({"offset": "prev", "r_all": "p_all", "r_vis": "p_vis"})
@@ -289,11 +323,13 @@ def unexpected(f: Frames) -> Finding:
 
 @checker("vanished-read")
 def vanished_read(f: Frames) -> Finding:
-    """A value a live consumer read that a complete final read lacks."""
+    """A value a live consumer read that a complete final read lacks (above the log start: below it,
+    retention deleted it)."""
     drained = with_tid(f.ends.filter("reached")).select(
-        "tid", F.col("partition").alias("read_partition"))
+        "tid", F.col("partition").alias("read_partition"), "start")
     vanished = f.values.filter("live AND NOT final").join(
-        F.broadcast(drained), ["tid", "read_partition"], "left_semi")
+        F.broadcast(drained), ["tid", "read_partition"]).filter(
+        F.coalesce(F.col("read_offset") >= F.col("start"), F.lit(True)))
     return Finding(vanished.select(*VALUE, F.col("read_partition").alias("partition"),
                                    "first_read_t"), VALUE)
 

@@ -100,9 +100,12 @@ def _rebalanced(events: DataFrame, kinds: set[str], readers: Readers) -> bool:
 
 def facts_of(events: DataFrame, faults: DataFrame, readers: Readers) -> tuple[Facts, DataFrame]:
     """Drain ends per partition (small) and what the run established."""
+    starts = events.filter(F.col("kind") == Event.FINAL_START.value).select(
+        "topic", "partition", F.col("offset").alias("start"), F.col("t").alias("t_start"))
     ends = (events.filter(F.col("kind") == Event.FINAL_END.value)
             .select("topic", "partition", F.col("offset").alias("end"),
-                    (F.col("detail") == "reached").alias("reached")))
+                    (F.col("detail") == "reached").alias("reached"))
+            .join(starts, ["topic", "partition"], "left"))
     end_rows = ends.collect()
     first = F.slice(F.sort_array(F.collect_list(F.struct("t", "source", "detail"))), 1, EXAMPLES)
     by_kind = events.groupBy("kind").agg(first.alias("first")).collect()
@@ -175,6 +178,7 @@ def _per_value(obs: DataFrame) -> DataFrame:
         F.max(F.when(src == SEND, F.col("offset"))).alias("offset"),
         F.min(F.when(src.isin(LIVE, FINAL), F.col("partition"))).alias("read_partition"),
         F.min(F.when(src.isin(LIVE, FINAL), F.col("t"))).alias("first_read_t"),
+        F.min(F.when(src.isin(LIVE, FINAL), F.col("offset"))).alias("read_offset"),
         (_spread("tid", placed) | _spread("partition", placed) | _spread("offset", placed))
                                 .alias("moved"))
     flags = {"sent": 1, "ok": 1 << OK, "failed": 1 << FAIL, "info": 1 << INFO,
@@ -281,7 +285,9 @@ class Frames:
     obs: DataFrame  # every sighting (only the suspect values' when prefiltered)
     values: DataFrame  # one row per suspect value with its flags
     places: DataFrame  # positions holding more than one value
-    ends: DataFrame  # the final drain's end offset per partition
+    # the final drain's end offset per partition, and the log start offset when it ended (`start`,
+    # at `t_start`; null in histories from before it was recorded)
+    ends: DataFrame
     facts: Facts
     # readers that read contiguously from the beginning (the drain, assign-mode readers)
     contiguous: list[str]

@@ -20,6 +20,7 @@ from reports.citations import (
     LIBRDKAFKA_TIMEOUTS,
     MIN_ISR,
     REPLICATION,
+    RETENTION,
     RETRIES,
     SEMANTICS,
     TRANSACTIONS,
@@ -48,6 +49,14 @@ def _unseen(_s: Scenario) -> Rule:
     return Rule("unseen", True, "not an anomaly of Kafka: the final read did not reach the end "
                                 "(verdict unknown)",
                 SEMANTICS)
+
+
+@rule("retention-breach")
+def _retention_breach(_s: Scenario) -> Rule:
+    return Rule("retention-breach", False, "retention discards a partition's oldest segments only "
+                                           "while what remains exceeds retention.bytes, or once "
+                                           "they are older than retention.ms; the remote tier "
+                                           "keeps the same retention (KIP-405)", RETENTION)
 
 
 @rule("timeout-duplicate")

@@ -14,11 +14,12 @@ from pathlib import Path
 from contracts import signals
 from contracts.errors import ClusterError
 from contracts.faultkinds import FAULT_KINDS
-from contracts.history import Event, HistoryWriter
+from contracts.history import Event, HistoryWriter, Retention
+from contracts.payload import record_bytes_max
 from contracts.scenario import Scenario, copy_topic
 from faults import plan, schedule
 from faults.ports import Clients
-from harness import engine, images
+from harness import engine, images, remote_tier
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 from runloop import clients as client_loop
@@ -28,7 +29,7 @@ from runloop.progress import Tick
 from workloads.consumer import record_committed
 from workloads.copier import record_copied, wait_copied
 from workloads.drain import final_drain
-from workloads.sampler import MemorySampler, MetadataSampler
+from workloads.sampler import MemorySampler, MetadataSampler, TierSampler
 
 
 class ChaosRun:
@@ -46,6 +47,7 @@ class ChaosRun:
         self.cluster: Cluster | None = None
         self.clients = Clients()
         self.metadata_sampler: MetadataSampler | None = None
+        self.tier_sampler: TierSampler | None = None  # a run with a remote tier only
         self.memory: MemorySampler | None = None
         self._mark = time.monotonic()
 
@@ -112,15 +114,30 @@ class ChaosRun:
         topics = _all_topics(s)
         for name in topics:
             cluster.metadata.create_topic(name, s.topic.partitions, s.topic.replication_factor,
-                                          s.topic_config(), replicas=s.topic.replicas)
+                                          s.topic.settings(), replicas=s.topic.replicas)
+            self._record_retention(name)
         self.metadata_sampler = MetadataSampler(topics, cluster.metadata.partitions_of,
                                                 cluster.metadata.controller, history).start()
+        if cluster.remote_dir is not None:
+            shared, partitions = cluster.remote_dir, s.topic.partitions
+            self.tier_sampler = TierSampler(
+                lambda: remote_tier.segments(shared, set(topics)),
+                lambda: cluster.metadata.log_starts(topics, partitions), history).start()
         self.clients = client_loop.start(s, cluster.bootstrap_servers(), history)
         everyone = client_loop.everyone(self.clients)
         # pids only: polling a child from this thread could race the main thread for its exit code
         # (a hung client's 75)
         self.memory = MemorySampler(lambda: {c.name: c.pid for c in everyone if c.pid},
                                     history).start()
+
+    def _record_retention(self, topic: str) -> None:
+        """The topic's retention as its brokers apply it, and a bound on a record's bytes: what
+        the retention-breach check needs."""
+        applied = self.cluster.metadata.topic_settings(topic, ("retention.ms", "retention.bytes"))
+        p = self.scenario.producer
+        kept = Retention(int(applied["retention.ms"]), int(applied["retention.bytes"]),
+                         record_bytes_max(p.payload_bytes, p.keyed))
+        self.history.event("runner", Event.TOPIC_CONFIG, topic=topic, detail=kept.detail())
 
     def _workload(self) -> None:
         """The workload under the schedule's faults for the scenario's duration; the producers are
@@ -176,7 +193,8 @@ class ChaosRun:
         try:
             self.phase("drain")
             self._drain(boot)
-            client_loop.stop((self.metadata_sampler, self.memory), 15)
+            samplers = (self.metadata_sampler, self.tier_sampler, self.memory)
+            client_loop.stop([w for w in samplers if w is not None], 15)
             self.phase("replicas")
             for t in s.topics():
                 _dump_replicas(self.cluster, t, history)
@@ -215,7 +233,8 @@ def cluster_spec(scenario: Scenario) -> ClusterSpec:
     k = scenario.kafka
     kinds = [FAULT_KINDS[kind] for f in scenario.faults for kind in f.fired_kinds()]
     return ClusterSpec(k.version, k.brokers, k.mode, k.broker_config(), k.per_broker_config(),
-                       any(x.lazy_disk for x in kinds), any(x.net_delay for x in kinds))
+                       any(x.lazy_disk for x in kinds), any(x.net_delay for x in kinds),
+                       scenario.topic.remote_storage)
 
 
 def _compact_meanwhile(history: HistoryWriter) -> cf.Future:

@@ -14,14 +14,18 @@ from workloads.consumer import BATCH, consumer_config, read_rows
 SETTLE_S = 1.0  # how long an end offset must hold still before the drain trusts it
 
 
-def _ends(consumer: Consumer, topic: str, partitions: list[int], deadline: float) -> dict[int, int]:
-    """Each partition's high watermark (a partition whose leader does not answer by the deadline is
-    left out)."""
+START_WAIT_S = 15.0  # how long the log start offsets are asked for once the drain ended
+
+
+def _ends(consumer: Consumer, topic: str, partitions: list[int], deadline: float,
+          which: int = 1) -> dict[int, int]:
+    """Each partition's high watermark, or its log start offset (`which=0`); a partition whose
+    leader does not answer by the deadline is left out."""
     ends: dict[int, int] = {}
     for p in partitions:
         while p not in ends and time.monotonic() < deadline:
             try:
-                ends[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)[1]
+                ends[p] = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)[which]
             except KafkaException:
                 time.sleep(0.5)  # leader moving or not yet known: retry within the bound
     return ends
@@ -52,10 +56,10 @@ def _read_to(consumer: Consumer, topic: str, ends: dict[int, int], position: dic
 def final_drain(bootstrap: str, topic: str, partitions: int, history: HistoryWriter,
                 timeout_s: float = 90.0, isolation: str = "read_uncommitted") -> dict[int, bool]:
     """Read every partition to its high watermark, again while the watermark still moves (acks=1
-    writes acked above it are committed once the followers fetch them), and record each end offset
-    and whether it was reached. It gives up after `timeout_s` without a record, so an hours-long
-    run's log is read whole. An eos-copy output topic is read as its users would, with
-    read_committed."""
+    writes acked above it are committed once the followers fetch them), and record each end offset,
+    whether it was reached, and each log start offset. It gives up after `timeout_s` without a
+    record, so an hours-long run's log is read whole. An eos-copy output topic is read as its users
+    would, with read_committed."""
     consumer = Consumer(consumer_config(bootstrap, f"chaos-drain-{uuid.uuid4().hex[:8]}", isolation,
                                         False))
     deadline = time.monotonic() + timeout_s
@@ -79,8 +83,11 @@ def final_drain(bootstrap: str, topic: str, partitions: int, history: HistoryWri
                 break  # every end held still: the drain read the whole log
             ends = {p: max(end, later.get(p, end)) for p, end in ends.items()}
             consumer.resume(assigned)
+        starts = _ends(consumer, topic, list(ends), time.monotonic() + START_WAIT_S, which=0)
     finally:
         consumer.close()
+    for p, start in starts.items():
+        history.event("drain", Event.FINAL_START, topic=topic, partition=p, offset=start)
     reached = {p: p in ends and position[p] >= ends[p] for p in range(partitions)}
     for p in range(partitions):
         history.event("drain", Event.FINAL_END, topic=topic, partition=p, offset=ends.get(p, -1),

@@ -1,5 +1,6 @@
 """The samplers: leader, ISR and the active controller of every partition of every topic every 500
-ms; the harness's own memory and its client processes' every minute."""
+ms; the remote tier's segments and the log start offsets every second; the harness's own memory
+and its client processes' every minute."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Callable
 import orjson
 import psutil
 
-from contracts.history import Event, HistoryWriter, now_ns
+from contracts.history import Event, HistoryWriter, RemoteSegment, now_ns
 from workloads.worker import Worker
 
 
@@ -49,6 +50,48 @@ class MetadataSampler(Worker):
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
             self.sample()
+
+
+class TierSampler(Worker):
+    """Records every second which segments the remote tier gained and lost, and where each
+    partition's log start offset moved."""
+
+    def __init__(self, remote: Callable[[], list[RemoteSegment]],
+                 starts: Callable[[], dict[tuple[str, int], int]], history: HistoryWriter,
+                 every_s: float = 1.0) -> None:
+        super().__init__("tier-sampler")
+        self.remote, self.starts, self.history, self.every_s = remote, starts, history, every_s
+        self._held: dict[str, RemoteSegment] = {}
+        self._start: dict[tuple[str, int], int] = {}
+
+    def sample(self) -> None:
+        """One look at the remote tier and the log start offsets; the changes as events."""
+        t = now_ns()
+        held = {s.segment: s for s in self.remote()}
+        for kind, gone in ((Event.REMOTE_UPLOADED, held.keys() - self._held.keys()),
+                           (Event.REMOTE_DELETED, self._held.keys() - held.keys())):
+            for seg in sorted(((held | self._held)[g] for g in gone), key=_place):
+                self.history.event("sampler", kind, topic=seg.topic, partition=seg.partition,
+                                   offset=seg.base_offset, detail=seg.detail(), t=t)
+        self._held = held
+        try:
+            starts = self.starts()
+        except Exception as exc:  # noqa: BLE001 - any failure to sample is a finding, not a crash
+            self.history.event("sampler", Event.SAMPLE_ERROR, detail=f"log starts: {exc}", t=t)
+            return
+        for (topic, p), start in sorted(starts.items()):
+            if self._start.get((topic, p), 0) != start:
+                self.history.event("sampler", Event.LOG_START, topic=topic, partition=p,
+                                   offset=start, t=t)
+        self._start |= starts
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.sample()
+
+
+def _place(s: RemoteSegment) -> tuple[str, int, int]:
+    return s.topic, s.partition, s.base_offset
 
 
 def rss(pids: list[int]) -> int:

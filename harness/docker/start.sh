@@ -25,7 +25,7 @@ log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
 log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
 log4j.logger.kafka.request.logger=WARN
 LOG
-CP='/opt/kafka/libs/*'
+CP='/opt/kafka/libs/*:/opt/kafka/plugins/*'  # plugins: jars the harness mounts (a remote tier)
 LOGOPTS="-Dlog4j2.configurationFile=/etc/kafka/log4j2.properties -Dlog4j.configuration=file:/etc/kafka/log4j.properties"
 # a restarted container may come back with another node's old address: resolve peers afresh on every connection
 # (the JVM otherwise caches a name for 30 s, and a controller sent one broker's requests to another)

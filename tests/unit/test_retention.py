@@ -1,0 +1,69 @@
+"""Hand-built histories of a topic whose retention deleted records: deleted within retention is a
+retention-breach, deleted past it is nothing, and neither is a lost write, a vanished read or a
+skip."""
+
+from __future__ import annotations
+
+from bench.pandas_checks import check
+from contracts.anomalies import ANOMALIES
+from reports.analysis import analyze
+from tests.histories import clean
+
+NONE = dict.fromkeys(ANOMALIES, 0)
+RECORD = 100  # bytes of one record, at most
+
+
+def deleted_below(start: int):
+    """The clean history with partition 0's offsets below `start` gone from the final read and
+    every replica, and the drain's log start there (partition 1 starts at 0)."""
+    h = clean()
+    for offset in range(start):
+        h.drop("reads", reader="drain", partition=0, offset=offset)
+        h.drop("replicas", partition=0, offset=offset)
+    return h.drain_start(0, start).drain_start(1, 0)
+
+
+def counts(spark, tmp_path, h) -> dict[str, int]:
+    """The analysis's counts, which the benchmark's pandas baseline finds too."""
+    found = analyze(spark, h.write(tmp_path / "history")).counts()
+    assert check(tmp_path / "history")["counts"] == found
+    return found
+
+
+def test_records_deleted_while_the_bytes_after_them_are_within_retention_bytes(spark, tmp_path):
+    # partition 0 ends at 6: offsets 0 and 1 have 5 and 4 records after them, 500 and 400 bytes
+    h = deleted_below(2).retention(ms=-1, bytes_=450, record_bytes_max=RECORD)
+    a = analyze(spark, h.write(tmp_path / "history"))
+    assert a.counts() == NONE | {"retention-breach": 1}
+    ex = a.anomalies["retention-breach"].examples[0]
+    assert (ex["partition"], ex["offset"]) == (0, 1)
+
+
+def test_records_deleted_past_retention_bytes_or_retention_ms_are_no_anomaly(spark, tmp_path):
+    assert counts(spark, tmp_path / "bytes",
+                  deleted_below(2).retention(-1, 400, RECORD)) == NONE
+    # every send is older than 1 ms (plus the clock margin) when the drain ends
+    assert counts(spark, tmp_path / "ms",
+                  deleted_below(2).retention(1, -1, RECORD)) == NONE
+    assert counts(spark, tmp_path / "none",
+                  deleted_below(2).retention(600_000, -1, RECORD)) == NONE | {
+        "retention-breach": 2}
+
+
+def test_without_the_topics_retention_nothing_below_the_log_start_is_judged(spark, tmp_path):
+    assert counts(spark, tmp_path, deleted_below(3)) == NONE
+
+
+def test_a_reader_sent_past_deleted_offsets_skipped_nothing(spark, tmp_path):
+    # consumer-0 read partition 0 offset 0, then 4: 1 to 3 were deleted before it got to them
+    h = deleted_below(4)
+    for offset in (1, 2, 3):
+        h.drop("reads", reader="consumer-0", partition=0, offset=offset)
+    assert counts(spark, tmp_path, h) == NONE
+
+
+def test_skipping_offsets_the_log_still_holds_is_a_poll_skip(spark, tmp_path):
+    h = deleted_below(1)
+    for offset in (1, 2, 3):
+        h.drop("reads", reader="consumer-0", partition=0, offset=offset)
+    assert counts(spark, tmp_path, h) == NONE | {"poll-skip": 1}
