@@ -27,12 +27,12 @@ MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-res
              "txn-leader-kill", "txn-coordinator-kill", "txn-two-topics", "txn-client-pause",
              "eos-copy-member-kill", "eos-copy-coordinator-kill", "power-loss-one",
              "power-loss-all-flushed", "latency-slow-follower", "latency-slow-clients",
-             "latency-slow-controller"]
+             "latency-slow-controller", "tiered-leader-kill"]
 # Known Kafka bugs: run on the version that has each (a violation is a hit) and the one that fixed
 # it (must pass)
 REGRESSIONS = ["kip101-hw-truncation", "kip101-power-loss-divergence",
                "kafka7128-stale-hw-isr-join", "kip279-fast-failover-divergence",
-               "kafka13636-offsets-expire-in-rebalance"]
+               "kafka13636-offsets-expire-in-rebalance", "kafka20732-tiered-retention-fresh-leader"]
 UNSAFE = ["acks1-leader-kill", "zombie-leader-acks1", "non-idempotent-retries",
           "unclean-election-true", "consumer-group-at-most-once", "txn-judged-uncommitted",
           "eos-copy-offsets-outside", "power-loss-all"]

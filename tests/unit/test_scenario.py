@@ -36,6 +36,14 @@ def write(tmp_path: Path, text: str) -> Path:
     ("name: x\ntopic: {name: 'a b'}", "Expected a Kafka topic name (1-249 letters, digits, '.', "
                                       "'_' or '-') but got topic.name='a b'"),
     ("name: x\nproducer: [1", "not valid YAML at line"),
+    ("name: x\ntopic: {remote_storage: true, retention_bytes: 10, local_retention_bytes: 20}",
+     "topic.local_retention_bytes=20 exceeds topic.retention_bytes=10"),
+    ("name: x\ntopic: {local_retention_ms: 20}",
+     "topic.local_retention_ms=20 is read only with topic.remote_storage: true"),
+    ("name: x\nkafka: {version: '3.5.2'}\ntopic: {remote_storage: true}",
+     "topic.remote_storage=true needs tiered storage (KIP-405), in Kafka 3.6 and later"),
+    ("name: x\ntopic: {segment_bytes: 1000}", "topic.segment_bytes=1000 is below Kafka 4.3.1's "
+                                             "minimum of 1048576"),
 ])
 def test_bad_scenarios_get_one_clear_message(tmp_path, text, message):
     with pytest.raises(UsageError) as err:
@@ -91,6 +99,15 @@ def test_suite_and_compare_take_a_first_seed_and_never_an_abbreviated_option(cap
     with pytest.raises(SystemExit) as exit_:
         parser().parse_args(["suite", "smoke", "--see", "3"])
     assert exit_.value.code == 2 and "unrecognized arguments: --see 3" in capsys.readouterr().err
+
+
+def test_a_tiered_topic_sets_its_remote_tier_and_the_brokers_mount_one():
+    (s,) = load(catalog()["kafka20732-tiered-retention-fresh-leader"])[:1]
+    assert s.topic.settings() | {"remote.storage.enable": "true", "segment.bytes": "1048576",
+                                 "retention.bytes": "8388608"} == s.topic.settings()
+    props = broker_properties(ClusterSpec(tiered=True), 1, "kafka-1", 9999)
+    assert props["remote.log.storage.system.enable"] == "true"
+    assert "remote.log.storage.system.enable" not in broker_properties(ClusterSpec(), 1, "k", 1)
 
 
 def test_one_brokers_overrides_reach_its_server_properties_only():
