@@ -165,6 +165,14 @@ class Requests(BaseModel):
     errors: int = 0  # transmission errors
 
 
+class RemoteTier(BaseModel):
+    """What the remote tier of a tiered topic did over a run, as its sampler saw it."""
+
+    uploaded: int = 0  # segments that appeared in the remote tier
+    deleted: int = 0  # segments that left it
+    log_start_moves: int = 0  # moves of a partition's log start offset
+
+
 class Memory(BaseModel):
     """The harness's and its client processes' resident memory over a run, sampled each minute."""
 
@@ -193,6 +201,7 @@ class Metrics(BaseModel):
     isr_recovery_s: float | None = None
     requests: Requests | None = None  # None: no producer reported its counters
     memory: Memory | None = None  # None: a history without memory samples
+    remote: RemoteTier | None = None  # None: no tiered topic
 
 
 class Durations(BaseModel):

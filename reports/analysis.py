@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from reports import frames
 from reports.checkers import CHECKERS, Finding
 from reports.frames import Facts, Frames, is_large, partition_name
-from reports.metrics import client_requests, isr_recovery_s, memory, send_metrics
+from reports.metrics import client_requests, isr_recovery_s, memory, remote_tier, send_metrics
 from reports.provoked import from_metadata
 from reports.spark import side_by_side
 
@@ -99,6 +99,7 @@ def _metrics(f: Frames) -> tuple[dict, dict]:
     metrics.update(recovered=f.values.filter("info AND (live OR final OR in_replica)").count(),
                    leader_changes=leader_changes, reads=f.reads.count(),
                    requests=client_requests(f.events), memory=memory(f.events),
+                   remote=remote_tier(f.events),
                    isr_recovery_s=isr_recovery_s(meta, faults) if "isr_size" in meta else None)
     sends = metrics["acked"] + metrics["failed"] + metrics["indeterminate"]
     sample = (f.sends.filter(F.col("t_complete").isNotNull())

@@ -119,6 +119,15 @@ def client_requests(events: DataFrame) -> dict[str, int] | None:
     return {n: int(total[n]) for n in names} if total["handles"] else None
 
 
+def remote_tier(events: DataFrame) -> dict[str, int] | None:
+    """Segments the remote tier gained and lost, and log start moves; None when the run sampled no
+    remote tier."""
+    kinds = {Event.REMOTE_UPLOADED.value: "uploaded", Event.REMOTE_DELETED.value: "deleted",
+             Event.LOG_START.value: "log_start_moves"}
+    rows = events.filter(F.col("kind").isin(*kinds)).groupBy("kind").count().collect()
+    return {kinds[r["kind"]]: r["count"] for r in rows} or None
+
+
 def memory(events: DataFrame) -> dict | None:
     """The harness's and its clients' resident memory over the run: samples, first and peak (MiB),
     the least squares slope of their sum in MiB per hour, and each process's growth (MiB), over the

@@ -8,11 +8,11 @@ import os
 import subprocess
 import sys
 
-from contracts.history import Event
+from contracts.history import Event, RemoteSegment
 from reports.analysis import analyze
 from tests.histories import History
 from workloads.producer import RequestStats
-from workloads.sampler import MemorySampler
+from workloads.sampler import MemorySampler, TierSampler
 
 MS = 1_000_000
 
@@ -174,3 +174,34 @@ def test_memory_samples_after_the_workload_are_marked_and_left_out_of_the_slope(
     sampler.workload_over()  # the producers stopped: the heal, drain and replica dump follow
     sampler.sample()
     assert ["end" in e for e in events] == [False, True]
+
+
+def test_the_tier_sampler_records_segments_gained_and_lost_and_log_start_moves(spark, tmp_path):
+    def seg(base: int, sid: str) -> RemoteSegment:
+        return RemoteSegment("chaos", 0, base, sid * 22, 1000)
+
+    looks = iter([([seg(0, "a")], {("chaos", 0): 0}),
+                  ([seg(0, "a"), seg(10, "b")], {("chaos", 0): 0}),
+                  ([seg(10, "b")], {("chaos", 0): 10}),
+                  ([seg(10, "b")], {("chaos", 0): 10})])
+    now: tuple = ()
+
+    def look() -> list[RemoteSegment]:
+        nonlocal now
+        now = next(looks)
+        return now[0]
+
+    h = History().send(0, 0, 0, 0)
+
+    class Into:  # the history writer's event(), into the builder (whose clock stamps it)
+        def event(self, source, kind, t=None, **kw):
+            h.event(source, kind, **kw)
+
+    sampler = TierSampler(look, lambda: now[1], Into())
+    for _ in range(4):
+        sampler.sample()
+    rows = [(e["kind"], e["offset"]) for e in h.rows["events"]]
+    assert rows == [(Event.REMOTE_UPLOADED, 0), (Event.REMOTE_UPLOADED, 10),
+                    (Event.REMOTE_DELETED, 0), (Event.LOG_START, 10)]
+    m = analyze(spark, h.write(tmp_path / "history")).metrics
+    assert m["remote"] == {"uploaded": 2, "deleted": 1, "log_start_moves": 1}

@@ -39,11 +39,14 @@ def browser():
         b.close()
 
 
-def report(tmp_path: Path, settings: dict, lose: bool, memory_mib: tuple[int, ...] = ()) -> Path:
+def report(tmp_path: Path, settings: dict, lose: bool, memory_mib: tuple[int, ...] = (),
+           uploads: int = 0) -> Path:
     """A run directory checked by the real pipeline: a clean history (with one kill that fired),
     minus one acked write when `lose`, with the harness's memory sampled ten minutes apart at
-    `memory_mib`."""
+    `memory_mib`, and `uploads` segments of partition 0 uploaded to a remote tier."""
     h = clean()
+    for base in range(uploads):
+        h.event("sampler", Event.REMOTE_UPLOADED, partition=0, offset=base)
     h.fault("kill", [2], planned_at=0.05, hold_s=0.02)
     for i, mib in enumerate(memory_mib):
         h.t += 600 * 10**9 if i else 0
@@ -98,6 +101,15 @@ def test_the_report_says_the_harness_memory_over_the_run(spark, browser, tmp_pat
     assert ("4 samples" in text and "100.0 MiB at the start, peak 130.0 MiB" in text
             and "MiB per hour" in text), text
     assert text.endswith("harness -2.5 MiB, producer-0 -2.5 MiB."), text
+    page.close()
+
+
+def test_the_report_says_what_the_remote_tier_did(spark, browser, tmp_path):
+    page = browser.new_page()
+    page.goto(report(tmp_path, SAFE, False, uploads=3).as_uri())
+    assert page.inner_text("#remote-tier") == ("Remote tier (sampled each second): 3 segments "
+                                               "uploaded, 0 deleted; log start offsets moved 0 "
+                                               "times.")
     page.close()
 
 
