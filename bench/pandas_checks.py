@@ -60,8 +60,9 @@ def _ends(events: pd.DataFrame) -> pd.DataFrame:
     """The drain's end offset of each partition, whether it got there, and the log start then."""
     ends = events[events.kind == "final-end"].rename(columns={"offset": "end"})
     ends = ends.assign(reached=ends.detail == "reached")[["topic", "partition", "end", "reached"]]
-    starts = events[events.kind == "final-start"].rename(columns={"offset": "start",
-                                                                  "t": "t_start"})
+    kept = events.topic[events.kind == "topic-config"]
+    starts = events[(events.kind == "final-start") & events.topic.isin(kept)].rename(
+        columns={"offset": "start", "t": "t_start"})
     return ends.merge(starts[["topic", "partition", "start", "t_start"]], how="left")
 
 

@@ -21,6 +21,7 @@ from tenacity import (
     RetryError,
     Retrying,
     retry_if_exception,
+    retry_if_exception_type,
     retry_if_result,
     stop_after_delay,
     wait_fixed,
@@ -222,9 +223,12 @@ class Metadata:
     def topic_settings(self, name: str, keys: Iterable[str]) -> dict[str, str]:
         """The topic's effective values of some configs (its own, else the brokers' defaults)."""
         resource = ConfigResource(ConfigResource.Type.TOPIC, name)
-        admin = self.admin()  # keep the handle alive until the future resolves
-        entries = admin.describe_configs([resource], request_timeout=30)[resource].result(
-            timeout=60)
+        for attempt in Retrying(stop=stop_after_delay(30), wait=wait_fixed(1.0), reraise=True,
+                                retry=retry_if_exception_type(KafkaException)):
+            with attempt:
+                admin = self.admin()  # keep the handle alive until the future resolves
+                entries = admin.describe_configs([resource], request_timeout=10)[resource].result(
+                    timeout=20)
         return {k: entries[k].value for k in keys if k in entries}
 
     def wait_leaders_serving(self, topic: str, partitions: int, timeout_s: float = 60.0) -> None:

@@ -100,8 +100,12 @@ def _rebalanced(events: DataFrame, kinds: set[str], readers: Readers) -> bool:
 
 def facts_of(events: DataFrame, faults: DataFrame, readers: Readers) -> tuple[Facts, DataFrame]:
     """Drain ends per partition (small) and what the run established."""
-    starts = events.filter(F.col("kind") == Event.FINAL_START.value).select(
-        "topic", "partition", F.col("offset").alias("start"), F.col("t").alias("t_start"))
+    # a log start counts only where the topic's retention is known: without it, records gone below
+    # it are judged as any other absent record (lost writes)
+    kept = events.filter(F.col("kind") == Event.TOPIC_CONFIG.value).select("topic")
+    starts = events.filter(F.col("kind") == Event.FINAL_START.value).join(
+        kept, "topic", "left_semi").select("topic", "partition", F.col("offset").alias("start"),
+                                           F.col("t").alias("t_start"))
     ends = (events.filter(F.col("kind") == Event.FINAL_END.value)
             .select("topic", "partition", F.col("offset").alias("end"),
                     (F.col("detail") == "reached").alias("reached"))
@@ -286,7 +290,7 @@ class Frames:
     values: DataFrame  # one row per suspect value with its flags
     places: DataFrame  # positions holding more than one value
     # the final drain's end offset per partition, and the log start offset when it ended (`start`,
-    # at `t_start`; null in histories from before it was recorded)
+    # at `t_start`; null without it or without the topic's retention)
     ends: DataFrame
     facts: Facts
     # readers that read contiguously from the beginning (the drain, assign-mode readers)
