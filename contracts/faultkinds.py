@@ -11,7 +11,8 @@ from contracts.measured import Stop
 
 # which of the workload's clients a client fault hits
 Aimed = Literal["consumers", "producers", "copiers"]
-Aim = Literal["brokers", "itself"] | Aimed  # itself: it picks its victims from live metadata
+# itself: it picks its victims from live metadata; tier: the remote tier the brokers share
+Aim = Literal["brokers", "itself", "tier"] | Aimed
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class FaultKind:
     restart_after: Stop = "kill"
     lazy_disk: bool = False  # needs the brokers' data directories on lazyfs
     net_delay: bool = False  # needs netdelay in the brokers' containers
+    lazy_tier: bool = False  # needs the shared remote tier on lazyfs
     # the kind-specific FaultSpec fields its op reads (FAULT_PARAMS)
     params: frozenset[str] = frozenset()
     zookeeper_only: bool = False  # it reads and triggers elections through ZooKeeper
@@ -80,6 +82,8 @@ FAULT_KINDS = _kinds(
     FaultKind("fast-failover-divergence", aims="itself", restarts="each", zookeeper_only=True),
     FaultKind("power-loss-divergence", aims="itself", restarts="each", lazy_disk=True,
               zookeeper_only=True, power_loss="last-replica-others-crash"),
+    FaultKind("remote-full", aims="tier", lazy_tier=True),
+    FaultKind("remote-slow", aims="tier", lazy_tier=True, params=frozenset({"latency_ms"})),
     FaultKind("consumer-kill", aims="consumers"),
     FaultKind("consumer-pause", aims="consumers"),
     FaultKind("producer-pause", aims="producers"),

@@ -245,6 +245,9 @@ class Scenario(Strict):
                 self._client_target(i, f, kinds[0].aims)
             elif f.fault != MIX and kinds[0].aims == "brokers":
                 self._broker_target(i, f)
+            elif kinds[0].aims == "tier" and not self.topic.remote_storage:
+                raise ValueError(f"faults.{i}.fault={f.fault!r} breaks the remote tier, which "
+                                 "only topic.remote_storage: true gives; set it")
             self._timing(i, f)
             self._params(i, f, frozenset().union(*(k.params for k in kinds)))
         if self.producer.idempotence and (self.producer.acks != "all"

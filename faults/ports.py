@@ -69,11 +69,18 @@ class PowerCut(Protocol):
     spread_s: float
 
 
+class TierControl(Protocol):
+    """The remote tier the brokers share."""
+
+    def lazyfs(self, command: str) -> dict: ...
+
+
 class ClusterControl(Protocol):
     """The cluster as faults see it."""
 
     firewall: FirewallControl
     metadata: MetadataView
+    tier: TierControl | None
 
     def node_ids(self) -> list[int]: ...
     def zookeeper_ids(self) -> list[int]: ...

@@ -4,7 +4,7 @@ calls when a planned op fires."""
 from __future__ import annotations
 
 from contracts.faultkinds import FAULT_KINDS
-from faults import failovers, ops
+from faults import failovers, ops, tier
 from harness import netrules
 
 
@@ -41,6 +41,8 @@ OPS: dict[str, ops.Op] = {
     "stale-hw-isr-join": failovers.stale_hw_isr_join,
     "fast-failover-divergence": failovers.fast_failover_divergence,
     "power-loss-divergence": failovers.power_loss_divergence,
+    "remote-full": tier.remote_fault(lambda s: "full"),
+    "remote-slow": tier.remote_fault(lambda s: f"slow {s.latency_ms}"),
     "consumer-kill": ops.client_fault("consumers", "kill"),
     "consumer-pause": ops.client_fault("consumers", "pause"),
     "producer-pause": ops.client_fault("producers", "pause"),

@@ -44,6 +44,7 @@ class ClusterSpec:
     lazy_disk: bool = False  # brokers' data on lazyfs, for power-loss faults
     net_delay: bool = False  # netdelay mounted in the brokers, for latency faults
     tiered: bool = False  # a remote tier (KIP-405) on a directory every broker shares
+    lazy_tier: bool = False  # that directory on lazyfs, for remote tier faults
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
 
     def validate(self) -> None:

@@ -6,9 +6,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import itertools
-import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -18,7 +16,7 @@ from testcontainers.core.network import Network
 
 from contracts import measured, signals
 from contracts.errors import ClusterError
-from harness import images, jars, labels, lazydisk, netdelay, watchdog
+from harness import images, jars, labels, lazydisk, netdelay, remote_tier, watchdog
 from harness.broker_config import (
     ZK_PORT,
     ZOOKEEPER_PROPERTIES,
@@ -56,7 +54,7 @@ class Cluster:
         self.metadata = Metadata(spec, lambda: self.nodes, self.firewall)
         self._signals = contextlib.ExitStack()  # the signal policy while the cluster is up
         self._watchdog: subprocess.Popen | None = None
-        self.remote_dir: Path | None = None  # the shared remote tier, on the host
+        self.tier: remote_tier.SharedTier | None = None  # the remote tier the brokers share
         self._power_cut: set[int] = set()  # brokers that lost power and have not been started since
         # calls that create something in the engine run here, so a signal interrupts the wait, never
         # the call
@@ -121,7 +119,7 @@ class Cluster:
             if delayer:
                 node.with_net_delay(delayer)
             if plugin:
-                node.with_remote_tier(self._remote_tier(), plugin)
+                node.with_remote_tier(self._shared_tier().mounted, plugin)
             self.nodes.append(node)
         first = 1 if zk else 0
         # the first broker up takes the controller: broker 1, so that a schedule can plan around it
@@ -135,11 +133,13 @@ class Cluster:
         self.wait_ready(timeout_s)
         return self
 
-    def _remote_tier(self) -> Path:
-        """The host directory every broker mounts as its remote tier (made once per cluster)."""
-        if self.remote_dir is None:
-            self.remote_dir = Path(tempfile.mkdtemp(prefix=f"kchaos-remote-{self.spec.run_id}-"))
-        return self.remote_dir
+    def _shared_tier(self) -> remote_tier.SharedTier:
+        """The remote tier every broker mounts (made once per cluster, on lazyfs when its faults
+        need it)."""
+        if self.tier is None:
+            lazy = lazydisk.binary() if self.spec.lazy_tier else None
+            self.tier = remote_tier.SharedTier(self.spec.run_id, lazy).start()
+        return self.tier
 
     def _in_engine(self, call: Callable[[], object]) -> None:
         """Make a call that creates a network or container and wait for it. A signal that ends the
@@ -193,8 +193,8 @@ class Cluster:
         except Exception as exc:
             errors.append(exc)
         finally:
-            if self.remote_dir is not None:
-                shutil.rmtree(self.remote_dir, ignore_errors=True)
+            if self.tier is not None:
+                self.tier.stop()
             if self._watchdog is not None:  # everything is removed: nothing left to watch over
                 self._watchdog.kill()
                 self._watchdog.wait()

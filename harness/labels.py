@@ -11,7 +11,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
-from harness import freezer
+from harness import freezer, remote_tier
 
 OWNER = "org.kafka-chaos"
 RUN = "org.kafka-chaos.run"
@@ -37,8 +37,10 @@ def clean_scratch(run_id: str | None = None) -> None:
 
 def clean(run_id: str | None = None) -> tuple[int, int]:
     """Remove labelled containers (thawed from the host first, so an engine stuck on a frozen one
-    gets going again), networks and scratch directories; return how many containers and networks."""
+    gets going again), networks, scratch directories and remote tiers; return how many containers
+    and networks."""
     clean_scratch(run_id)
+    remote_tier.release_run(run_id)
     client = docker.from_env()
     selector = f"{RUN}={run_id}" if run_id else OWNER
     containers = client.containers.list(all=True, filters={"label": selector})

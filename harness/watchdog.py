@@ -1,6 +1,6 @@
 """`python -m harness.watchdog PID START RUN_ID`: outlives a harness process and removes its run's
-containers and network once it is gone (killed with SIGKILL, say), so a crashed run never leaves
-brokers running for long."""
+containers, network and remote tier once it is gone (killed with SIGKILL, say), so a crashed run
+never leaves brokers or mounts behind for long."""
 
 from __future__ import annotations
 

@@ -163,7 +163,8 @@ def show_plans(scenarios: list[Scenario], full: bool = False) -> int:
         out.print_json(data=settings(s, full))
         for op in plan(s.faults, s.duration, s.seed):
             f = s.faults[op.index]
-            target = "" if FAULT_KINDS[op.fault].aims == "itself" else f" {op.target or f.target}"
+            target = ("" if FAULT_KINDS[op.fault].aims in ("itself", "tier")
+                      else f" {op.target or f.target}")
             out.print(Text(f"  at {op.at:7.2f} s  {op.fault}{target} for {op.hold:g} s  "
                            f"(faults.{op.index})"))
     return 0

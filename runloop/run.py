@@ -19,7 +19,7 @@ from contracts.payload import record_bytes_max
 from contracts.scenario import Scenario, copy_topic
 from faults import plan, schedule
 from faults.ports import Clients
-from harness import engine, images, remote_tier
+from harness import engine, images
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 from runloop import clients as client_loop
@@ -118,10 +118,10 @@ class ChaosRun:
             self._record_retention(name)
         self.metadata_sampler = MetadataSampler(topics, cluster.metadata.partitions_of,
                                                 cluster.metadata.controller, history).start()
-        if cluster.remote_dir is not None:
-            shared, partitions = cluster.remote_dir, s.topic.partitions
+        if (tier := cluster.tier) is not None:
+            partitions = s.topic.partitions
             self.tier_sampler = TierSampler(
-                lambda: remote_tier.segments(shared, set(topics)),
+                lambda: tier.segments(set(topics)),
                 lambda: cluster.metadata.log_starts(topics, partitions), history).start()
         self.clients = client_loop.start(s, cluster.bootstrap_servers(), history)
         everyone = client_loop.everyone(self.clients)
@@ -234,7 +234,7 @@ def cluster_spec(scenario: Scenario) -> ClusterSpec:
     kinds = [FAULT_KINDS[kind] for f in scenario.faults for kind in f.fired_kinds()]
     return ClusterSpec(k.version, k.brokers, k.mode, k.broker_config(), k.per_broker_config(),
                        any(x.lazy_disk for x in kinds), any(x.net_delay for x in kinds),
-                       scenario.topic.remote_storage)
+                       scenario.topic.remote_storage, any(x.lazy_tier for x in kinds))
 
 
 def _compact_meanwhile(history: HistoryWriter) -> cf.Future:

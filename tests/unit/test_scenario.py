@@ -42,6 +42,8 @@ def write(tmp_path: Path, text: str) -> Path:
      "topic.local_retention_ms=20 is read only with topic.remote_storage: true"),
     ("name: x\nkafka: {version: '3.5.2'}\ntopic: {remote_storage: true}",
      "topic.remote_storage=true needs tiered storage (KIP-405), in Kafka 3.6 and later"),
+    ("name: x\nfaults: [{fault: remote-full}]", "faults.0.fault='remote-full' breaks the remote "
+                                                "tier, which only topic.remote_storage: true"),
     ("name: x\ntopic: {segment_bytes: 1000}", "topic.segment_bytes=1000 is below Kafka 4.3.1's "
                                              "minimum of 1048576"),
 ])
