@@ -154,8 +154,8 @@ def fetch_jars(version: str, say=progress) -> Path:
 
 
 # Kafka's own remote tier on a directory (its tiered storage tests use it), in the kafka-storage
-# test jar. A release Central has no test jar of runs the newest older one's: a plugin is written
-# against the public RemoteStorageManager interface (KIP-405), not against the broker.
+# test jar. A release Central has no test jar of runs the newest older one's of the same minor
+# release: the plugin uses client classes that move between minor releases (4.4 moved LogContext).
 TIERED_PLUGIN = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
 STORAGE_ARTIFACT = "kafka-storage"
 
@@ -178,16 +178,18 @@ def tiered_plugin(version: str, say=progress) -> Path:
     chosen = cache_dir() / "tiered" / f"{version}.jar"
     if chosen.is_file() and Path(chosen.read_text()).is_file():
         return Path(chosen.read_text())
-    older = sorted((v for v in central_versions(STORAGE_ARTIFACT)
-                    if VERSION_RE.match(v) and release(v) <= release(version)),
+    older = sorted((v for v in central_versions(STORAGE_ARTIFACT) if VERSION_RE.match(v)
+                    and release(v)[:2] == release(version)[:2] and release(v) <= release(version)),
                    key=release, reverse=True)
     for candidate in older:
         jar = cache_dir() / "tiered" / candidate / f"{STORAGE_ARTIFACT}-{candidate}-test.jar"
         if jar.is_file() or _has_test_jar(candidate):
             break
     else:
-        raise ImageError(f"Maven Central has no kafka-storage test jar (LocalTieredStorage) at or "
-                         f"below Kafka {version}")
+        minor = ".".join(version.split(".")[:2])
+        raise UsageError(f"Maven Central has no kafka-storage test jar (Kafka's "
+                         f"LocalTieredStorage) of Kafka {version} or an older {minor} release, so "
+                         "topic.remote_storage=true cannot run on it; use another release")
     if not jar.is_file():
         say(f"Fetching LocalTieredStorage (kafka-storage {candidate} test jar) for Kafka "
             f"{version}...")

@@ -48,6 +48,11 @@ def preflight(scenario: Scenario, where: str) -> None:
     here."""
     # before anything that needs its jars
     jars.check_version(scenario.kafka.version, f"{where}: kafka.version")
+    if scenario.topic.remote_storage:
+        try:
+            jars.tiered_plugin(scenario.kafka.version)
+        except UsageError as exc:
+            raise UsageError(f"{where}: {exc}") from None
     problems = [f"{where}: {problem}"
                 for problem in (*pace_problems(scenario), *config_problems(scenario))]
     if problems:
