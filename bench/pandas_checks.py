@@ -66,8 +66,8 @@ def _ends(events: pd.DataFrame) -> pd.DataFrame:
     return ends.merge(starts[["topic", "partition", "start", "t_start"]], how="left")
 
 
-def _missing(ok, ours, reads, rep, ends, events) -> dict[str, pd.DataFrame]:
-    """lost-write, unseen and retention-breach: the acked values the final read lacks."""
+def _missing(ok, ours, reads, rep, ends, events) -> tuple[pd.DataFrame, ...]:
+    """The acked values the final read lacks: lost writes, unseen ones, and retention breaches."""
     live, final = ours[ours.phase == "live"], ours[ours.phase == "final"]
     missing = _without(ok, final)
     missing = missing.assign(live=_has(missing, live), in_rep=_has(missing, rep))
@@ -79,8 +79,8 @@ def _missing(ok, ours, reads, rep, ends, events) -> dict[str, pd.DataFrame]:
     dumped = bool((events.kind == "replicas-dumped").any())
     lost = (covered | (missing.reached.fillna(False).astype(bool) & ~missing.in_rep & dumped)
             ) & ~expired
-    return {"lost-write": missing[lost], "unseen": missing[~missing.live & ~lost & ~expired],
-            "retention-breach": _within_retention(missing[expired], events)}
+    return (missing[lost], missing[~missing.live & ~lost & ~expired],
+            _within_retention(missing[expired], events))
 
 
 def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
@@ -90,7 +90,9 @@ def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
     rep = rep[rep.end.isna() | (rep.offset < rep.end)]
     ok = sends[sends.outcome == "ok"]
     live, final = ours[ours.phase == "live"], ours[ours.phase == "final"]
-    found = _missing(ok, ours, reads, rep, ends, events)
+    found: dict[str, pd.DataFrame] = {}
+    found["lost-write"], found["unseen"], found["retention-breach"] = _missing(
+        ok, ours, reads, rep, ends, events)
     placed = pd.concat([ok.loc[ok.offset >= 0, ["v", *POS]], ours[["v", *POS]], rep[["v", *POS]]])
     placed = placed.drop_duplicates()
     per_value = placed.groupby("v").size()

@@ -53,10 +53,11 @@ def _unseen(_s: Scenario) -> Rule:
 
 @rule("retention-breach")
 def _retention_breach(_s: Scenario) -> Rule:
-    return Rule("retention-breach", False, "retention discards a partition's oldest segments only "
-                                           "while what remains exceeds retention.bytes, or once "
-                                           "they are older than retention.ms; the remote tier "
-                                           "keeps the same retention (KIP-405)", RETENTION)
+    return Rule("retention-breach", False, "retention discards a partition's oldest segment only "
+                                           "when what would remain is still retention.bytes or "
+                                           "more, or once its newest record is older than "
+                                           "retention.ms; the remote tier keeps the same "
+                                           "retention (KIP-405)", RETENTION)
 
 
 @rule("timeout-duplicate")
