@@ -59,15 +59,17 @@ def nearest(version: str, known: list[str], n: int = 3) -> list[str]:
     return sorted(sorted(known, key=distance)[:n], key=release)
 
 
-def check_version(version: str, field: str = "--kafka") -> None:
+def check_version(version: str, field: str = "--kafka", tiered: bool = False) -> None:
     """Raise one clear error unless the harness can run this Kafka version (its jars are on Maven
-    Central, or cached here); `field` is where the user wrote the version."""
+    Central, or cached here; with `tiered`, a remote tier plugin too); `field` is where the user
+    wrote the version."""
     if not VERSION_RE.match(version):
         raise UsageError(f"Expected a Kafka version like '{DEFAULT_VERSION}' but got "
                          f"{field}={version!r}")
-    if (cache_dir() / "kafka" / version / ".complete").exists():
-        return
-    if release(version) >= OLDEST and broker_artifact(version):
+    if (cache_dir() / "kafka" / version / ".complete").exists() or (
+            release(version) >= OLDEST and broker_artifact(version)):
+        if tiered:
+            tiered_plugin(version, field=field)
         return
     close = ", ".join(nearest(version, available_versions()))
     why = ("is older than 0.10.2, the oldest the harness runs" if release(version) < OLDEST
@@ -172,7 +174,7 @@ def _has_test_jar(version: str) -> bool:
         raise ImageError(f"Maven Central did not answer for {url}: {exc}") from exc
 
 
-def tiered_plugin(version: str, say=progress) -> Path:
+def tiered_plugin(version: str, say=progress, field: str = "kafka.version") -> Path:
     """The kafka-storage test jar that carries LocalTieredStorage for a release: its own, or the
     newest older release's; cached, with which one a release takes."""
     chosen = cache_dir() / "tiered" / f"{version}.jar"
@@ -187,9 +189,10 @@ def tiered_plugin(version: str, say=progress) -> Path:
             break
     else:
         minor = ".".join(version.split(".")[:2])
-        raise UsageError(f"Maven Central has no kafka-storage test jar (Kafka's "
-                         f"LocalTieredStorage) of Kafka {version} or an older {minor} release, so "
-                         "topic.remote_storage=true cannot run on it; use another release")
+        raise UsageError(f"{field}={version!r}: Maven Central has no kafka-storage test jar "
+                         f"(Kafka's LocalTieredStorage) of Kafka {version} or an older {minor} "
+                         "release, so topic.remote_storage=true cannot run on it; use another "
+                         "release")
     if not jar.is_file():
         say(f"Fetching LocalTieredStorage (kafka-storage {candidate} test jar) for Kafka "
             f"{version}...")

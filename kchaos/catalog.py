@@ -43,16 +43,11 @@ def validate(raw: dict, where: str, environment: bool = True) -> Scenario:
 
 
 def preflight(scenario: Scenario, where: str) -> None:
-    """The environment's part of validation: the version on Maven Central or cached here, config
-    names its jars define (fetched once), and fault lines paced for the broker restarts measured
-    here."""
-    # before anything that needs its jars
-    jars.check_version(scenario.kafka.version, f"{where}: kafka.version")
-    if scenario.topic.remote_storage:
-        try:
-            jars.tiered_plugin(scenario.kafka.version)
-        except UsageError as exc:
-            raise UsageError(f"{where}: {exc}") from None
+    """The environment's part of validation: the version (and a tiered topic's plugin) on Maven
+    Central or cached here, before anything that needs its jars; config names its jars define
+    (fetched once); fault lines paced for the broker restarts measured here."""
+    jars.check_version(scenario.kafka.version, f"{where}: kafka.version",
+                       tiered=scenario.topic.remote_storage)
     problems = [f"{where}: {problem}"
                 for problem in (*pace_problems(scenario), *config_problems(scenario))]
     if problems:

@@ -78,8 +78,8 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
     ("faults: [{fault: pause, kbit: 256}]", "faults.0.kbit=256 is not read by a 'pause' fault "
                                             "(only 'bandwidth' reads it); remove it"),
     ("faults: [{fault: kill, latency_ms: 300}]", "faults.0.latency_ms=300 is not read by a 'kill' "
-                                                 "fault (only 'disk-slow', 'latency' read it); "
-                                                 "remove it"),
+                                                 "fault (only 'disk-slow', 'latency', "
+                                                 "'remote-slow' read it); remove it"),
     ("producer: {rate: -1}", "Expected producer.rate >= 0.0 but got producer.rate=-1"),
     ("producer: {transactional: true, idempotence: false}", "producer.transactional=true needs "
                                                             "producer.idempotence=true"),
@@ -100,6 +100,9 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
                                                      "0..1"),
     ("faults: [{fault: kill, target: txn-coordinatr}]", "txn-coordinator"),
     ("producer: {count: 0}", "Expected producer.count >= 1 but got producer.count=0"),
+    ("kafka: {version: '4.4.0'}\ntopic: {remote_storage: true}",
+     "kafka.version='4.4.0': Maven Central has no kafka-storage test jar (Kafka's "
+     "LocalTieredStorage) of Kafka 4.4.0 or an older 4.4 release"),
     ("producer: {acks: " + "x" * 5000 + "}", "but got producer.acks='" + "x" * 78 + "…"),
     ("laugh: &a [x, x, x, x, x, x, x, x, x, x]\n"  # each line ten aliases of the last: 10**7 values
      + "".join(f"l{i}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(6)),
