@@ -5,13 +5,14 @@ int64 `v`, a topic its index."""
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from contracts.anomalies import KINDS
-from contracts.history import CLOCK_MARGIN_MS
+from contracts.history import CLOCK_MARGIN_MS, Retention
 
 VALUE = ["producer", "seq"]
 POS = ["topic", "partition", "offset"]
@@ -66,9 +67,8 @@ def _ends(events: pd.DataFrame) -> pd.DataFrame:
     return ends.merge(starts[["topic", "partition", "start", "t_start"]], how="left")
 
 
-def _missing(ok, ours, reads, rep, ends, events) -> tuple[pd.DataFrame, ...]:
+def _missing(ok, live, final, reads, rep, ends, events) -> tuple[pd.DataFrame, ...]:
     """The acked values the final read lacks: lost writes, unseen ones, and retention breaches."""
-    live, final = ours[ours.phase == "live"], ours[ours.phase == "final"]
     missing = _without(ok, final)
     missing = missing.assign(live=_has(missing, live), in_rep=_has(missing, rep))
     covered_to = reads[reads.reader == "drain"].groupby(["topic", "partition"])["offset"].max()
@@ -92,7 +92,7 @@ def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
     live, final = ours[ours.phase == "live"], ours[ours.phase == "final"]
     found: dict[str, pd.DataFrame] = {}
     found["lost-write"], found["unseen"], found["retention-breach"] = _missing(
-        ok, ours, reads, rep, ends, events)
+        ok, live, final, reads, rep, ends, events)
     placed = pd.concat([ok.loc[ok.offset >= 0, ["v", *POS]], ours[["v", *POS]], rep[["v", *POS]]])
     placed = placed.drop_duplicates()
     per_value = placed.groupby("v").size()
@@ -137,8 +137,8 @@ def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
 def _within_retention(gone: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     """The acked values below the final log start that their topic's retention still keeps."""
     cfg = events[events.kind == "topic-config"]
-    limits = pd.DataFrame([json.loads(d) for d in cfg.detail], columns=["ms", "bytes",
-                                                                      "record_bytes_max"])
+    limits = pd.DataFrame([json.loads(d) for d in cfg.detail],
+                          columns=[f.name for f in fields(Retention)])
     rows = gone.merge(limits.assign(topic=cfg.topic.to_numpy()), on="topic")
     after = (rows.end - rows.offset - 1) * rows.record_bytes_max
     age_ms = (rows.t_start - rows.t_invoke) / 1e6

@@ -17,8 +17,8 @@ SETTLE_S = 1.0  # how long an end offset must hold still before the drain trusts
 START_WAIT_S = 15.0  # how long the log start offsets are asked for once the drain ended
 
 
-def _ends(consumer: Consumer, topic: str, partitions: list[int], deadline: float,
-          which: int = 1) -> dict[int, int]:
+def _watermarks(consumer: Consumer, topic: str, partitions: list[int], deadline: float,
+                which: int = 1) -> dict[int, int]:
     """Each partition's high watermark, or its log start offset (`which=0`); a partition whose
     leader does not answer by the deadline is left out."""
     ends: dict[int, int] = {}
@@ -63,7 +63,7 @@ def final_drain(bootstrap: str, topic: str, partitions: int, history: HistoryWri
     consumer = Consumer(consumer_config(bootstrap, f"chaos-drain-{uuid.uuid4().hex[:8]}", isolation,
                                         False))
     deadline = time.monotonic() + timeout_s
-    ends = _ends(consumer, topic, list(range(partitions)), deadline)
+    ends = _watermarks(consumer, topic, list(range(partitions)), deadline)
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
     position = {p: 0 for p in ends}
     assigned = [TopicPartition(topic, p) for p in ends]
@@ -78,12 +78,12 @@ def final_drain(bootstrap: str, topic: str, partitions: int, history: HistoryWri
             # offset request would queue behind it: the settle's fetches end within it
             consumer.pause(assigned)
             time.sleep(SETTLE_S)
-            later = _ends(consumer, topic, list(ends), deadline)
+            later = _watermarks(consumer, topic, list(ends), deadline)
             if all(later.get(p, end) <= end for p, end in ends.items()):
                 break  # every end held still: the drain read the whole log
             ends = {p: max(end, later.get(p, end)) for p, end in ends.items()}
             consumer.resume(assigned)
-        starts = _ends(consumer, topic, list(ends), time.monotonic() + START_WAIT_S, which=0)
+        starts = _watermarks(consumer, topic, list(ends), time.monotonic() + START_WAIT_S, which=0)
     finally:
         consumer.close()
     for p, start in starts.items():
