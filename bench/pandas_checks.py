@@ -168,9 +168,9 @@ def _metrics(sends: pd.DataFrame) -> dict:
             "per_second": per_s}
 
 
-# checks that need transactions or an eos-copy stage, which the histories this baseline judges never
-# have
-TXN_ONLY = tuple(k.name for k in KINDS if k.transactional)
+# checks that need transactions, an eos-copy stage or share consumers, which the histories this
+# baseline judges never have
+NOT_HERE = tuple(k.name for k in KINDS if k.transactional or k.share)
 
 
 def check(history: Path) -> dict:
@@ -181,8 +181,9 @@ def check(history: Path) -> dict:
         return pd.read_parquet(path) if path.exists() else pd.DataFrame()
 
     sends, reads, replicas, events = (table(t) for t in ("sends", "reads", "replicas", "events"))
-    if len(table("txns")) or len(table("copies")):
-        raise ValueError(f"{history}: the pandas baseline judges histories without transactions")
+    if len(table("txns")) or len(table("copies")) or len(table("shares")):
+        raise ValueError(f"{history}: the pandas baseline judges histories without transactions "
+                         "or share consumers")
     topics = pd.Index(pd.concat([t.topic for t in (sends, reads, replicas, events) if len(t)])
                       .unique())
     # numbers, not strings, in every key (as the analysis's topic hash)
@@ -194,7 +195,7 @@ def check(history: Path) -> dict:
                   else pd.Series(dtype="int64"))
     found = _anomalies(sends, reads, replicas, events)
     recovered = found.pop("recovered")
-    return {"counts": {k: len(v) for k, v in found.items()} | dict.fromkeys(TXN_ONLY, 0),
+    return {"counts": {k: len(v) for k, v in found.items()} | dict.fromkeys(NOT_HERE, 0),
             "examples": {k: v.sort_values([c for c in (*VALUE, *POS) if c in v]).head(EXAMPLES)
                          .to_dict("records")
                          for k, v in found.items() if len(v)},

@@ -15,6 +15,7 @@ class Kind:
     phrase: str
     definition: str
     transactional: bool = False  # only a run with transactions or an eos-copy stage can show it
+    share: bool = False  # only a run with share consumers (`workload: share`) can show it
 
     def counted(self, n: int) -> str:
         """'3 values written twice', '1 value written twice': the phrase's first plural noun agrees
@@ -87,6 +88,25 @@ KINDS = (
     Kind('eos-loss', 'input records the exactly-once stage committed but never copied',
          "an input record (of the stage's input topic) below the eos-copy group's final committed "
          "offset with no copy in the output", True),
+    Kind('share-lost', 'records a share group finished with unprocessed',
+         "an `ok` send the share group is done with (below its final share-partition start offset, "
+         "or in a share-partition with no lag left) that no member accepted or rejected, and that "
+         "no member saw delivered up to the delivery limit (KIP-932's at-least-once broken)",
+         share=True),
+    Kind('share-stuck', 'records a share group never delivered for good',
+         "an `ok` send in a share-partition that still had lag after the final share consumer "
+         "idled past the lock duration, that no member accepted or rejected or saw at the "
+         "delivery limit (liveness)", share=True),
+    Kind('share-redelivered-after-accept', 'records delivered again after an accept',
+         "a record delivered to another member, with a higher delivery count, after the broker "
+         "confirmed a member's accept of it", share=True),
+    Kind('share-concurrent', 'records handed to a second member and then accepted by the first',
+         "a record delivered to another member with a higher delivery count before a member's "
+         "accept of an earlier delivery succeeded: the broker let a member accept a record it had "
+         "handed to another", share=True),
+    Kind('share-delivery-limit', 'deliveries past the delivery limit',
+         "a delivery whose delivery count exceeds the group's `group.share.delivery.count.limit`",
+         share=True),
 )
 ANOMALIES: tuple[str, ...] = tuple(k.name for k in KINDS)
 BY_NAME = {k.name: k for k in KINDS}

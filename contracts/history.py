@@ -42,6 +42,15 @@ TABLES: dict[str, list[tuple[str, str]]] = {
               ("partition", "int"), ("offset", "int"), ("producer", "int"), ("seq", "int"),
               ("checksum_ok", "bool"),
               ("pos", "int")],  # the record's place in its poll, from 0 (null in older histories)
+    # One row per record a share consumer processed (KIP-932): its delivery count and the
+    # acknowledgement the consumer chose for it.
+    "shares": [("reader", "str"), ("phase", "str"), ("poll", "int"), ("t", "int"),
+               ("topic", "str"), ("partition", "int"), ("offset", "int"), ("producer", "int"),
+               ("seq", "int"), ("checksum_ok", "bool"), ("delivery", "int"), ("ack", "str")],
+    # How a share consumer's acknowledgements of one poll ended: `sent` (partition -1) before they
+    # go out, then `ok` or `fail` per partition.
+    "share_acks": [("reader", "str"), ("poll", "int"), ("topic", "str"), ("partition", "int"),
+                   ("t", "int"), ("outcome", "str"), ("error", "str")],
     "faults": [("t_start", "int"), ("t_end", "int"), ("fault", "str"), ("targets", "str"),
                ("detail", "str"), ("line", "int"), ("planned", "int"), ("outcome", "str")],
     "metadata": [("t", "int"), ("topic", "str"), ("partition", "int"), ("leader", "int"),
@@ -101,6 +110,8 @@ class Event(StrEnum):
     COPY_COMMITTED = "copy-committed"
     # an eos-copy instance went back to its group's committed offsets after an abort
     REWOUND = "rewound"
+    # a share group's share-partition start offset after its final drain (-1: not read)
+    SHARE_START = "share-start"
     LIVENESS = "liveness"  # the cluster did not regain a full ISR after the final heal
     SAMPLE_ERROR = "sample-error"  # the metadata sampler could not sample
     CLIENT_ERROR = "client-error"  # a workload client raised (recorded, the client goes on)

@@ -58,6 +58,8 @@ class Facts:
     # read), and the input partitions whose committed offset the stage left below the input's end
     copy_commits: str = "none"
     copy_behind: list[int] = field(default_factory=list)
+    # share workload: "none", "known" or "unknown" (the share-partitions' final state was not read)
+    share_state: str = "none"
 
 
 def plan_share(facts: Facts | None) -> str:

@@ -19,6 +19,7 @@ from contracts.fields import (
     Strict,
     one_of,
 )
+from contracts.share import ShareSpec, share_problem
 from contracts.topic import TopicSpec, setting
 from contracts.versions import (
     DEFAULT_VERSION,
@@ -205,9 +206,10 @@ class Scenario(Strict):
     producer: ProducerSpec = ProducerSpec()
     consumer: ConsumerSpec = ConsumerSpec()
     # produce-consume: producers and live consumers on one topic; eos-copy: copiers (below) copy it
-    # to another too
-    workload: Literal["produce-consume", "eos-copy"] = "produce-consume"
+    # to another too; share: share consumers (below) read it in place of the consumers
+    workload: Literal["produce-consume", "eos-copy", "share"] = "produce-consume"
     copier: CopierSpec = CopierSpec()
+    share: ShareSpec = ShareSpec()
     faults: list[FaultSpec] = []
     duration: Seconds = Field(60.0, ge=1, le=7 * 86400)
     seed: int = Field(42, ge=0, le=2**31 - 1)
@@ -319,7 +321,8 @@ class Scenario(Strict):
     def _client_target(self, i: int, f: FaultSpec, aims: str) -> None:
         """A fault aimed at the workload's clients names them by count (one, all, minority,
         majority) or index."""
-        n = {"consumers": self.consumer.count, "producers": self.producer.count,
+        n = {"consumers": self.share.count if self.workload == "share" else self.consumer.count,
+             "producers": self.producer.count,
              "copiers": self.copier.count if self.workload == "eos-copy" else 0}[aims]
         ids = f.target if isinstance(f.target, list) else [f.target] if isinstance(
             f.target, int) else []
@@ -352,6 +355,8 @@ class Scenario(Strict):
                     f"{self.kafka.metadata}), not {metadata}: ask for Kafka {version} without "
                     f"':{metadata}'")
         if problem := self.topic.version_problem(version):
+            return problem
+        if self.workload == "share" and (problem := share_problem(version)):
             return problem
         metadata = metadata or self.kafka.metadata or default_metadata(version)
         zk = [k for f in self.faults for k in f.fired_kinds() if FAULT_KINDS[k].zookeeper_only]

@@ -16,6 +16,8 @@ OLDEST = (0, 10, 2)
 KRAFT_FROM = (3, 3)
 # Tiered storage (KIP-405): early access from 3.6, production-ready from 3.9.
 TIERED_FROM = (3, 6)
+# Share groups (KIP-932): early access in 4.0, a preview in 4.1, production-ready from 4.2.
+SHARE_FROM = (4, 2)
 Metadata = Literal["kraft", "zookeeper"]  # the metadata modes a cluster runs in
 METADATA_MODES: tuple[str, ...] = get_args(Metadata)
 

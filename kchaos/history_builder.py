@@ -30,6 +30,7 @@ from contracts.history import (
 )
 from contracts.payload import COPY_BASE
 from contracts.scenario import copy_topic
+from contracts.share import AckOutcome, ShareState
 from kchaos.catalog import validate
 
 MS = 1_000_000
@@ -166,6 +167,41 @@ class HistoryBuilder:
         """The eos-copy group's final committed input offset of a partition, and the input's end
         offset then."""
         return self.event("chaos-copy", Event.COPY_COMMITTED, partition, offset, str(end))
+
+    def share_poll(self, reader: str, *records: tuple[int, int, int, int, int, str],
+                   outcome: str | None = "ok") -> HistoryBuilder:
+        """One poll of share consumer `reader` that processed `records`, each (partition, offset,
+        producer, seq, delivery count, ack), then acknowledged them (`share_acked`); `outcome` None:
+        the member died before it sent them."""
+        number = self.polls.get(reader, 0) + 1
+        self.polls[reader] = number
+        phase = "final" if reader == "share-drain" else "live"
+        for partition, offset, producer, seq, delivery, ack in records:
+            self._add("shares", {"reader": reader, "phase": phase, "poll": number, "t": self.t,
+                                 "topic": self.topic, "partition": partition, "offset": offset,
+                                 "producer": producer, "seq": seq, "checksum_ok": True,
+                                 "delivery": delivery, "ack": ack})
+        if outcome is None:
+            return self
+        return self.share_acked(reader, sorted({r[0] for r in records}), outcome)
+
+    def share_acked(self, reader: str, partitions: list[int],
+                    outcome: str = "ok") -> HistoryBuilder:
+        """The acknowledgements of `reader`'s last poll went out (`sent`), then ended with
+        `outcome` (ok or fail) in each of `partitions`."""
+        poll = self.polls[reader]
+        for result, partition in [(AckOutcome.SENT, NO_PARTITION),
+                                  *((outcome, p) for p in partitions)]:
+            self._add("share_acks", {"reader": reader, "poll": poll, "topic": self.topic,
+                                     "partition": partition, "t": self.t, "outcome": str(result),
+                                     "error": None})
+        return self
+
+    def share_state(self, partition: int, start: int, lag: int, limit: int = 5,
+                    group: str = "chaos-share") -> HistoryBuilder:
+        """A share-partition's start offset and lag once the share group's final member idled."""
+        return self.event(group, Event.SHARE_START, partition, start,
+                          ShareState(lag, limit).detail())
 
     def replicas_dumped(self) -> HistoryBuilder:
         """Say that `replicas` holds every broker's copy (without it lost writes are judged from

@@ -4,7 +4,6 @@ contracts.anomalies and in its order."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import fields
 
 from pyspark.sql import Column, DataFrame, Window
@@ -12,22 +11,12 @@ from pyspark.sql import functions as F
 
 from contracts.anomalies import ANOMALIES
 from contracts.history import CLOCK_MARGIN_MS, Event, Fate, Retention
-from reports.finding import Finding
+from reports.finding import CHECKERS, Finding, checker
 from reports.frames import POSITION, REPLICA, SOURCES, VALUE, Frames, with_tid
 
-Checker = Callable[[Frames], Finding | None]  # None: the anomaly does not apply to this run
-CHECKERS: dict[str, Checker] = {}
 SPOT = ["tid", "partition", "offset"]
 RETENTION_FIELDS = [f.name for f in fields(Retention)]
 READ_COLS = ["reader", "phase", "topic", "partition", "offset", "producer", "seq"]
-
-
-def checker(name: str) -> Callable[[Checker], Checker]:
-    """Register a checker under its anomaly's name (registration order is the report's order)."""
-    def register(fn: Checker) -> Checker:
-        CHECKERS[name] = fn
-        return fn
-    return register
 
 
 def _missing(f: Frames) -> tuple[DataFrame, Column]:
@@ -394,6 +383,9 @@ def eos_loss(f: Frames) -> Finding | None:
             .join(copies, ["partition", "offset"], "left_anti"))
     return Finding(lost, ["partition", "offset"])
 
+
+# the share group's checkers come last, as their anomalies do
+from reports import share_checks  # noqa: E402, F401
 
 if tuple(CHECKERS) != ANOMALIES:
     raise ImportError(f"checkers {tuple(CHECKERS)} are not contracts.anomalies' {ANOMALIES}")

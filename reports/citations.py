@@ -23,3 +23,9 @@ KIP_447 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-447%3A+Producer
 # times out.
 LIBRDKAFKA_TIMEOUTS = ("https://github.com/confluentinc/librdkafka/blob/master/INTRODUCTION.md"
                        "#message-timeout-considerations")
+# Share groups: "records are acknowledged individually"; an acquired record whose lock expires is
+# available again, and a record past the delivery count limit is archived
+KIP_932 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-932%3A+Queues+for+Kafka"
+SHARE_CONSUMER = ("https://kafka.apache.org/44/javadoc/org/apache/kafka/clients/consumer/"
+                  "KafkaShareConsumer.html")
+SHARE_LIMIT = DOCS + "#brokerconfigs_group.share.delivery.count.limit"

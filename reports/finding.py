@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from reports.frames import EXAMPLES, MAX_SUSPECTS
+
+if TYPE_CHECKING:
+    from reports.frames import Frames
 
 
 @dataclass
@@ -46,3 +50,15 @@ class Finding:
 def _as_json(df: DataFrame) -> Column:
     """A row's every column as one JSON object, nulls kept (`json`)."""
     return F.to_json(F.struct(*df.columns), {"ignoreNullFields": "false"}).alias("json")
+
+
+Checker = Callable[["Frames"], Finding | None]  # None: the anomaly does not apply to this run
+CHECKERS: dict[str, Checker] = {}
+
+
+def checker(name: str) -> Callable[[Checker], Checker]:
+    """Register a checker under its anomaly's name (registration order is the report's order)."""
+    def register(fn: Checker) -> Checker:
+        CHECKERS[name] = fn
+        return fn
+    return register

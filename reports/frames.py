@@ -23,6 +23,7 @@ from contracts.payload import COPY_BASE
 from contracts.results import LATE_S, Facts, partition_name
 from contracts.scenario import copy_input
 from reports.history_io import load_all, sends_in
+from reports.share_frames import ShareFrames, share_frames
 from reports.spark import side_by_side
 
 EXAMPLES = 20
@@ -302,6 +303,7 @@ class Frames:
     # eos-copy: the output as a read_committed drain read it, by input position
     copied: DataFrame | None = None
     copy_input: str = ""  # eos-copy: the stage's input topic
+    share: ShareFrames | None = None  # the share workload's deliveries and final states
 
     @cached_property
     def placed(self) -> DataFrame:
@@ -391,4 +393,5 @@ def build(spark: SparkSession, history: Path, readers: Readers | None = None,
     return Frames(sends, reads, events, ours, obs, values, places, ends, facts,
                   ["drain", *readers.contiguous], t["metadata"], t["faults"],
                   _fates(sends, t["txns"]), copied,
-                  copy_input(readers.copy_topic) if readers.copy_topic else "")
+                  copy_input(readers.copy_topic) if readers.copy_topic else "",
+                  share_frames(t["shares"], t["share_acks"], events, facts))

@@ -17,12 +17,15 @@ from reports.citations import (
     KIP_98,
     KIP_211,
     KIP_447,
+    KIP_932,
     LIBRDKAFKA_TIMEOUTS,
     MIN_ISR,
     REPLICATION,
     RETENTION,
     RETRIES,
     SEMANTICS,
+    SHARE_CONSUMER,
+    SHARE_LIMIT,
     TRANSACTIONS,
     UNCLEAN,
 )
@@ -299,6 +302,53 @@ def _eos_duplicate(s: Scenario) -> Rule:
 @rule("eos-loss")
 def _eos_loss(s: Scenario) -> Rule:
     return _eos("eos-loss", s)
+
+
+@rule("share-lost")
+def _share_lost(s: Scenario) -> Rule:
+    loss = truncation(s)
+    if s.share.accept == "before":
+        return Rule("share-lost", True, "share.accept=before: a member accepts records before it "
+                                        "processes them, so a crash in between loses them "
+                                        "(at-most-once)", SHARE_CONSUMER)
+    if loss.reasons:
+        return Rule("share-lost", True, f"the log itself may lose acknowledged records "
+                                        f"({loss.why})", loss.doc)
+    return Rule("share-lost", False, "a share group delivers each record until a member accepts "
+                                     "or rejects it or its delivery count reaches the limit: a "
+                                     "record whose member crashed or let its lock expire is "
+                                     "delivered again (at-least-once, KIP-932)", KIP_932)
+
+
+@rule("share-stuck")
+def _share_stuck(s: Scenario) -> Rule:
+    return Rule("share-stuck", False, "an acquisition lock expires after "
+                                      "group.share.record.lock.duration.ms and a member that "
+                                      "leaves releases its records, so a member that keeps "
+                                      "fetching gets every record still to deliver (KIP-932)",
+                KIP_932)
+
+
+@rule("share-redelivered-after-accept")
+def _share_redelivered(s: Scenario) -> Rule:
+    return Rule("share-redelivered-after-accept", False,
+                "an accepted record's delivery is complete: the share-partition never hands it "
+                "out again (KIP-932)", KIP_932)
+
+
+@rule("share-concurrent")
+def _share_concurrent(s: Scenario) -> Rule:
+    return Rule("share-concurrent", False, "a record is acquired by one member at a time; an "
+                                           "acknowledgement from a member whose acquisition ended "
+                                           "(its lock expired, the record went to another) fails "
+                                           "(KIP-932)", KIP_932)
+
+
+@rule("share-delivery-limit")
+def _share_delivery_limit(s: Scenario) -> Rule:
+    return Rule("share-delivery-limit", False,
+                f"a record is archived once it has been delivered "
+                f"group.share.delivery.count.limit={s.share.delivery_limit} times", SHARE_LIMIT)
 
 
 if set(RULES) != set(ANOMALIES):

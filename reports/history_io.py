@@ -19,7 +19,8 @@ REQUIRED = {"sends": ("producer", "seq", "outcome"), "reads": ("reader", "offset
             "faults": ("t_start", "fault"), "metadata": ("t", "partition"),
             "replicas": ("broker", "offset"), "events": ("t", "kind"),
             "txns": ("producer", "txn", "fate"), "copies": ("copier", "in_partition", "in_offset"),
-            "copy_txns": ("copier", "txn", "fate")}
+            "copy_txns": ("copier", "txn", "fate"), "shares": ("reader", "offset"),
+            "share_acks": ("reader", "poll", "outcome")}
 
 
 def schema(table: str) -> StructType:

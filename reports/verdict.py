@@ -49,6 +49,9 @@ def _unknown_because(a: Analysis, loss_allowed: bool) -> list[str]:
     if a.facts.copy_behind:
         unknown.append("the eos-copy stage never caught up with the input on partitions "
                        f"{a.facts.copy_behind}: what it did not commit is not judged")
+    if a.facts.share_state == "unknown":
+        unknown.append("the share group's final state could not be read, so share-lost, "
+                       "share-stuck and share-delivery-limit are not judged")
     if not a.facts.replicas_dumped:
         unknown.append("no replica dump: a value no reader saw is not proven absent from every "
                        "replica")

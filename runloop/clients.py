@@ -34,22 +34,27 @@ def require_ready(processes: list[ClientProcess], not_ready: str,
 
 
 def start(scenario: Scenario, boot: str, history: HistoryWriter) -> Clients:
-    """Start the workload's client processes: consumers, copiers (eos-copy), producers (with
-    `consumer.reset: latest`, once every consumer has its first assignment)."""
+    """Start the workload's client processes: consumers (share consumers with `workload: share`),
+    copiers (eos-copy), producers (with `consumer.reset: latest`, once every consumer has its first
+    assignment)."""
     topics, parts, copying = (scenario.topics(), scenario.topic.partitions,
                               scenario.workload == "eos-copy")
 
     def spawn(kind, spec, n: int) -> list[ClientProcess]:
         return [ClientProcess(kind, i, spec, topics, parts, boot, history.dir).start()
                 for i in range(n)]
-    consumers = spawn("consumer", scenario.consumer, scenario.consumer.count)
+    if scenario.workload == "share":
+        consumers = spawn("share", scenario.share, scenario.share.count)
+    else:
+        consumers = spawn("consumer", scenario.consumer, scenario.consumer.count)
     # a member starting at the end would skip what came before it joined
-    if scenario.consumer.reset == "latest":
+    if scenario.consumer.reset == "latest" and scenario.workload != "share":
         require_ready(consumers, "had no assignment", lambda: [c.kill() for c in consumers])
     copiers = spawn("copier", scenario.copier, scenario.copier.count if copying else 0)
+    group = (scenario.copier.group if copying else scenario.share.group
+             if scenario.workload == "share" else scenario.consumer.group)
     return Clients(consumers, spawn("producer", scenario.producer, scenario.producer.count),
-                   copiers, scenario.copier.group if copying else scenario.consumer.group,
-                   copier_id(0) if copying else transactional_id(0))
+                   copiers, group, copier_id(0) if copying else transactional_id(0))
 
 
 def restart_hung(clients: Clients, history: HistoryWriter) -> bool:

@@ -23,6 +23,7 @@ from harness import engine, images
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 from runloop import clients as client_loop
+from runloop import share
 from runloop.clients import INTERRUPTED_WAIT_S
 from runloop.info import RunInfo
 from runloop.progress import Tick
@@ -123,6 +124,8 @@ class ChaosRun:
             self.tier_sampler = TierSampler(
                 lambda: tier.segments(set(topics)),
                 lambda: cluster.metadata.log_starts(topics, partitions), history).start()
+        if s.workload == "share":
+            share.configure(s, cluster)
         self.clients = client_loop.start(s, cluster.bootstrap_servers(), history)
         everyone = client_loop.everyone(self.clients)
         # pids only: polling a child from this thread could race the main thread for its exit code
@@ -185,7 +188,8 @@ class ChaosRun:
     def _drain_and_dump(self) -> None:
         """Drain every partition to its end and dump every replica, while the consumers catch up and
         leave their group (the drain and the dump need only the producers stopped); then record the
-        group's commits."""
+        group's commits, or drain the share group and record its state, and keep the brokers'
+        logs."""
         s, history, boot = self.scenario, self.history, self.cluster.bootstrap_servers()
         stopping = threading.Thread(target=client_loop.stop_consumers,
                                     args=(self.clients.consumers,), name="stop-consumers")
@@ -198,13 +202,16 @@ class ChaosRun:
             self.phase("replicas")
             for t in s.topics():
                 _dump_replicas(self.cluster, t, history)
-            self.cluster.collect_logs(self.run_dir / "logs")
         finally:
             self.phase("consumers")
             stopping.join()
-        if self.clients.consumers and s.consumer.mode == "subscribe":
+        if s.workload == "share":
+            self.phase("share-drain")
+            share.drain(s, boot, history)
+        elif self.clients.consumers and s.consumer.mode == "subscribe":
             for t in s.topics():
                 record_committed(boot, s.consumer.group, t, s.topic.partitions, self.history)
+        self.cluster.collect_logs(self.run_dir / "logs")
 
     def _drain(self, boot: str) -> None:
         """The workload's topics as written; an eos-copy output as its users read it
@@ -232,7 +239,9 @@ def cluster_spec(scenario: Scenario) -> ClusterSpec:
     kinds need."""
     k = scenario.kafka
     kinds = [FAULT_KINDS[kind] for f in scenario.faults for kind in f.fired_kinds()]
-    return ClusterSpec(k.version, k.brokers, k.mode, k.broker_config(), k.per_broker_config(),
+    config = (scenario.share.broker_config() if scenario.workload == "share" else {}) | (
+        k.broker_config())
+    return ClusterSpec(k.version, k.brokers, k.mode, config, k.per_broker_config(),
                        any(x.lazy_disk for x in kinds), any(x.net_delay for x in kinds),
                        scenario.topic.remote_storage, any(x.lazy_tier for x in kinds))
 

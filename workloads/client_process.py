@@ -16,10 +16,12 @@ from typing import Literal, Self
 
 from contracts.history import Event, HistoryWriter
 from contracts.scenario import ConsumerSpec, CopierSpec, ProducerSpec
+from contracts.share import ShareSpec
 from workloads.consumer import ConsumerClient
 from workloads.copier import CopierClient
 from workloads.malloc import bound_malloc_arenas, trim_malloc
 from workloads.producer import ProducerClient
+from workloads.share import ShareClient
 from workloads.txn_producer import TxnProducerClient
 
 # The parent runs threads and librdkafka, so it never forks itself: a fork server, started once with
@@ -28,11 +30,11 @@ from workloads.txn_producer import TxnProducerClient
 # milliseconds, not an interpreter's start.
 CTX = mp.get_context("forkserver")
 CTX.set_forkserver_preload([__name__])
-Kind = Literal["producer", "consumer", "copier"]
-# Group members flush before they store or commit (at-least-once); the background flush only paces
-# assign-mode readers and the at-most-once mode, whose reads a crash loses for up to this long.
-# Producers keep the default.
-FLUSH_S = {"producer": 0.2, "consumer": 1.0, "copier": 0.2}
+Kind = Literal["producer", "consumer", "copier", "share"]
+# Group and share group members flush before they store, commit or acknowledge (at-least-once); the
+# background flush only paces assign-mode readers and the at-most-once modes, whose reads a crash
+# loses for up to this long. Producers keep the default.
+FLUSH_S = {"producer": 0.2, "consumer": 1.0, "copier": 0.2, "share": 1.0}
 # how often a child looks for the stop flag (and publishes its counts), and the runner for ready
 POLL_S = 0.1
 STOP, READY = range(2)  # the child's flags
@@ -48,7 +50,8 @@ GC_THRESHOLD = (50_000, 20, 100)
 # no (producer, seq) or (producer, txn) of one incarnation is reused by the next (2000000017 is the
 # third process's send 17).
 NUMBERING_STRIDE = 10**9
-Client = ProducerClient | TxnProducerClient | ConsumerClient | CopierClient
+Client = ProducerClient | TxnProducerClient | ConsumerClient | CopierClient | ShareClient
+Spec = ProducerSpec | ConsumerSpec | CopierSpec | ShareSpec
 # how often a child hands what a burst freed back to the kernel (workloads.malloc.trim_malloc)
 TRIM_S = 10.0
 
@@ -81,10 +84,12 @@ def _client(launch: Launch, incarnation: int, history: HistoryWriter) -> Client:
         if producer.transactional:
             return TxnProducerClient(cid, producer, topics, parts, boot, history, first)
         return ProducerClient(cid, producer, topics[0], boot, history, first)
+    if launch.kind == "share":
+        return ShareClient(cid, ShareSpec.model_validate_json(spec), topics, boot, history, first)
     return ConsumerClient(cid, ConsumerSpec.model_validate_json(spec), topics, parts, boot, history)
 
 
-def _join_s(spec: ProducerSpec | ConsumerSpec | CopierSpec) -> float:
+def _join_s(spec: Spec) -> float:
     """How long a client may take to stop: a producer settles every outstanding send (each ends by
     message.timeout.ms) and finishes its transaction (its calls repeat until the transaction
     timeout)."""
@@ -93,6 +98,8 @@ def _join_s(spec: ProducerSpec | ConsumerSpec | CopierSpec) -> float:
                    spec.transaction_timeout_ms if spec.transactional else 0) / 1000 + 30
     if isinstance(spec, CopierSpec):
         return spec.transaction_timeout_ms / 1000 + 30
+    if isinstance(spec, ShareSpec):
+        return spec.process_ms / 1000 + 30
     return 30.0
 
 
@@ -143,7 +150,7 @@ class ClientProcess:
     """Start, stop, kill and restart one workload client; each incarnation is a new process, same
     client name."""
 
-    def __init__(self, kind: Kind, cid: int, spec: ProducerSpec | ConsumerSpec | CopierSpec,
+    def __init__(self, kind: Kind, cid: int, spec: Spec,
                  topics: tuple[str, ...], partitions: int, bootstrap: str,
                  history_dir: Path) -> None:
         """`topics`: what it writes or reads (a copier reads the first, copying to its output
