@@ -3,8 +3,11 @@ offsets and lag as the release's own Admin client reads them."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 from confluent_kafka.admin import (
     AdminClient,
@@ -14,9 +17,11 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from contracts.paths import cache_dir
 from harness.jars import JAVA_DIR, fetch_jars
 
-READ_S = 120  # the Admin call's own timeouts are 30 s; the source launcher compiles first
+READ_S = 60  # the Admin call's own timeouts are 30 s
+SOURCE = JAVA_DIR / "ShareOffsets.java"
 
 
 class ShareStateError(RuntimeError):
@@ -41,12 +46,29 @@ def configure_group(admin: AdminClient, group: str, settings: dict[str, str]) ->
     admin.incremental_alter_configs([resource])[resource].result(30)
 
 
+def _compiled(version: str, libs: Path) -> Path:
+    """harness/java/ShareOffsets.java compiled against the release's jars, once (a source launch
+    compiles on every call)."""
+    classes = cache_dir() / "kafka" / version / "share-offsets"
+    if not (classes / "ShareOffsets.class").is_file():
+        tmp = classes.with_name(f"{classes.name}.{os.getpid()}.tmp")
+        done = subprocess.run(["javac", "-cp", f"{libs}/*", "-d", str(tmp), str(SOURCE)],
+                              capture_output=True, text=True, timeout=READ_S)
+        if done.returncode != 0:
+            raise ShareStateError(f"compiling {SOURCE.name} against Kafka {version} failed: "
+                                  f"{done.stderr.strip()[-300:]}")
+        shutil.rmtree(classes, ignore_errors=True)
+        tmp.replace(classes)
+    return classes
+
+
 def share_offsets(version: str, bootstrap: str, group: str) -> list[SharePartition]:
     """Every share-partition of the group, from harness/java/ShareOffsets.java run on the
     release's jars (librdkafka has no call for it)."""
     libs = fetch_jars(version)
-    done = subprocess.run(["java", "-cp", f"{libs}/*", str(JAVA_DIR / "ShareOffsets.java"),
-                           bootstrap, group], capture_output=True, text=True, timeout=READ_S)
+    classpath = f"{libs}/*:{_compiled(version, libs)}"
+    done = subprocess.run(["java", "-cp", classpath, "ShareOffsets", bootstrap, group],
+                          capture_output=True, text=True, timeout=READ_S)
     if done.returncode != 0:
         raise ShareStateError(f"reading share group {group!r}'s offsets failed: "
                               f"{done.stderr.strip()[-300:]}")

@@ -3,6 +3,8 @@ start, and after they left, a final share consumer and the group's start offsets
 
 from __future__ import annotations
 
+import time
+
 from contracts.history import Event, HistoryWriter
 from contracts.scenario import Scenario
 from contracts.share import SESSION_MS, ShareState
@@ -14,6 +16,7 @@ from workloads.share import DRAIN, ShareClient
 # its records' locks
 IDLE_PAST_LOCK_S = 5.0
 STOP_S = 30.0  # how long it may take to commit and leave once told to stop
+LAG_EVERY_S = 3.0  # how often the group's lag is read while the final share consumer runs
 
 
 def configure(s: Scenario, cluster: Cluster) -> None:
@@ -22,12 +25,24 @@ def configure(s: Scenario, cluster: Cluster) -> None:
                     {"share.auto.offset.reset": "earliest"})
 
 
+def _done(s: Scenario, boot: str) -> bool:
+    """Whether the group has no lag left in any partition of the workload's topics."""
+    try:
+        parts = share_offsets(s.kafka.version, boot, s.share.group)
+    except ShareStateError:
+        return False
+    return (len(parts) == len(s.topics()) * s.topic.partitions
+            and all(p.lag == 0 for p in parts))
+
+
 def drain(s: Scenario, boot: str, history: HistoryWriter) -> None:
     """Once the members left: a fresh member accepts every record the group still delivers, then
     each share-partition's start offset and lag are recorded (`share-start` events)."""
     idle_s = (SESSION_MS + s.share.lock_ms) / 1000 + IDLE_PAST_LOCK_S
     final = ShareClient(0, s.share, s.topics(), boot, history, idle_s=idle_s).start()
-    final.join(s.drain_timeout + idle_s)
+    deadline = time.monotonic() + s.drain_timeout + idle_s
+    while final.thread.is_alive() and time.monotonic() < deadline and not _done(s, boot):
+        final.join(LAG_EVERY_S)
     final.stop()
     final.join(STOP_S)
     if final.died:

@@ -17,6 +17,7 @@ from kchaos.catalog import catalog, load
 from runloop.check import run_and_check
 
 
+@pytest.mark.slow  # make test-all: the CI tier's time went to the share group's run
 def test_reads_served_by_the_remote_tier_through_leader_kills_pass(tmp_path):
     (scenario,) = load(catalog()["tiered-leader-kill"])
     out = run_and_check(scenario, tmp_path / "runs")
@@ -62,7 +63,7 @@ def test_the_shared_tier_on_lazyfs_refuses_writes_when_full_and_a_dead_runs_moun
         tier.stop()
 
 
-@pytest.mark.slow  # make test-all: the CI tier keeps one tiered run
+@pytest.mark.slow  # make test-all
 def test_remote_tier_faults_through_leader_kills_lose_nothing(tmp_path):
     (scenario,) = load(catalog()["tiered-remote-faults"])
     r = run_and_check(scenario, tmp_path / "runs").result
