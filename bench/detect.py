@@ -3,8 +3,9 @@ DETECTION.md.
 
 DETECT_RUNS_PASS (default 20) and DETECT_RUNS_UNSAFE (default 10) set the runs per scenario;
 DETECT_ONLY=a,b limits it to some scenarios, whose rows replace theirs in DETECTION.md (the other
-rows stay). DETECT_RESUME=1 keeps each row's seeds 0..runs-1 and runs only the seeds after them,
-adding to its counts: a detect longer than one sitting is measured in parts.
+rows stay). DETECT_KAFKA=V runs them on Kafka V, in rows of their own (`name on V`).
+DETECT_RESUME=1 keeps each row's seeds 0..runs-1 and runs only the seeds after them, adding to its
+counts: a detect longer than one sitting is measured in parts.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-res
              "txn-leader-kill", "txn-coordinator-kill", "txn-two-topics", "txn-client-pause",
              "eos-copy-member-kill", "eos-copy-coordinator-kill", "power-loss-one",
              "power-loss-all-flushed", "latency-slow-follower", "latency-slow-clients",
-             "latency-slow-controller", "tiered-leader-kill", "tiered-remote-faults"]
+             "latency-slow-controller", "tiered-leader-kill", "tiered-remote-faults",
+             "share-member-kill", "share-leader-kill", "share-coordinator-kill"]
 # Known Kafka bugs: run on the version that has each (a violation is a hit) and the one that fixed
 # it (must pass)
 REGRESSIONS = ["kip101-hw-truncation", "kip101-power-loss-divergence",
@@ -35,8 +37,8 @@ REGRESSIONS = ["kip101-hw-truncation", "kip101-power-loss-divergence",
                "kafka13636-offsets-expire-in-rebalance", "kafka20732-tiered-retention-fresh-leader"]
 UNSAFE = ["acks1-leader-kill", "zombie-leader-acks1", "non-idempotent-retries",
           "unclean-election-true", "consumer-group-at-most-once", "txn-judged-uncommitted",
-          "eos-copy-offsets-outside", "power-loss-all"]
-ENV = ("DETECT_RUNS_PASS", "DETECT_RUNS_UNSAFE", "DETECT_ONLY", "DETECT_RESUME")
+          "eos-copy-offsets-outside", "power-loss-all", "share-accept-before"]
+ENV = ("DETECT_RUNS_PASS", "DETECT_RUNS_UNSAFE", "DETECT_ONLY", "DETECT_RESUME", "DETECT_KAFKA")
 OUT = Path(__file__).resolve().parents[1] / "DETECTION.md"
 
 
@@ -81,14 +83,16 @@ class Row:
 
 
 def run_rows(name: str, runs: int, root: Path, rows: dict[str, str], errors: list[str],
-             resume: bool, save: Callable[[], None]) -> None:
-    """Run each row (matrix combination) of a scenario up to seed runs-1, updating rows (and errors,
-    one line per harness error) and saving after each seed."""
-    for base in load(catalog()[name]):
-        kept = rows.get(base.name)
+             resume: bool, save: Callable[[], None], kafka: str | None = None) -> None:
+    """Run each row (matrix combination) of a scenario up to seed runs-1 (on Kafka `kafka`, if
+    given), updating rows (and errors, one line per harness error) and saving after each seed."""
+    for scenario in load(catalog()[name]):
+        (base,) = override([scenario], kafka, None, None)
+        label = f"{base.name} on {kafka}" if kafka else base.name
+        kept = rows.get(label)
         bug = base.bug_expected
         expect = f"[{bug.bug}]({bug.link}) violated" if bug else ", ".join(base.expect) or "-"
-        row = Row.parse(kept) if resume and kept else Row(base.name, expect)
+        row = Row.parse(kept) if resume and kept else Row(label, expect)
         for seed in range(row.runs, runs):
             (s,) = override([base], None, seed, None)
             try:
@@ -99,9 +103,9 @@ def run_rows(name: str, runs: int, root: Path, rows: dict[str, str], errors: lis
                 errors.append(f"- {s.name} seed {seed} ({time.strftime('%Y-%m-%d')}): "
                               f"{type(exc).__name__}: {cause}")
                 print(errors[-1], flush=True)
-            rows[base.name] = row.line()
+            rows[label] = row.line()
             save()
-        print(rows.get(base.name, f"{base.name}: nothing to run"), flush=True)
+        print(rows.get(label, f"{label}: nothing to run"), flush=True)
 
 
 HEADER = ("| scenario | runs | violations (false alarms if it must pass) | unknown | harness "
@@ -182,7 +186,8 @@ def main() -> None:
     for names, runs in ((MUST_PASS, n_pass), (UNSAFE, n_unsafe), (REGRESSIONS, n_unsafe)):
         for name in names:
             if not only or name in only:
-                run_rows(name, runs, root, rows, errors, resume, save)
+                run_rows(name, runs, root, rows, errors, resume, save,
+                         os.environ.get("DETECT_KAFKA") or None)
     save(done=True)
     print(f"wrote {OUT}")
 

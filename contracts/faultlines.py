@@ -12,8 +12,9 @@ from contracts.fields import Seconds, one_of
 
 COUNTED = ("one", "all", "minority", "majority")  # targets that name members by how many
 # txn-coordinator: the leader of producer 0's __transaction_state partition; group-coordinator: of
-# the consumer group's __consumer_offsets partition
-COORDINATORS = ("txn-coordinator", "group-coordinator")
+# the consumer group's __consumer_offsets partition; share-coordinator: of the __share_group_state
+# partition that holds a share-partition's state (a partition of the topic, drawn per op)
+COORDINATORS = ("txn-coordinator", "group-coordinator", "share-coordinator")
 # a broker's listeners a latency fault can slow
 Link = Literal["clients", "replication", "controller"]
 TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS)

@@ -291,6 +291,9 @@ class Scenario(Strict):
 
     def _broker_target(self, i: int, f: FaultSpec) -> None:
         """Node ids a fault names must be brokers of this cluster."""
+        if f.target == "share-coordinator" and self.workload != "share":
+            raise ValueError(f"faults.{i}.target='share-coordinator' needs workload='share' (not "
+                             f"{self.workload!r})")
         ids = f.target if isinstance(f.target, list) else [f.target] if isinstance(
             f.target, int) else []
         if any(not 1 <= n <= self.kafka.brokers for n in ids) or (

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     ConfigResource,
@@ -75,6 +75,7 @@ class Metadata:
         # replica assignments we chose, in their order
         self._assigned: dict[str, list[list[int]]] = {}
         self._answered = -1  # the broker whose metadata answer was the last one taken
+        self._topic_ids: dict[str, str] = {}  # a topic keeps its id for life
 
     def bootstrap_servers(self, node_ids: Iterable[int] | None = None) -> str:
         """Host-side bootstrap list (127.0.0.1 ports), of all brokers or the ones named."""
@@ -128,6 +129,14 @@ class Metadata:
             if time.monotonic() > deadline:
                 raise ClusterError(f"No broker answered metadata for {', '.join(topics)}: {last}")
             time.sleep(0.5)
+
+    def topic_id(self, topic: str) -> str:
+        """A topic's id as Kafka prints it (URL-safe base64): share-partition keys name it."""
+        if topic not in self._topic_ids:
+            admin = self.admin()  # kept alive until its answer came
+            future = admin.describe_topics(TopicCollection([topic]))[topic]
+            self._topic_ids[topic] = str(future.result(timeout=10).topic_id)
+        return self._topic_ids[topic]
 
     def leader(self, topic: str, partition: int) -> int:
         """Current leader id of a partition, -1 if it has none."""

@@ -34,3 +34,24 @@ def test_coordinators_are_the_leaders_of_the_owning_internal_partitions():
     assert resolve("group-coordinator", cluster, "t", None, "chaos") == ([1], 16)
     assert coordinator(cluster, "__consumer_offsets", "polygenelubricants") == ([3], 0)
     assert coordinator(SimpleNamespace(metadata=Meta({})), "__transaction_state", "x") == ([], -1)
+
+
+class ShareMeta(Meta):
+    def topic_id(self, topic: str) -> str:
+        return "D_VhPLBfRZeDR-f880-EWQ"
+
+
+class OnePartition:
+    """A random draw that always picks partition 1 of the topic."""
+
+    def randrange(self, n: int) -> int:
+        return 1
+
+
+def test_the_share_coordinator_owns_the_key_of_a_share_partition():
+    # Kafka's SharePartitionKey: "group:topicId:partition"; OpenJDK 17 prints -1884264918 for
+    # "chaos-share:D_VhPLBfRZeDR-f880-EWQ:1".hashCode(), and 1884264918 % 50 = 18 -> leader 1
+    cluster = SimpleNamespace(metadata=ShareMeta({"t": [1, 2, 3],
+                                                  "__share_group_state": [1, 2, 3] * 16 + [1, 2]}))
+    assert java_hash("chaos-share:D_VhPLBfRZeDR-f880-EWQ:1") == -1884264918
+    assert resolve("share-coordinator", cluster, "t", OnePartition(), "chaos-share") == ([1], 1)
