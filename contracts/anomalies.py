@@ -100,7 +100,7 @@ KINDS = (
     Kind('share-redelivered-after-accept', 'records delivered again after an accept',
          "a record delivered to another member, with a higher delivery count, after the broker "
          "confirmed a member's accept of it", share=True),
-    Kind('share-concurrent', 'records handed to a second member and then accepted by the first',
+    Kind('share-concurrent', 'records accepted after another member got them',
          "a record delivered to another member with a higher delivery count before a member's "
          "accept of an earlier delivery succeeded: the broker let a member accept a record it had "
          "handed to another", share=True),

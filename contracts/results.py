@@ -175,6 +175,32 @@ class RemoteTier(BaseModel):
     log_start_moves: int = 0  # moves of a partition's log start offset
 
 
+class ShareDeliveries(BaseModel):
+    """What a share group's members were handed over a run, and why a record came back."""
+
+    deliveries: int = 0  # records processed, each delivery counted
+    records: int = 0  # distinct records
+    again: int = 0  # records delivered more than once
+    released: int = 0  # of those, records a member had released
+    # the rest: a member died, was cut off or paused past its lock before it acknowledged them
+
+    @property
+    def held(self) -> int:
+        """Records delivered again after a member lost its hold on them (no release)."""
+        return self.again - self.released
+
+    def brief(self) -> str:
+        """The headline's clause: how many records came back, and why."""
+        return (f"{self.again:,} records came back: {self.released:,} released, {self.held:,} "
+                "after a member's hold ended")
+
+    def sentence(self) -> str:
+        """The report's line: how many records came back of how many, and why."""
+        return (f"{self.again:,} of {self.records:,} records were delivered more than once: "
+                f"{self.released:,} after a release, {self.held:,} after a member died, was cut "
+                "off or held them past their lock")
+
+
 class Memory(BaseModel):
     """The harness's and its client processes' resident memory over a run, sampled each minute."""
 
@@ -204,6 +230,7 @@ class Metrics(BaseModel):
     requests: Requests | None = None  # None: no producer reported its counters
     memory: Memory | None = None  # None: a history without memory samples
     remote: RemoteTier | None = None  # None: no tiered topic
+    share: ShareDeliveries | None = None  # None: no share consumers
 
 
 class Durations(BaseModel):

@@ -100,6 +100,7 @@ def _metrics(f: Frames) -> tuple[dict, dict]:
                    leader_changes=leader_changes, reads=f.reads.count(),
                    requests=client_requests(f.events), memory=memory(f.events),
                    remote=remote_tier(f.events),
+                   share=f.share.metrics() if f.share is not None else None,
                    isr_recovery_s=isr_recovery_s(meta, faults) if "isr_size" in meta else None)
     sends = metrics["acked"] + metrics["failed"] + metrics["indeterminate"]
     sample = (f.sends.filter(F.col("t_complete").isNotNull())

@@ -94,7 +94,8 @@ def _verdict(r: RunResult, faults: list[dict]) -> tuple[str, str]:
         name = _first(r, r.allowed_seen)
         return f"{_anomaly(r, name, faults)}; allowed.", docs[name]
     acked = r.metrics.acked if r.metrics else 0
-    return f"All {acked:,} acknowledged writes were read back and no anomaly occurred.", ""
+    share = f" {r.metrics.share.brief()}." if r.metrics and r.metrics.share else ""
+    return f"All {acked:,} acknowledged writes were read back and no anomaly occurred.{share}", ""
 
 
 def rule(r: RunResult) -> str:

@@ -34,6 +34,18 @@ class ShareFrames:
             F.col("delivery") >= F.col("limit"))
         return sent.select(*POS).unionByName(at_limit.select(*POS)).distinct()
 
+    def metrics(self) -> dict[str, int]:
+        """Deliveries, records, records delivered more than once and how many of those a member
+        had released (contracts.results.ShareDeliveries)."""
+        released = (F.col("ack") == Ack.RELEASE.value) & F.col("sent")
+        per = self.deliveries.groupBy(*POS).agg(
+            F.count("*").alias("n"), F.max(released.cast("int")).alias("released"))
+        row = per.agg(F.sum("n").alias("deliveries"), F.count("*").alias("records"),
+                      F.sum((F.col("n") > 1).cast("int")).alias("again"),
+                      F.sum(((F.col("n") > 1) & (F.col("released") == 1)).cast("int"))
+                      .alias("released")).first()
+        return {k: int(row[k] or 0) for k in ("deliveries", "records", "again", "released")}
+
 
 def _states(events: DataFrame, facts: Facts) -> DataFrame:
     """The `share-start` rows as a small frame; facts.share_state says whether they are whole."""

@@ -4,7 +4,7 @@ anomalies."""
 from __future__ import annotations
 
 from contracts.anomalies import ANOMALIES, KINDS
-from contracts.results import Facts, Metrics, RunResult, Span
+from contracts.results import Facts, Metrics, RunResult, ShareDeliveries, Span
 from kchaos.catalog import catalog, load, validate
 from reports.guarantees import rules
 from reports.headline import WORDS, headline, rule
@@ -78,6 +78,9 @@ def test_no_headline_runs_past_30_words_whatever_the_anomaly_span_faults_and_pla
         "the chaos did not happen as planned: fault line 3 (pause) never took effect: 2 skipped")]
     results.append(RunResult(**base, verdict=True,
                              missing_expect=["lost-write", "duplicate", "nonmonotonic-send"]))
+    shared = Metrics(acked=1_234_567, share=ShareDeliveries(deliveries=1_234_567, records=1_234_567,
+                                                           again=123_456, released=123_455))
+    results.append(RunResult(**(base | {"metrics": shared}), verdict=True))
     results.append(RunResult(**base, verdict=None, error="ClusterError: kafka-2 did not start "
                                                          "within 90s; its log ends with a very "
                                                          "long Java stack trace of forty frames "
