@@ -109,5 +109,8 @@ def _metrics(f: Frames) -> tuple[dict, dict]:
                       ((F.col("t_complete") - F.col("t_invoke")) / 1e6).alias("latency_ms"),
                       "outcome", "producer", "seq", "partition", "offset")
               .limit(SAMPLED_SENDS).toPandas())
-    return metrics, {"per_second": per_s.toPandas(), "metadata": meta, "faults": faults, "t0": t0,
-                     "sample": sample}
+    series = {"per_second": per_s.toPandas(), "metadata": meta, "faults": faults, "t0": t0,
+              "sample": sample}
+    if f.share is not None:
+        series["share"], series["share_failed"] = (d.toPandas() for d in f.share.per_second(t0))
+    return metrics, series

@@ -155,9 +155,34 @@ def leaders(ax, meta: pd.DataFrame, t0: int, end: float) -> None:
     ax.set_ylabel("leader / ISR")
 
 
+def share_lanes(ax, handed: pd.DataFrame, failed: pd.DataFrame, end: float) -> None:
+    """Per share group member: records handed to it each second (a step line within its lane),
+    deliveries after the first (orange dots, by how many) and failed acknowledgements (red x)."""
+    readers = sorted(handed["reader"].unique()) if not handed.empty else []
+    seconds = pd.RangeIndex(0, int(end) + 1)
+    top = max(int(handed["n"].max()), 1) if not handed.empty else 1
+    for y, reader in enumerate(readers):
+        mine = handed[handed["reader"] == reader].set_index("s")
+        n = mine["n"].reindex(seconds, fill_value=0)
+        ax.step(seconds, y - 0.4 + n / top * 0.8, where="post", color="grey", lw=0.8)
+        again = mine[mine["again"] > 0]
+        ax.scatter(again.index, [y] * len(again), s=4 + 40 * again["again"] / top,
+                   color="tab:orange", zorder=3)
+        lost = failed[failed["reader"] == reader] if not failed.empty else failed
+        ax.scatter(lost["s"], [y] * len(lost), marker="x", color="tab:red", zorder=4)
+    ax.set_yticks(range(len(readers)), readers, fontsize=7)
+    ax.set_ylabel(f"share members\n(lane top: {top:,}/s)")
+    ax.legend(handles=[Line2D([], [], color="grey", label="records handed"),
+                       Line2D([], [], color="tab:orange", marker="o", ls="", label="handed again"),
+                       Line2D([], [], color="tab:red", marker="x", ls="",
+                              label="acknowledgement failed")],
+              loc="upper right", fontsize=7, ncol=3)
+
+
 def timeline(series: dict, windows: list, marks: list[tuple[float, float]], sends: int) -> str:
     """The whole run on one time axis: faults, throughput (with `marks`, when forbidden anomalies'
-    sends were acknowledged), latency (a sample of `sends`), leaders and ISR."""
+    sends were acknowledged), latency (a sample of `sends`), leaders and ISR, and a share group's
+    members."""
     t0, faults, meta = series["t0"], series["faults"], series["metadata"]
     ends = [series["per_second"]["s"].max() + 1 if not series["per_second"].empty else 0,
             _s(faults["t_end"].max(), t0) if not faults.empty else 0,
@@ -165,15 +190,18 @@ def timeline(series: dict, windows: list, marks: list[tuple[float, float]], send
     end = float(max(ends))
     lanes = len({_lane(f) for _, f in faults.iterrows()}) or 1
     parts = len(meta.groupby(["topic", "partition"])) if not meta.empty else 1
+    members = series["share"]["reader"].nunique() if "share" in series else 0
+    heights = [0.4 + 0.3 * lanes, 2.2, 2.2, 0.5 + 0.35 * parts,
+               *([0.5 + 0.35 * members] if members else [])]
     # not pyplot's: no global state to share
-    fig = Figure(figsize=(11, 2.2 + 0.3 * lanes + 4.4 + 0.35 * parts))
-    axes = fig.subplots(4, 1, sharex=True,
-                        gridspec_kw={"height_ratios": [
-                            0.4 + 0.3 * lanes, 2.2, 2.2, 0.5 + 0.35 * parts]})
+    fig = Figure(figsize=(11, 1.3 + sum(heights)))
+    axes = fig.subplots(len(heights), 1, sharex=True, gridspec_kw={"height_ratios": heights})
     fault_lanes(axes[0], faults, t0, elections(meta, t0))
     throughput(axes[1], series["per_second"], windows, end, marks)
     latency(axes[2], series["sample"], t0, sends)
     leaders(axes[3], meta, t0, end)
+    if members:
+        share_lanes(axes[4], series["share"], series["share_failed"], end)
     axes[-1].set_xlim(0, end)
     axes[-1].set_xlabel("seconds since the first send")
     axes[1].yaxis.set_major_locator(MaxNLocator(integer=True))

@@ -20,10 +20,12 @@ POS = ["topic", "partition", "offset"]
 class ShareFrames:
     """`deliveries`: each record a member processed, its delivery count and acknowledgement,
     `sent` (the acknowledgement went out) and `t_ok` (when the broker confirmed it; null: never).
-    `states`: each share-partition's final start offset, lag (-1: not known) and delivery limit."""
+    `states`: each share-partition's final start offset, lag (-1: not known) and delivery limit;
+    `acks`: the `share_acks` rows."""
 
     deliveries: DataFrame
     states: DataFrame
+    acks: DataFrame
 
     def done(self) -> DataFrame:
         """Positions some member accepted or rejected, or saw delivered at the delivery limit."""
@@ -33,6 +35,17 @@ class ShareFrames:
                                         ["topic", "partition"]).filter(
             F.col("delivery") >= F.col("limit"))
         return sent.select(*POS).unionByName(at_limit.select(*POS)).distinct()
+
+    def per_second(self, t0: int) -> tuple[DataFrame, DataFrame]:
+        """For the timeline, per member and second since t0: deliveries, deliveries after the
+        first, releases; and the acknowledgement commits that failed."""
+        second = ((F.col("t") - t0) / 1e9).cast("long").alias("s")
+        handed = self.deliveries.groupBy("reader", second).agg(
+            F.count("*").alias("n"), F.sum((F.col("delivery") > 1).cast("int")).alias("again"),
+            F.sum((F.col("ack") == Ack.RELEASE.value).cast("int")).alias("released"))
+        failed = self.acks.filter(F.col("outcome") == AckOutcome.FAIL.value).groupBy(
+            "reader", second).count()
+        return handed, failed
 
     def metrics(self) -> dict[str, int]:
         """Deliveries, records, records delivered more than once and how many of those a member
@@ -81,4 +94,4 @@ def share_frames(shares: DataFrame, acks: DataFrame, events: DataFrame,
     deliveries = (ours.join(sent, ["reader", "poll"], "left")
                   .join(ok, keys, "left")
                   .withColumn("sent", F.coalesce("sent", F.lit(False))))
-    return ShareFrames(deliveries.localCheckpoint(), _states(events, facts))
+    return ShareFrames(deliveries.localCheckpoint(), _states(events, facts), acks)
