@@ -74,6 +74,11 @@ NO_OFFSET = -1
 # a send outside any transaction (`sends.txn`; null in histories written before transactions)
 NO_TXN = -1
 NO_COMMIT = -1  # a transaction whose producer never asked to commit it (`txns.t_commit`)
+# A restarted client (after a hung call or a kill) is a new process that remembers nothing of its
+# predecessor's: incarnation i numbers its seqs, transactions and polls from i * NUMBERING_STRIDE,
+# so no (producer, seq) or (producer, txn) of one incarnation is reused by the next (2000000017 is
+# the third process's send 17), and a share member's poll names its incarnation.
+NUMBERING_STRIDE = 10**9
 BLOCK_BYTES = 64 << 20  # JSON Lines read at a time when a history is compacted
 
 

@@ -3,9 +3,10 @@ processed and acknowledged, against the acknowledged sends and the group's final
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from contracts.history import NUMBERING_STRIDE
 from contracts.share import Ack
 from reports.finding import Finding, checker
 from reports.frames import VALUE, Frames
@@ -45,15 +46,23 @@ def share_stuck(f: Frames) -> Finding | None:
     return Finding(_unfinished(f, s).filter(pending), POS)
 
 
+def _member() -> Column:
+    """A member: a share consumer's process (a restarted one is a new member of the group)."""
+    return F.concat_ws("#", "reader", (F.col("poll") / NUMBERING_STRIDE).cast("long"))
+
+
 def _after_accepts(s: ShareFrames) -> DataFrame:
     """Pairs of a confirmed accept and another member's delivery of the same record with a higher
-    delivery count (`later`: the delivery came after the confirmation)."""
+    delivery count (`later`: the delivery came after the confirmation). The same member's is not
+    judged: its client may have fetched it ahead, so when it was acquired is not known."""
     accepted = s.deliveries.filter((F.col("ack") == Ack.ACCEPT.value) & F.col("t_ok").isNotNull())
-    other = s.deliveries.select(*POS, F.col("reader").alias("to"),
+    other = s.deliveries.select(*POS, F.col("reader").alias("to"), _member().alias("m_to"),
                                 F.col("delivery").alias("then"), F.col("t").alias("t_then"))
-    return (accepted.select(*POS, F.col("reader").alias("by"), "delivery", "t_ok")
+    return (accepted.select(*POS, F.col("reader").alias("by"), _member().alias("m_by"),
+                            "delivery", "t_ok")
             .join(other, POS)
-            .filter((F.col("to") != F.col("by")) & (F.col("then") > F.col("delivery")))
+            .filter((F.col("m_to") != F.col("m_by")) & (F.col("then") > F.col("delivery")))
+            .drop("m_to", "m_by")
             .withColumn("later", F.col("t_then") > F.col("t_ok")))
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Self
 
-from contracts.history import Event, HistoryWriter
+from contracts.history import NUMBERING_STRIDE, Event, HistoryWriter
 from contracts.scenario import ConsumerSpec, CopierSpec, ProducerSpec
 from contracts.share import ShareSpec
 from workloads.consumer import ConsumerClient
@@ -45,11 +45,6 @@ HUNG_EXIT = 75
 # keeps up to MAX_QUEUED sends in flight: at Python's default threshold (700) cyclic GC ran every
 # ~10 sends and re-scanned them.
 GC_THRESHOLD = (50_000, 20, 100)
-# A restarted client (after a hung call or a kill) is a new process that remembers nothing of its
-# predecessor's sends: incarnation i numbers its seqs and transactions from i * NUMBERING_STRIDE, so
-# no (producer, seq) or (producer, txn) of one incarnation is reused by the next (2000000017 is the
-# third process's send 17).
-NUMBERING_STRIDE = 10**9
 Client = ProducerClient | TxnProducerClient | ConsumerClient | CopierClient | ShareClient
 Spec = ProducerSpec | ConsumerSpec | CopierSpec | ShareSpec
 # how often a child hands what a burst freed back to the kernel (workloads.malloc.trim_malloc)

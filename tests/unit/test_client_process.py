@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from contracts.history import HistoryWriter, read_jsonl
+from contracts.history import NUMBERING_STRIDE, HistoryWriter, read_jsonl
 from contracts.scenario import CopierSpec, ProducerSpec
-from workloads.client_process import NUMBERING_STRIDE, ClientProcess, Launch, _client
+from workloads.client_process import ClientProcess, Launch, _client
 from workloads.worker import HUNG_S, CallWatch
 
 NOWHERE = "127.0.0.1:1"  # loopback, nothing listens

@@ -138,3 +138,11 @@ def test_accepting_before_processing_allows_share_lost_and_nothing_else_of_the_s
     assert allowed(s) & share == {"share-lost"}
     assert not allowed(s.model_copy(update={"share": s.share.model_copy(
         update={"accept": "after"})})) & share
+
+
+def test_a_restarted_member_getting_an_accepted_record_again_counts(spark, tmp_path):
+    # share-0's second process (its polls numbered from 10^9) is a new member of the group
+    h = clean()
+    h.polls["share-0"] = 1_000_000_000
+    h.share_poll("share-0", record(0, 1, delivery=2))
+    assert counts(spark, tmp_path, done(h)) == NONE | {"share-redelivered-after-accept": 1}
