@@ -321,7 +321,7 @@ def _share_lost(s: Scenario) -> Rule:
 
 
 @rule("share-stuck")
-def _share_stuck(s: Scenario) -> Rule:
+def _share_stuck(_s: Scenario) -> Rule:
     return Rule("share-stuck", False, "an acquisition lock expires after "
                                       "group.share.record.lock.duration.ms and a member that "
                                       "leaves releases its records, so a member that keeps "
@@ -330,14 +330,14 @@ def _share_stuck(s: Scenario) -> Rule:
 
 
 @rule("share-redelivered-after-accept")
-def _share_redelivered(s: Scenario) -> Rule:
+def _share_redelivered(_s: Scenario) -> Rule:
     return Rule("share-redelivered-after-accept", False,
                 "an accepted record's delivery is complete: the share-partition never hands it "
                 "out again (KIP-932)", KIP_932)
 
 
 @rule("share-concurrent")
-def _share_concurrent(s: Scenario) -> Rule:
+def _share_concurrent(_s: Scenario) -> Rule:
     return Rule("share-concurrent", False, "a record is acquired by one member at a time; an "
                                            "acknowledgement from a member whose acquisition ended "
                                            "(its lock expired, the record went to another) fails "
