@@ -46,6 +46,12 @@ def write(tmp_path: Path, text: str) -> Path:
                                                 "tier, which only topic.remote_storage: true"),
     ("name: x\ntopic: {segment_bytes: 1000}", "topic.segment_bytes=1000 is below Kafka 4.3.1's "
                                              "minimum of 1048576"),
+    ("name: x\nkafka: {version: '4.1.1'}\nworkload: share",
+     "workload='share' (KIP-932 share groups) needs Kafka 4.2 or later, not kafka.version='4.1.1'"),
+    ("name: x\nfaults: [{fault: kill, target: share-coordinator}]",
+     "faults.0.target='share-coordinator' needs workload='share' (not 'produce-consume')"),
+    ("name: x\nworkload: share\nshare: {release: 0.7, reject: 0.5}",
+     "share.release=0.7 plus share.reject=0.5 exceeds 1"),
 ])
 def test_bad_scenarios_get_one_clear_message(tmp_path, text, message):
     with pytest.raises(UsageError) as err:
