@@ -30,9 +30,11 @@ CHECKS = ["tests/unit/test_checker_precision.py", "tests/unit/test_analysis.py",
           "tests/unit/test_oracle.py"]
 PROJECT = {"contracts", "harness", "faults", "workloads", "reports", "kchaos", "bench", "tests"}
 RULES = ["tests/unit/test_guarantees.py", "tests/unit/test_badges.py", *CHECKS]
+SHARE = ["tests/unit/test_share_checks.py"]
 KILLERS = {"reports/checkers.py": [*CHECKS, "tests/unit/test_guarantees.py"],
            "reports/guarantees.py": RULES, "reports/exposure.py": RULES,
-           "reports/verdict.py": RULES}
+           "reports/verdict.py": RULES, "reports/share_checks.py": SHARE,
+           "reports/share_frames.py": SHARE}
 
 
 def _copy() -> Path:

@@ -17,7 +17,8 @@ class Mutation(NamedTuple):
 
 C, G, V = "reports/checkers.py", "reports/guarantees.py", "reports/verdict.py"
 E = "reports/exposure.py"
-E = "reports/exposure.py"
+S, SF = "reports/share_checks.py", "reports/share_frames.py"
+T = "tests/unit/test_share_checks.py::test_"
 MUTATIONS = [
     # the checkers
     Mutation(C,
@@ -269,4 +270,56 @@ MUTATIONS = [
              "forbidden = {k: n for k, n in counts.items() if n and k in ok}",
              "verdict: allowed and forbidden swapped",
              "tests/unit/test_guarantees.py::test_verdict_false_beats_unknown_beats_true"),
+    # the share group's checkers
+    Mutation(S,
+             'finished = (F.col("offset") < F.col("start")) | (F.col("lag") == 0)',
+             'finished = F.col("offset") < F.col("start")',
+             "share-lost: a share-partition with no lag left is not taken as done",
+             T + "a_group_with_no_lag_is_done_with_records_past_its_start_offset"),
+    Mutation(S,
+             'pending = (F.col("offset") >= F.col("start")) & (F.col("lag") > 0)',
+             'pending = F.col("offset") >= F.col("start")',
+             "share-stuck: records of a share-partition without lag counted as stuck",
+             T + "a_group_with_no_lag_is_done_with_records_past_its_start_offset"),
+    Mutation(SF,
+             'sent = self.deliveries.filter(F.col("sent") & F.col("ack")',
+             'sent = self.deliveries.filter(F.col("ack")',
+             "share-lost: an accept its member never sent counts as done",
+             T + "records_a_dead_member_never_acknowledged_are_lost_unless_delivered_again"),
+    Mutation(SF,
+             'F.col("delivery") >= F.col("limit"))',
+             'F.col("delivery") > F.col("limit"))',
+             "share-lost: a record delivered at the limit is not archived",
+             T + "a_record_released_at_every_delivery_up_to_the_limit_is_archived"),
+    Mutation(SF,
+             'ok = (acks.filter(F.col("outcome") == AckOutcome.OK.value).join(failed, keys, '
+             '"left_anti")',
+             'ok = (acks.filter(F.col("outcome") == AckOutcome.OK.value)',
+             "redelivery: an accept whose record could not be marked counts as confirmed",
+             T + "an_accept_whose_record_could_not_be_marked_is_not_confirmed"),
+    Mutation(S,
+             '(F.col("then") > F.col("delivery"))',
+             '(F.col("then") >= F.col("delivery"))',
+             "redelivery: a delivery with the accepted one's count is judged",
+             T + "a_delivery_with_the_same_count_as_the_accepted_one_is_not_judged"),
+    Mutation(S,
+             '(F.col("m_to") != F.col("m_by"))',
+             'F.lit(True)',
+             "redelivery: the accepting member's own fetch-ahead is judged",
+             T + "another_members_later_delivery_of_an_accepted_record"),
+    Mutation(S,
+             '.withColumn("later", F.col("t_then") > F.col("t_ok"))',
+             '.withColumn("later", F.col("t_then") < F.col("t_ok"))',
+             "redelivery: after and before the confirmed accept swapped",
+             T + "an_accept_confirmed_after_another_member_got_the_record"),
+    Mutation(S,
+             'F.col("delivery") > F.col("limit"))',
+             'F.col("delivery") >= F.col("limit"))',
+             "share-delivery-limit: the last allowed delivery counts",
+             T + "a_record_released_at_every_delivery_up_to_the_limit_is_archived"),
+    Mutation(G,
+             '    if s.share.accept == "before":',
+             '    if s.share.accept == "after":',
+             "share-lost: at-most-once and at-least-once swapped",
+             T + "accepting_before_processing_allows_share_lost_alone"),
 ]
