@@ -191,12 +191,13 @@ class ShareDeliveries(BaseModel):
 
     def brief(self) -> str:
         """The headline's clause: how many records came back, and why."""
-        return (f"{self.again:,} records came back: {self.released:,} released, {self.held:,} "
-                "after a member's hold ended")
+        return (f"{self.again:,} record{'' if self.again == 1 else 's'} came back: "
+                f"{self.released:,} released, {self.held:,} after a member's hold ended")
 
     def sentence(self) -> str:
         """The report's line: how many records came back of how many, and why."""
-        return (f"{self.again:,} of {self.records:,} records were delivered more than once: "
+        return (f"{self.again:,} of {self.records:,} records "
+                f"{'was' if self.again == 1 else 'were'} delivered more than once: "
                 f"{self.released:,} after a release, {self.held:,} after a member died, was cut "
                 "off or held them past their lock")
 

@@ -113,6 +113,30 @@ def test_the_report_says_what_the_remote_tier_did(spark, browser, tmp_path):
     page.close()
 
 
+def test_the_report_says_what_a_share_group_was_handed(spark, browser, tmp_path):
+    h = clean()
+    sent = sorted((r["partition"], r["offset"], r["producer"], r["seq"]) for r in h.rows["sends"])
+    h.share_poll("share-0", (*sent[0], 1, "release"))
+    h.share_poll("share-1", *((*r, 2 if r == sent[0] else 1, "accept") for r in sent))
+    for p in (0, 1):
+        h.share_state(p, 6, 0)
+    run = tmp_path / "run"
+    scenario = validate({"name": "shown", "workload": "share", **SAFE}, "test")
+    h.write(run / "history")
+    (run / "scenario.json").write_text(scenario.model_dump_json(by_alias=True))
+    pipeline.check(scenario, run)
+    page = browser.new_page()
+    page.goto((run / "report.html").as_uri())
+    assert page.inner_text("#share-group") == (
+        "Share group: 13 deliveries; 1 of 12 records was delivered more than once: 1 after a "
+        "release, 0 after a member died, was cut off or held them past their lock.")
+    assert page.inner_text("#headline").endswith("1 record came back: 1 released, 0 after a "
+                                                 "member's hold ended.")
+    images = page.evaluate("[...document.images].map(i => i.complete && i.naturalWidth > 0)")
+    assert images and all(images)
+    page.close()
+
+
 def test_the_comparison_leads_with_its_table_then_says_what_differs(browser, tmp_path):
     # a: 4.3.1 loses 600-680 acknowledged writes, 3.9.2 30,000-32,000 (p = 2/252, q = 4p over four
     # tests); b: alike
