@@ -58,8 +58,10 @@ class Facts:
     # read), and the input partitions whose committed offset the stage left below the input's end
     copy_commits: str = "none"
     copy_behind: list[int] = field(default_factory=list)
-    # share workload: "none", "known" or "unknown" (the share-partitions' final state was not read)
+    # share workload: "none", "known" or "unknown" (the share-partitions' final state was not read),
+    # and the records its members were handed while the faults ran
     share_state: str = "none"
+    share_live: int = 0
 
 
 def plan_share(facts: Facts | None) -> str:

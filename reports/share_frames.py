@@ -91,6 +91,7 @@ def share_frames(shares: DataFrame, acks: DataFrame, events: DataFrame,
     ok = (acks.filter(F.col("outcome") == AckOutcome.OK.value).join(failed, keys, "left_anti")
           .groupBy(*keys).agg(F.min("t").alias("t_ok")))
     ours = shares.filter((F.col("producer") >= 0) & F.col("checksum_ok"))
+    facts.share_live = ours.filter(F.col("phase") == "live").count()
     deliveries = (ours.join(sent, ["reader", "poll"], "left")
                   .join(ok, keys, "left")
                   .withColumn("sent", F.coalesce("sent", F.lit(False))))

@@ -49,6 +49,10 @@ def _unknown_because(a: Analysis, loss_allowed: bool) -> list[str]:
     if a.facts.copy_behind:
         unknown.append("the eos-copy stage never caught up with the input on partitions "
                        f"{a.facts.copy_behind}: what it did not commit is not judged")
+    if a.facts.share_state != "none" and not a.facts.share_live:
+        unknown.append("no share group member was handed a record while the faults ran: the "
+                       "final share consumer alone read the topic, so the faults tested nothing "
+                       "of the group")
     if a.facts.share_state == "unknown":
         unknown.append("the share group's final state could not be read, so share-lost, "
                        "share-stuck and share-delivery-limit are not judged")

@@ -182,3 +182,13 @@ def test_an_accept_whose_record_could_not_be_marked_is_not_confirmed(spark, tmp_
     h.share_poll("share-1", record(0, 1, delivery=2))
     h.share_poll("share-1", *(record(1, i) for i in range(PER_PARTITION)))
     assert counts(spark, tmp_path, done(h)) == NONE
+
+
+def test_a_run_whose_members_were_handed_nothing_is_unknown(spark, tmp_path):
+    h = acked()
+    h.share_poll("share-drain", *(record(p, i) for p in (0, 1) for i in range(PER_PARTITION)))
+    a = analyze(spark, done(h).write(tmp_path / "history"))
+    assert a.counts() == NONE
+    s = Scenario(name="share", workload="share", kafka={"version": "4.3.1"})
+    v = verdict(s, a)
+    assert v.valid is None and any("no share group member" in u for u in v.unknown_because)
