@@ -18,6 +18,10 @@ MIN_LOCK_MS = 15_000
 # A killed member keeps its partitions until its session expires (45 s by default), as a classic
 # member does: the harness's members, like its consumers, use a 10 s session and 1 s heartbeats.
 SESSION_MS, HEARTBEAT_MS = 10_000, 1_000
+# A group coordinator that takes a share group over retries initializing its share-partitions after
+# this long (30 s by default), and its members get no partitions meanwhile: a run would idle through
+# its faults.
+INITIALIZE_RETRY_MS = 5_000
 
 
 class ShareSpec(Strict):
@@ -53,7 +57,8 @@ class ShareSpec(Strict):
                 "group.share.session.timeout.ms": str(SESSION_MS),
                 "group.share.min.session.timeout.ms": str(SESSION_MS),
                 "group.share.heartbeat.interval.ms": str(HEARTBEAT_MS),
-                "group.share.min.heartbeat.interval.ms": str(HEARTBEAT_MS)}
+                "group.share.min.heartbeat.interval.ms": str(HEARTBEAT_MS),
+                "group.share.initialize.retry.interval.ms": str(INITIALIZE_RETRY_MS)}
         if self.lock_ms < MIN_LOCK_MS:
             conf["group.share.min.record.lock.duration.ms"] = str(self.lock_ms)
         return conf
