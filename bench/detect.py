@@ -29,7 +29,8 @@ MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-res
              "eos-copy-member-kill", "eos-copy-coordinator-kill", "power-loss-one",
              "power-loss-all-flushed", "latency-slow-follower", "latency-slow-clients",
              "latency-slow-controller", "tiered-leader-kill", "tiered-remote-faults",
-             "share-member-kill", "share-leader-kill", "share-coordinator-kill"]
+             "share-member-kill", "share-leader-kill", "share-coordinator-kill",
+             "share-coordinator-and-leader-kill"]
 # Known Kafka bugs: run on the version that has each (a violation is a hit) and the one that fixed
 # it (must pass)
 REGRESSIONS = ["kip101-hw-truncation", "kip101-power-loss-divergence",
