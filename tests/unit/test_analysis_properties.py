@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from reports.analysis import analyze
 from tests.histories import clean
 
-SETTINGS = settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def anomalous():
