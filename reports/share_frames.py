@@ -37,12 +37,11 @@ class ShareFrames:
         return sent.select(*POS).unionByName(at_limit.select(*POS)).distinct()
 
     def per_second(self, t0: int) -> tuple[DataFrame, DataFrame]:
-        """For the timeline, per member and second since t0: deliveries, deliveries after the
-        first, releases; and the acknowledgement commits that failed."""
+        """For the timeline, per member and second since t0: deliveries and deliveries after the
+        first; and the acknowledgement commits that failed."""
         second = ((F.col("t") - t0) / 1e9).cast("long").alias("s")
         handed = self.deliveries.groupBy("reader", second).agg(
-            F.count("*").alias("n"), F.sum((F.col("delivery") > 1).cast("int")).alias("again"),
-            F.sum((F.col("ack") == Ack.RELEASE.value).cast("int")).alias("released"))
+            F.count("*").alias("n"), F.sum((F.col("delivery") > 1).cast("int")).alias("again"))
         failed = self.acks.filter(F.col("outcome") == AckOutcome.FAIL.value).groupBy(
             "reader", second).count()
         return handed, failed
