@@ -62,10 +62,10 @@ def member_config(spec: ConsumerSpec, cid: int, bootstrap: str) -> dict:
     return {k: v for k, v in conf.items() if v is not None}
 
 
-def read_rows(reader: str, phase: str, poll: int, msgs: list) -> list[dict]:
+def read_rows(reader: str, phase: str, poll: int, msgs: list, t: int | None = None) -> list[dict]:
     """History rows for one poll's records (errors and foreign values included, so `unexpected` can
-    see them)."""
-    t = now_ns()
+    see them), stamped `t` (by default now)."""
+    t = now_ns() if t is None else t
     rows = []
     for pos, m in enumerate(msgs):
         if m.error():

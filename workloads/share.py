@@ -10,8 +10,8 @@ from confluent_kafka import AcknowledgeType, IllegalStateException, KafkaExcepti
 
 from contracts.clientlog import QUIET
 from contracts.history import Event, HistoryWriter, now_ns
-from contracts.payload import decode
 from contracts.share import Ack, AckOutcome, ShareSpec
+from workloads.consumer import read_rows
 from workloads.worker import Worker
 
 TYPES = {Ack.ACCEPT: AcknowledgeType.ACCEPT, Ack.RELEASE: AcknowledgeType.RELEASE,
@@ -73,25 +73,21 @@ class ShareClient(Worker):
         sets: the rows say what was processed, so a crash between the two shows."""
         self.poll += 1
         t, acks = now_ns(), [self._choose() for _ in msgs]
-        if self.spec.accept == "before" and not self.idle_s:
+        first = self.spec.accept == "before" and not self.idle_s
+        if first:
             self._acknowledge(consumer, msgs, acks)
-            time.sleep(self.spec.process_ms / 1000)
-            self._record(t, msgs, acks)
-            return
         time.sleep(0 if self.idle_s else self.spec.process_ms / 1000)
         self._record(t, msgs, acks)
-        self.history.flush()
-        self._acknowledge(consumer, msgs, acks)
+        if not first:
+            self.history.flush()
+            self._acknowledge(consumer, msgs, acks)
 
     def _record(self, t: int, msgs: list, acks: list[Ack]) -> None:
-        rows = []
-        for m, ack in zip(msgs, acks, strict=True):
-            d = decode(m.value())
-            rows.append({"reader": self.name, "phase": "final" if self.idle_s else "live",
-                         "poll": self.poll, "t": t, "topic": m.topic(), "partition": m.partition(),
-                         "offset": m.offset(), "producer": d.producer if d else -1,
-                         "seq": d.seq if d else -1, "checksum_ok": bool(d and d.checksum_ok),
-                         "delivery": m.delivery_count() or -1, "ack": ack.value})
+        """The poll's `reads`-shaped rows, with each record's delivery count and the ack drawn."""
+        rows = read_rows(self.name, "final" if self.idle_s else "live", self.poll, msgs, t)
+        for row, m, ack in zip(rows, msgs, acks, strict=True):
+            del row["pos"]
+            row |= {"delivery": m.delivery_count() or -1, "ack": ack.value}
         self.history.write_many("shares", rows)
 
     def _ack_row(self, outcome: AckOutcome, topic: str | None = None, partition: int = -1,
