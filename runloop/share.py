@@ -9,7 +9,12 @@ from contracts.history import Event, HistoryWriter
 from contracts.scenario import Scenario
 from contracts.share import SESSION_MS, ShareState
 from harness.cluster import Cluster
-from harness.share_state import ShareStateError, configure_group, share_offsets
+from harness.share_state import (
+    SharePartition,
+    ShareStateError,
+    configure_group,
+    share_offsets,
+)
 from workloads.share import DRAIN, ShareClient
 
 # the final share consumer ends this long after its last record past a dead member's session and
@@ -25,33 +30,41 @@ def configure(s: Scenario, cluster: Cluster) -> None:
                     {"share.auto.offset.reset": "earliest"})
 
 
-def _done(s: Scenario, boot: str) -> bool:
-    """Whether the group has no lag left in any partition of the workload's topics."""
+def _read(s: Scenario, boot: str) -> list[SharePartition] | None:
+    """The group's share-partitions now; None when they could not be read."""
     try:
-        parts = share_offsets(s.kafka.version, boot, s.share.group)
+        return share_offsets(s.kafka.version, boot, s.share.group)
     except ShareStateError:
-        return False
-    return (len(parts) == len(s.topics()) * s.topic.partitions
+        return None
+
+
+def _done(s: Scenario, parts: list[SharePartition] | None) -> bool:
+    """Whether the group has no lag left in any partition of the workload's topics."""
+    return (parts is not None and len(parts) == len(s.topics()) * s.topic.partitions
             and all(p.lag == 0 for p in parts))
 
 
 def drain(s: Scenario, boot: str, history: HistoryWriter) -> None:
     """Once the members left: a fresh member accepts every record the group still delivers, then
-    each share-partition's start offset and lag are recorded (`share-start` events)."""
+    each share-partition's start offset and lag are recorded (`share-start` events). A read that
+    found no lag left is the final state: the fresh member then holds nothing."""
     idle_s = (SESSION_MS + s.share.lock_ms) / 1000 + IDLE_PAST_LOCK_S
     final = ShareClient(0, s.share, s.topics(), boot, history, idle_s=idle_s).start()
     deadline = time.monotonic() + s.drain_timeout + idle_s
-    while final.thread.is_alive() and time.monotonic() < deadline and not _done(s, boot):
+    parts = _read(s, boot)
+    while final.thread.is_alive() and time.monotonic() < deadline and not _done(s, parts):
         final.join(LAG_EVERY_S)
+        parts = _read(s, boot)
     final.stop()
     final.join(STOP_S)
     if final.died:
         history.event(DRAIN, Event.CLIENT_ERROR, detail=final.died)
-    try:
-        parts = share_offsets(s.kafka.version, boot, s.share.group)
-    except ShareStateError as exc:
-        history.event(s.share.group, Event.SHARE_START, detail=str(exc))
-        return
+    if not _done(s, parts):
+        try:
+            parts = share_offsets(s.kafka.version, boot, s.share.group)
+        except ShareStateError as exc:
+            history.event(s.share.group, Event.SHARE_START, detail=str(exc))
+            return
     for p in parts:
         history.event(s.share.group, Event.SHARE_START, topic=p.topic, partition=p.partition,
                       offset=p.start, detail=ShareState(p.lag, s.share.delivery_limit).detail())
