@@ -18,12 +18,13 @@ def remote_fault(command: Callable[[FaultSpec], str]) -> Op:
         if tier is None:
             raise ClusterError(f"{spec.fault} needs the remote tier on lazyfs; this cluster has "
                                "none")
+        action = command(spec)
         try:
-            tier.lazyfs(command(spec))
+            tier.lazyfs(action)
             ctx.hold(spec.for_)
         finally:
             healed = tier.lazyfs("heal")["faults"]
         if not (healed["refused"] or healed["slowed"]):
             raise NoEffect(f"{spec.fault}: no write or fsync reached the remote tier")
-        return {"action": command(spec), "tier": healed}
+        return {"action": action, "tier": healed}
     return run

@@ -44,17 +44,18 @@ def start(scenario: Scenario, boot: str, history: HistoryWriter) -> Clients:
         return [ClientProcess(kind, i, spec, topics, parts, boot, history.dir).start()
                 for i in range(n)]
     if scenario.workload == "share":
-        consumers = spawn("share", scenario.share, scenario.share.count)
+        consumers, group = (spawn("share", scenario.share, scenario.share.count),
+                            scenario.share.group)
     else:
-        consumers = spawn("consumer", scenario.consumer, scenario.consumer.count)
-    # a member starting at the end would skip what came before it joined
-    if scenario.consumer.reset == "latest" and scenario.workload != "share":
-        require_ready(consumers, "had no assignment", lambda: [c.kill() for c in consumers])
+        consumers, group = (spawn("consumer", scenario.consumer, scenario.consumer.count),
+                            scenario.consumer.group)
+        # a member starting at the end would skip what came before it joined
+        if scenario.consumer.reset == "latest":
+            require_ready(consumers, "had no assignment", lambda: [c.kill() for c in consumers])
     copiers = spawn("copier", scenario.copier, scenario.copier.count if copying else 0)
-    group = (scenario.copier.group if copying else scenario.share.group
-             if scenario.workload == "share" else scenario.consumer.group)
     return Clients(consumers, spawn("producer", scenario.producer, scenario.producer.count),
-                   copiers, group, copier_id(0) if copying else transactional_id(0))
+                   copiers, scenario.copier.group if copying else group,
+                   copier_id(0) if copying else transactional_id(0))
 
 
 def restart_hung(clients: Clients, history: HistoryWriter) -> bool:
