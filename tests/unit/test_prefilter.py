@@ -3,6 +3,7 @@ finds: each mutation in a bucket of its own, and Hypothesis mixes of them."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -146,6 +147,7 @@ def test_each_mutation_in_its_own_bucket_is_found_by_both(spark, tmp_path):
     assert {k for k, n in counts.items() if n} >= seen
 
 
+@pytest.mark.slow  # make test-all: the bucket test above keeps every mutation in the CI tier
 @SETTINGS
 @given(st.lists(st.tuples(st.sampled_from(MUTATIONS), st.integers(0, 299), st.integers(0, 299)),
                 max_size=4))
