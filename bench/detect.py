@@ -19,7 +19,8 @@ from pathlib import Path
 
 from contracts.results import RunResult
 from harness.engine import ensure_engine
-from kchaos.catalog import catalog, load, override
+from kchaos.catalog import catalog, load
+from kchaos.overrides import override
 from runloop.check import run_and_check
 
 MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-restart",

@@ -12,7 +12,8 @@ from playwright.sync_api import Page, sync_playwright
 
 from harness.apt import apt_install
 from harness.engine import ensure_engine
-from kchaos.catalog import catalog, load, override
+from kchaos.catalog import catalog, load
+from kchaos.overrides import override
 from runloop.check import run_and_check
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "screenshots"

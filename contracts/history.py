@@ -125,6 +125,9 @@ class Event(StrEnum):
     # a client gave up after too many errors, or its thread ended before it was told to stop
     STOPPED = "stopped"
     UNFLUSHED = "unflushed"  # a producer closed with sends that never got a delivery report
+    # the transaction protocol a transactional producer ran from transaction `offset` on (detail:
+    # v1, or v2 for KIP-890's), as its client says
+    TXN_PROTOCOL = "txn-protocol"
     # a client call outlived its own timeout; the client's process exits and is restarted
     HUNG = "hung"
     # a producer handle's librdkafka request counters so far (detail: JSON), when they moved

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from contracts.clients import ClientName, client_problem
 from contracts.faultkinds import FAULT_KINDS
 from contracts.faultlines import COUNTED, MIX, FaultSpec
 from contracts.fields import (
@@ -132,6 +133,7 @@ class ProducerSpec(Strict):
     transaction_timeout_ms: int = Field(60000, ge=1000, le=900_000)
     # 2: each transaction's sends are spread over topic.name and a second topic
     txn_topics: int = Field(1, ge=1, le=2)
+    client: ClientName = "librdkafka"
 
     @field_validator("acks", mode="before")
     @classmethod
@@ -167,6 +169,7 @@ class ConsumerSpec(Strict):
     # To prove the transactional checkers can fail: judge every reader as this level, whatever it
     # reads with
     judged_as: Literal["read_uncommitted", "read_committed"] | None = None
+    client: ClientName = "librdkafka"
 
     def isolation_of(self, cid: int) -> str:
         """The isolation.level consumer `cid` reads with."""
@@ -193,6 +196,7 @@ class CopierSpec(Strict):
     # the transaction commits (the broken stage that proves eos-loss can be caught)
     offsets: Literal["in-transaction", "outside"] = "in-transaction"
     transaction_timeout_ms: int = Field(30000, ge=1000, le=900_000)
+    client: ClientName = "librdkafka"
 
 
 class Scenario(Strict):
@@ -361,6 +365,9 @@ class Scenario(Strict):
             return problem
         if self.workload == "share" and (problem := share_problem(version)):
             return problem
+        if problem := next(filter(None, (client_problem(r, spec.client, version)
+                                         for r, spec in self.roles().items())), None):
+            return problem
         metadata = metadata or self.kafka.metadata or default_metadata(version)
         zk = [k for f in self.faults for k in f.fired_kinds() if FAULT_KINDS[k].zookeeper_only]
         if metadata == "kraft" and zk:
@@ -378,6 +385,12 @@ class Scenario(Strict):
     def runs_on(self, version: str, metadata: str | None = None) -> bool:
         """Whether the scenario can run on another Kafka version (in `metadata` mode, if given)."""
         return self.version_problem(version, metadata) is None
+
+    def roles(self) -> dict[str, ProducerSpec | ConsumerSpec | CopierSpec | ShareSpec]:
+        """The client roles the workload runs, by name: each has its own `client`."""
+        readers = {"share": self.share} if self.workload == "share" else {"consumer": self.consumer}
+        return ({"producer": self.producer} | readers
+                | ({"copier": self.copier} if self.workload == "eos-copy" else {}))
 
     def topics(self) -> tuple[str, ...]:
         """The topics the producers write and the consumers read (an eos-copy output topic is not

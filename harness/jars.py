@@ -3,6 +3,7 @@ config names that release defines. Nothing here needs the Docker engine."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -207,6 +208,33 @@ def tiered_plugin(version: str, say=progress, field: str = "kafka.version") -> P
 
 
 JAVA_DIR = Path(__file__).parent / "java"
+CLIENTS_ARTIFACT = "kafka-clients"
+
+
+def check_client_version(version: str, field: str) -> None:
+    """Raise one clear error unless Maven Central (or the cache here) has kafka-clients
+    <version>."""
+    if (cache_dir() / CLIENTS_ARTIFACT / version / ".complete").exists() or (
+            version in central_versions(CLIENTS_ARTIFACT)):
+        return
+    close = ", ".join(nearest(version, [v for v in central_versions(CLIENTS_ARTIFACT)
+                                        if VERSION_RE.match(v)]))
+    raise UsageError(f"{field}: Maven Central has no org.apache.kafka:{CLIENTS_ARTIFACT}:"
+                     f"{version}; nearest: {close}")
+
+
+def client_jars(version: str, say=progress) -> Path:
+    """kafka-clients <version> and its runtime dependencies from Maven Central; cached per
+    version."""
+    home = cache_dir() / CLIENTS_ARTIFACT / version
+    if not (home / ".complete").exists():
+        say(f"Fetching kafka-clients {version} from Maven Central...")
+        shutil.rmtree(home / "libs", ignore_errors=True)
+        (home / "libs").mkdir(parents=True)
+        _copy_dependencies(home, [Artifact("org.apache.kafka", CLIENTS_ARTIFACT, version)],
+                           home / "libs")
+        (home / ".complete").write_text(f"org.apache.kafka:{CLIENTS_ARTIFACT}:{version}")
+    return home / "libs"
 
 
 @dataclass(frozen=True)
@@ -234,3 +262,21 @@ def config_names(version: str, say=progress) -> ConfigNames:
     rows = [line.split(" ", 1) for line in listed.read_text().splitlines() if " " in line]
     return ConfigNames(frozenset(n for k, n in rows if k == "broker"),
                        frozenset(n for k, n in rows if k == "topic"))
+
+
+def worker_classpath(version: str, sources: Path, say=progress) -> str:
+    """The classpath of Java sources (the workload's Java worker) compiled against kafka-clients
+    <version>: built once per release and sources digest, and cached beside those jars."""
+    libs = client_jars(version, say)
+    files = sorted(sources.glob("*.java"))
+    digest = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
+    classes = cache_dir() / CLIENTS_ARTIFACT / version / f"worker-{digest}"
+    if not classes.is_dir():
+        tmp = classes.with_name(f"{classes.name}.{os.getpid()}.tmp")
+        done = subprocess.run(["javac", "-nowarn", "-cp", f"{libs}/*", "-d", str(tmp),
+                               *map(str, files)], capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise ImageError(f"Compiling {sources} against kafka-clients {version} failed: "
+                             f"{done.stderr.strip()[-400:]}")
+        tmp.replace(classes)
+    return f"{libs}/*:{classes}"

@@ -4,9 +4,7 @@ anomaly vocabularies) and expanded into one Scenario per matrix combination befo
 from __future__ import annotations
 
 import itertools
-import json
 import math
-import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -15,14 +13,13 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from contracts.clients import java_release
 from contracts.describe import closest, describe_error, shown
 from contracts.errors import UsageError
 from contracts.faultkinds import FAULT_KINDS, FaultKind
 from contracts.faultlines import MIX
-from contracts.fields import seconds
 from contracts.measured import restart_seconds
 from contracts.scenario import FaultSpec, Scenario
-from contracts.versions import METADATA_MODES, split_target
 from faults.plan import line_starts, op_spec, plan
 from harness import jars
 
@@ -48,6 +45,9 @@ def preflight(scenario: Scenario, where: str) -> None:
     (fetched once); fault lines paced for the broker restarts measured here."""
     jars.check_version(scenario.kafka.version, f"{where}: kafka.version",
                        tiered=scenario.topic.remote_storage)
+    for role, spec in scenario.roles().items():
+        if java := java_release(spec.client, scenario.kafka.version):
+            jars.check_client_version(java, f"{where}: {role}.client={spec.client!r}")
     problems = [f"{where}: {problem}"
                 for problem in (*pace_problems(scenario), *config_problems(scenario))]
     if problems:
@@ -344,57 +344,3 @@ def resolve_scenario(arg: str) -> Path:
     close = closest(arg, list(catalog()))
     hint = f"did you mean {close!r}?" if close else "`kchaos scenarios list` names them"
     raise UsageError(f"No scenario file {shown(arg)} and no built-in scenario of that name; {hint}")
-
-
-def duration_option(value: str | None) -> float | None:
-    """--duration as seconds, or one clear error naming the option."""
-    if value is None:
-        return None
-    try:
-        s = seconds(value)
-    except ValueError:
-        s = -1.0
-    if not 1 <= s <= 7 * 86400:
-        raise UsageError("Expected a duration like '90s', '5m' or '2h' (1 s to 7 days) but got "
-                         f"--duration {value!r}")
-    return s
-
-
-def kafka_target(token: str, field: str = "--kafka") -> tuple[str, str | None]:
-    """A --kafka value: a version, or VERSION:MODE (3.9.2:zookeeper); the mode is None when not
-    given (the scenario's, else the version's default)."""
-    version, mode = split_target(token)
-    if mode and mode not in METADATA_MODES:
-        raise UsageError(f"Expected {field} VERSION, VERSION:kraft or VERSION:zookeeper (e.g. "
-                         f"3.9.2:zookeeper) but got {field} {token!r}")
-    jars.check_version(version, field)
-    return version, mode
-
-
-def override(scenarios: list[Scenario], kafka: str | None, seed: int | None,
-             duration: str | None) -> list[Scenario]:
-    """Apply --kafka (VERSION[:MODE])/--seed/--duration, re-validating so errors still name the
-    field."""
-    version, metadata = kafka_target(kafka) if kafka else (None, None)
-    length = duration_option(duration)
-    out: list[Scenario] = []
-    for s in scenarios:
-        raw = json.loads(s.model_dump_json(by_alias=True))
-        if version:
-            raw["kafka"]["version"] = version
-            raw["kafka"]["metadata"] = metadata or raw["kafka"]["metadata"]
-            raw["name"] = re.sub(r"\bversion=[^,\]]+", f"version={version}", raw["name"])
-        if seed is not None:
-            raw["seed"] = seed
-        if length is not None:
-            raw["duration"] = length
-        if any(o.name == raw["name"] and o.seed == raw["seed"] for o in out):
-            continue  # a matrix over versions is one scenario on one version
-        out.extend(expand(raw, f"{s.name} (with command-line overrides)"))
-    return out
-
-
-def with_seeds(scenarios: list[Scenario], seeds: int, first: int | None = None) -> list[Scenario]:
-    """Each scenario with its own seed (or `first`) and the next `seeds - 1` ones."""
-    return [s for base in scenarios for i in range(seeds)
-            for s in override([base], None, (base.seed if first is None else first) + i, None)]

@@ -39,6 +39,8 @@ def cmd_scenarios(a) -> int:
 
 KAFKA = {"help": "the Kafka version to run, VERSION or VERSION:kraft|zookeeper (default: the "
                  f"scenario's, else {DEFAULT_VERSION})"}
+CLIENT = {"help": "the client library of every role the workload runs: librdkafka, java (the "
+                  "cluster's own kafka-clients) or java:X.Y.Z (default: each role's `client`)"}
 DURATION = {"help": "how long the workload runs, like 90s, 5m or 2h (default: the scenario's own)"}
 RUN_DIR = "a run directory, such as runs/<scenario>/<stamp>-<seed>"
 RUNS_DIR = {"type": Path, "default": Path("runs"),
@@ -81,6 +83,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("scenario", help="a scenario file, or a built-in scenario's name (`kchaos "
                                     "scenarios list`)")
     r.add_argument("--kafka", **KAFKA)
+    r.add_argument("--client", **CLIENT)
     r.add_argument("--seed", type=int, help="the fault schedule's seed (default: the scenario's "
                                             "own)")
     r.add_argument("--duration", **DURATION)
@@ -101,6 +104,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("suite", help="a suite of scenarios/suites.yaml: smoke, transactions, power, "
                                  "groups, latency, regressions or nightly")
     s.add_argument("--kafka", **KAFKA)
+    s.add_argument("--client", **CLIENT)
     suite_options(s)
     s.set_defaults(fn="suite")
 

@@ -16,19 +16,11 @@ from contracts.scenario import Scenario
 from faults.plan import load as load_schedule
 from harness import images, jars, labels, lazydisk, netdelay
 from harness.engine import ensure_engine
-from kchaos.catalog import (
-    contention,
-    from_json,
-    kafka_target,
-    load,
-    override,
-    resolve_scenario,
-    suite_files,
-    with_seeds,
-)
+from kchaos.catalog import contention, from_json, load, resolve_scenario, suite_files
 from kchaos.console import Progress, out, say, say_result, show_available, show_plans, summary
 from kchaos.exits import exit_code
 from kchaos.matrix import column_elsewhere, merged, parse_shard, shard
+from kchaos.overrides import kafka_target, override, with_seeds
 from kchaos.shrink import shrink
 from reports import class_archive
 from reports.history_text import TIMED, lines
@@ -64,7 +56,7 @@ def cmd_run(a) -> int:
     loaded = load(resolve_scenario(a.scenario))
     if a.kafka and (problem := loaded[0].version_problem(*kafka_target(a.kafka))):
         raise UsageError(f"--kafka {a.kafka}: {problem}")
-    scenarios = override(loaded, a.kafka, a.seed, a.duration)
+    scenarios = override(loaded, a.kafka, a.seed, a.duration, a.client)
     if a.dry_run:
         return show_plans(scenarios)
     return exit_code(run_many(scenarios, a.runs_dir, scenarios[0].name,
@@ -88,7 +80,7 @@ def cmd_suite(a) -> int:
     if a.kafka:
         kafka_target(a.kafka)  # before anything is said of the scenarios
     scenarios = with_seeds(for_version(suite_files(a.suite), a.kafka), seed_count(a.seeds), a.seed)
-    scenarios = override(scenarios, a.kafka, None, a.duration)
+    scenarios = override(scenarios, a.kafka, None, a.duration, a.client)
     return exit_code(run_many(scenarios, a.runs_dir, a.suite, allow_unknown=a.allow_unknown),
                      a.allow_unknown)
 

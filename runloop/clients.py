@@ -6,10 +6,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
+from contracts.clients import java_release
 from contracts.history import Event, HistoryWriter
 from contracts.scenario import Scenario, copier_id, transactional_id
 from faults.ports import Clients
+from harness import jars
 from workloads.client_process import ClientProcess
+from workloads.java_client import JAVA_SOURCES, JavaClientProcess
 from workloads.worker import Worker
 
 CLIENT_START_S = 60.0
@@ -40,7 +43,11 @@ def start(scenario: Scenario, boot: str, history: HistoryWriter) -> Clients:
     topics, parts, copying = (scenario.topics(), scenario.topic.partitions,
                               scenario.workload == "eos-copy")
 
-    def spawn(kind, spec, n: int) -> list[ClientProcess]:
+    def spawn(kind, spec, n: int) -> list[ClientProcess | JavaClientProcess]:
+        if java := java_release(spec.client, scenario.kafka.version):
+            path = jars.worker_classpath(java, JAVA_SOURCES)
+            return [JavaClientProcess(kind, i, spec, topics, parts, boot, history.dir,
+                                      path).start() for i in range(n)]
         return [ClientProcess(kind, i, spec, topics, parts, boot, history.dir).start()
                 for i in range(n)]
     if scenario.workload == "share":

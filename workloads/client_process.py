@@ -84,7 +84,7 @@ def _client(launch: Launch, incarnation: int, history: HistoryWriter) -> Client:
     return ConsumerClient(cid, ConsumerSpec.model_validate_json(spec), topics, parts, boot, history)
 
 
-def _join_s(spec: Spec) -> float:
+def join_seconds(spec: Spec) -> float:
     """How long a client may take to stop: a producer settles every outstanding send (each ends by
     message.timeout.ms) and finishes its transaction (its calls repeat until the transaction
     timeout)."""
@@ -151,7 +151,7 @@ class ClientProcess:
         """`topics`: what it writes or reads (a copier reads the first, copying to its output
         topic)."""
         self._launch = Launch(kind, cid, spec.model_dump_json(), topics, partitions, bootstrap,
-                              str(history_dir), _join_s(spec))
+                              str(history_dir), join_seconds(spec))
         self.incarnation = -1
         self._proc: mp.Process | None = None
         self._flags = CTX.Array("b", 2, lock=False)

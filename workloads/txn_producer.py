@@ -157,6 +157,9 @@ class TxnProducerClient(Worker):
             return None
         if self.txn != self.first:
             self._event(Event.RECREATED, "after a fatal error or a transaction of unknown fate")
+        else:  # librdkafka implements no KIP-890 (confluentinc/librdkafka#5423)
+            self.history.event(f"producer-{self.pid}", Event.TXN_PROTOCOL, topic=self.topics[0],
+                               offset=self.txn, detail="v1")
         return producer
 
     def _call(self, fn: Callable[[float], None]) -> None:

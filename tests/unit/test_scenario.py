@@ -9,8 +9,9 @@ import pytest
 
 from contracts.errors import UsageError
 from harness.broker_config import ClusterSpec, broker_properties
-from kchaos.catalog import catalog, load, override, with_seeds
+from kchaos.catalog import catalog, load
 from kchaos.cli import parser
+from kchaos.overrides import override, with_seeds
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -14,7 +14,8 @@ from contracts.versions import (
     replica_fencing,
 )
 from harness.jars import nearest
-from kchaos.catalog import catalog, load, override
+from kchaos.catalog import catalog, load
+from kchaos.overrides import override
 from reports.guarantees import RULES
 
 

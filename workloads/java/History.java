@@ -1,0 +1,131 @@
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+
+/** A client process's own part of the history: whole JSON Lines per table, appended every flushMs (docs/history-format.md). */
+final class History {
+    private final Path dir;
+    private final String part;
+    private final Map<String, StringBuilder> buffers = new HashMap<>();
+    private final Map<String, FileOutputStream> files = new HashMap<>();
+    private final Thread flusher;
+    private volatile boolean closed;
+
+    History(Path dir, String part, long flushMs) {
+        this.dir = dir;
+        this.part = part;
+        flusher = new Thread(() -> {
+            while (!closed) {
+                try {
+                    Thread.sleep(flushMs);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                flush();
+            }
+        }, "history-flush");
+        flusher.setDaemon(true);
+        flusher.start();
+    }
+
+    /** The history clock: CLOCK_MONOTONIC in ns, as the harness's time.monotonic_ns. */
+    static long now() {
+        return System.nanoTime();
+    }
+
+    /** Queue one row, a JSON object without its newline. */
+    synchronized void row(String table, String json) {
+        buffers.computeIfAbsent(table, t -> new StringBuilder()).append(json).append('\n');
+    }
+
+    void event(String source, String kind, String topic, int partition, long offset, String detail) {
+        row("events", new Json().num("t", now()).str("source", source).str("kind", kind).str("topic", topic)
+            .num("partition", partition).num("offset", offset).str("detail", detail).end());
+    }
+
+    /** Append what is queued, one write per table, so a kill tears at most one line of each. */
+    void flush() {
+        Map<String, byte[]> taken = new HashMap<>();
+        synchronized (this) {
+            for (Map.Entry<String, StringBuilder> e : buffers.entrySet()) {
+                if (e.getValue().length() > 0) {
+                    taken.put(e.getKey(), e.getValue().toString().getBytes(StandardCharsets.UTF_8));
+                    e.getValue().setLength(0);
+                }
+            }
+        }
+        synchronized (files) {
+            for (Map.Entry<String, byte[]> e : taken.entrySet()) {
+                try {
+                    files.computeIfAbsent(e.getKey(), this::open).write(e.getValue());
+                } catch (IOException exc) {
+                    throw new IllegalStateException("writing " + e.getKey() + ": " + exc, exc);
+                }
+            }
+        }
+    }
+
+    private FileOutputStream open(String table) {
+        try {
+            return new FileOutputStream(dir.resolve(table + "." + part + ".jsonl").toFile(), true);
+        } catch (IOException exc) {
+            throw new IllegalStateException("opening " + table + ": " + exc, exc);
+        }
+    }
+
+    void close() {
+        closed = true;
+        flusher.interrupt();
+        flush();
+    }
+
+    /** One flat JSON object, built column by column. */
+    static final class Json {
+        private final StringBuilder b = new StringBuilder("{");
+
+        Json num(String name, long value) {
+            key(name).append(value);
+            return this;
+        }
+
+        Json bool(String name, boolean value) {
+            key(name).append(value);
+            return this;
+        }
+
+        Json str(String name, String value) {
+            StringBuilder k = key(name);
+            if (value == null) {
+                k.append("null");
+                return this;
+            }
+            k.append('"');
+            for (int i = 0; i < value.length(); i++) {
+                char c = value.charAt(i);
+                if (c == '"' || c == '\\') {
+                    k.append('\\').append(c);
+                } else if (c < 0x20) {
+                    k.append(String.format("\\u%04x", (int) c));
+                } else {
+                    k.append(c);
+                }
+            }
+            k.append('"');
+            return this;
+        }
+
+        private StringBuilder key(String name) {
+            if (b.length() > 1) {
+                b.append(',');
+            }
+            return b.append('"').append(name).append("\":");
+        }
+
+        String end() {
+            return b.append('}').toString();
+        }
+    }
+}

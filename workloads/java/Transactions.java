@@ -1,0 +1,194 @@
+import java.lang.reflect.Field;
+import java.time.Duration;
+import java.util.Properties;
+import java.util.Random;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.errors.TimeoutException;
+
+/** A transactional producer (KIP-98): transactions of 1 to N sends across partitions, each committed or aborted on
+ * purpose; every send tagged with its transaction, every fate recorded as the producer learned it (`txns`). */
+final class Transactions extends Role {
+    private final ConcurrentHashMap<Long, long[]> pending = new ConcurrentHashMap<>();
+    private final int pid;
+    private final String[] topics;
+    private final int partitions;
+    private final Random rng;
+    private final long first;
+    private long seq;
+    private long txn;
+    private String protocol = "";
+
+    /** A transaction whose fate is unknown: its producer must be replaced (a new one fences it). */
+    static final class Unfinished extends RuntimeException {
+        Unfinished(String why) {
+            super(why);
+        }
+    }
+
+    Transactions(Properties settings, History history) {
+        super(settings, history, "producer-" + settings.getProperty("kchaos.cid"));
+        pid = (int) num("cid");
+        topics = topics();
+        partitions = (int) num("partitions");
+        rng = new Random(pid);
+        first = seq = txn = num("first");
+    }
+
+    @Override
+    public void run() {
+        positioned = true;
+        KafkaProducer<byte[], byte[]> producer = null;
+        double rate = real("rate");
+        long nextAt = System.nanoTime();
+        try {
+            while (!stop) {
+                if (producer == null) {
+                    producer = start();
+                    continue;
+                }
+                try {
+                    int sent = transaction(producer);
+                    nextAt += rate > 0 ? (long) (sent * 1e9 / rate) : 0;
+                    pause(Math.max(0, (nextAt - System.nanoTime()) / 1_000_000));
+                    nextAt = Math.max(nextAt, System.nanoTime() - 1_000_000_000L);
+                } catch (KafkaException | Unfinished exc) {
+                    history.event(name, "fatal", topics[0], -1, -1, errorName(exc) + ": " + exc.getMessage());
+                    producer.close(Duration.ofSeconds(2));
+                    producer = null;
+                    pause(1000);
+                }
+            }
+        } finally {
+            if (producer != null) {
+                producer.close(Duration.ofSeconds(2));
+            }
+            settlePending();
+        }
+    }
+
+    /** A new instance with its transactions initialised (null, recorded, if that failed). */
+    private KafkaProducer<byte[], byte[]> start() {
+        KafkaProducer<byte[], byte[]> producer = Producing.open(clientConfig());
+        try {
+            retrying(producer::initTransactions, "initTransactions");
+        } catch (KafkaException | Unfinished exc) {
+            history.event(name, "client-error", topics[0], -1, -1, "initTransactions: " + exc);
+            producer.close(Duration.ofSeconds(2));
+            pause(1000);
+            return null;
+        }
+        if (txn != first) {
+            history.event(name, "recreated", topics[0], -1, -1, "after a fatal error or a transaction of unknown fate");
+        }
+        return producer;
+    }
+
+    /** Call a transactional API, repeating it after a timeout until the transaction timeout (then Unfinished). */
+    private void retrying(Runnable call, String what) {
+        long deadline = System.nanoTime() + num("transaction_timeout_ms") * 1_000_000;
+        while (true) {
+            try {
+                call.run();
+                return;
+            } catch (TimeoutException exc) {
+                if (System.nanoTime() >= deadline) {
+                    throw new Unfinished(what + ": still " + errorName(exc) + " after the transaction timeout");
+                }
+            }
+        }
+    }
+
+    /** Begin, send, then commit or abort one transaction; record its fate; returns how many sends it had. */
+    private int transaction(KafkaProducer<byte[], byte[]> producer) {
+        int n = 1 + rng.nextInt((int) num("txn_sends"));
+        boolean abort = rng.nextDouble() < real("abort_ratio");
+        long t = txn++;
+        long begin = History.now();
+        long commit = -1;
+        String fate = "unknown";
+        String error = "";
+        try {
+            producer.beginTransaction();
+            for (int i = 0; i < n; i++) {
+                send(producer, t);
+            }
+            if (abort) {
+                producer.flush();
+                retrying(producer::abortTransaction, "abortTransaction");
+            } else {
+                commit = History.now();
+                retrying(producer::commitTransaction, "commitTransaction");
+            }
+            fate = abort ? "aborted" : "committed";
+        } catch (Unfinished exc) {
+            error = exc.getMessage();
+            throw exc;
+        } catch (KafkaException exc) {
+            error = errorName(exc);
+            retrying(producer::abortTransaction, "abortTransaction after " + error);
+            fate = "aborted";
+        } finally {
+            history.row("txns", new History.Json().num("producer", pid).num("txn", t).num("t_begin", begin)
+                .num("t_commit", commit).num("t_end", History.now()).str("fate", fate).str("error", error).end());
+            noteProtocol(producer, t);
+        }
+        return n;
+    }
+
+    private void send(KafkaProducer<byte[], byte[]> producer, long t) {
+        long s = seq++;
+        int which = rng.nextInt(topics.length);
+        String topic = topics[which];
+        int partition = rng.nextInt(partitions);
+        long t0 = History.now();
+        pending.put(s, new long[] {t0, t, which});
+        producer.send(new ProducerRecord<>(topic, partition, null, Payload.encode(pid, s, (int) num("payload_bytes"))),
+                      (meta, exc) -> {
+                          boolean ok = exc == null;
+                          (ok ? acked : errors).incrementAndGet();
+                          history.row("sends", row(s, t, topic, meta == null ? -1 : meta.partition(), t0,
+                                                   ok ? "ok" : "info", ok ? null : errorName(exc),
+                                                   ok && meta.hasOffset() ? meta.offset() : -1));
+                          pending.remove(s);
+                      });
+    }
+
+    private String row(long s, long t, String topic, int partition, long t0, String outcome, String error,
+                       long offset) {
+        return new History.Json().num("producer", pid).num("seq", s).str("key", null).str("topic", topic)
+            .num("partition", partition).num("t_invoke", t0).num("t_complete", History.now())
+            .str("outcome", outcome).str("error", error).num("offset", offset).num("txn", t).end();
+    }
+
+    /** The protocol the client's transaction manager ran this transaction with, recorded when it changes
+     * (`txn-protocol`: offset is the transaction). A client without KIP-890's v2 has no such state: v1. */
+    private void noteProtocol(KafkaProducer<byte[], byte[]> producer, long t) {
+        String now;
+        try {
+            Field field = KafkaProducer.class.getDeclaredField("transactionManager");
+            field.setAccessible(true);
+            Object manager = field.get(producer);
+            now = (Boolean) manager.getClass().getMethod("isTransactionV2Enabled").invoke(manager) ? "v2" : "v1";
+        } catch (NoSuchMethodException exc) {
+            now = "v1";
+        } catch (ReflectiveOperationException | RuntimeException exc) {
+            now = "unknown: " + errorName(exc);
+        }
+        if (!now.equals(protocol)) {
+            protocol = now;
+            history.event(name, "txn-protocol", topics[0], -1, t, now);
+        }
+    }
+
+    /** Sends without a callback: `info` (they may have been written; their transaction decides). */
+    private void settlePending() {
+        for (Long s : new TreeSet<>(pending.keySet())) {
+            long[] p = pending.remove(s);
+            history.row("sends", row(s, p[1], topics[(int) p[2]], -1, p[0], "info", "NO_DELIVERY_REPORT", -1));
+        }
+    }
+}
