@@ -62,6 +62,8 @@ class Facts:
     # and the records its members were handed while the faults ran
     share_state: str = "none"
     share_live: int = 0
+    # the transaction protocols transactional producers said they ran (`txn-protocol`: v1, v2)
+    txn_protocols: list[str] = field(default_factory=list)
 
 
 def plan_share(facts: Facts | None) -> str:
@@ -250,10 +252,13 @@ class Durations(BaseModel):
 
 
 class Client(BaseModel):
-    """The client library the workload ran, and its version."""
+    """The client library a role of the workload ran, and its version."""
 
     library: str = ""
     version: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.library} {self.version}"
 
 
 VERDICTS = {"true": True, "false": False, "unknown": None}  # schema 1 wrote the verdict as a string
@@ -294,7 +299,8 @@ class RunResult(BaseModel):
     metrics: Metrics | None = None
     facts: Facts | None = None
     nemesis_errors: list[str] = []
-    client: Client = Client()
+    client: Client = Client()  # the producers'
+    consumer_client: Client = Client()  # the readers' (consumers or share consumers)
     # broker settings the harness added; the scenario's own are settings
     harness_broker_config: dict[str, str] = {}
     settings: dict[str, Any] = {}  # the resolved scenario

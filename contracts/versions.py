@@ -41,12 +41,17 @@ def release(version: str) -> tuple[int, ...]:
     return tuple(int(x) if x.isdigit() else 0 for x in version.split("."))
 
 
-def transaction_defense(version: str) -> str:
-    """What KIP-890 (Transactions Server-Side Defense) does for transactions on this version."""
+def transaction_defense(version: str, java_client: str | None = None) -> str:
+    """What KIP-890 (Transactions Server-Side Defense) does for transactions on this version, with
+    producers on librdkafka (None) or on the Java kafka-clients of `java_client`."""
     if release(version) >= (4, 0):
+        speaks = ("this run's Java producers (kafka-clients 4.0+) speak it" if java_client
+                  and release(java_client) >= (4, 0) else "this run's producers do not speak it: "
+                  + (f"kafka-clients {java_client} predates it" if java_client else
+                     "librdkafka has no KIP-890 (confluentinc/librdkafka#5423)"))
         return ("KIP-890 on (Kafka 4.0+: part 1 verifies a partition's transaction before it takes "
-                "a write; part 2, transaction.version=2, bumps the producer epoch per transaction "
-                "for clients that speak it)")
+                "a write; part 2, transaction.version=2, bumps the producer epoch per transaction; "
+                f"{speaks})")
     if release(version) >= (3, 6):
         return ("KIP-890 part 1 (Kafka 3.6+): a partition verifies the producer's transaction is "
                 "ongoing before it takes a write; no per-transaction epoch bump (part 2 is 4.0)")

@@ -126,7 +126,9 @@ def facts_of(events: DataFrame, faults: DataFrame, readers: Readers) -> tuple[Fa
                   committed_readers=list(readers.committed),
                   group_commits="unknown" if Event.COMMITTED_UNKNOWN in kinds else
                   "known" if Event.COMMITTED in kinds else "none",
-                  client_trouble=[line for _, line in trouble[:EXAMPLES]])
+                  client_trouble=[line for _, line in trouble[:EXAMPLES]],
+                  txn_protocols=sorted({e["detail"] for r in by_kind
+                                        if r["kind"] == Event.TXN_PROTOCOL for e in r["first"]}))
     chaos_of(faults, facts)
     facts.observed = ["rebalance"] if _rebalanced(events, kinds, readers) else []
     if readers.copy_topic:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from contracts.anomalies import ANOMALIES
+from contracts.clients import java_release
 from contracts.results import Rule
 from contracts.scenario import Scenario
 from contracts.versions import KIP_101, KIP_966, release, replica_fencing, transaction_defense
@@ -122,7 +123,8 @@ def _aborted_read(s: Scenario) -> Rule:
     why = ("a send that produce() refused was never written, and a read_committed consumer 'will "
            "only return transactional messages which have been committed' (isolation.level)")
     if s.producer.transactional:
-        why += f"; on Kafka {s.kafka.version}: {transaction_defense(s.kafka.version)}"
+        java = java_release(s.producer.client, s.kafka.version)
+        why += f"; on Kafka {s.kafka.version}: {transaction_defense(s.kafka.version, java)}"
     return Rule("aborted-read", False, why, ISOLATION)
 
 

@@ -14,6 +14,7 @@ import confluent_kafka
 from pyspark.sql import SparkSession
 
 from contracts import signals
+from contracts.clients import java_release
 from contracts.errors import EngineError, ImageError, UsageError
 from contracts.results import Client, Durations, Metrics, RunResult, Span
 from contracts.scenario import Scenario, copy_topic
@@ -77,6 +78,13 @@ def warm_spark(master: str | None = None) -> threading.Thread:
     return thread
 
 
+def client_of(client: str, kafka_version: str) -> Client:
+    """The library and version a role's `client` names."""
+    java = java_release(client, kafka_version)
+    return (Client(library="java kafka-clients", version=java) if java else
+            Client(library="librdkafka", version=confluent_kafka.libversion()[0]))
+
+
 def _identity(scenario: Scenario, run_dir: Path) -> dict:
     """What every result says of its run: which scenario, on which Kafka, with which seed, where,
     how set."""
@@ -88,7 +96,9 @@ def _identity(scenario: Scenario, run_dir: Path) -> dict:
             "durations": Durations(run_s=round(sum(info.timings.values()), 1) if info else 0.0,
                                    workload_s=round(info.timings.get("faults", 0.0), 1) if info
                                    else 0.0),
-            "client": Client(library="librdkafka", version=confluent_kafka.libversion()[0]),
+            "client": client_of(scenario.producer.client, scenario.kafka.version),
+            "consumer_client": client_of((scenario.roles().get("share")
+                                          or scenario.consumer).client, scenario.kafka.version),
             "harness_broker_config": harness_settings(cluster_spec(scenario)),
             "nemesis_errors": info.nemesis_errors if info else [],
             "allowed": sorted(guarantees.allowed(scenario)),
