@@ -337,12 +337,14 @@ def replica_divergence(f: Frames) -> Finding:
 @checker("committed-unread")
 def committed_unread(f: Frames) -> Finding | None:
     """At-least-once for a group: every record below its partition's final committed offset was read
-    by a member."""
+    by a member. A transaction that did not commit is not owed: a read_committed member skips it."""
     if f.facts.group_commits == "none":
         return None
     committed = f.events.filter(F.col("kind") == Event.COMMITTED.value).select(
         "topic", "partition", F.col("offset").alias("committed"))
     never_live = f.keys("final AND NOT live")
+    if f.facts.transactional:
+        never_live = never_live.join(_in_txns(f, (Fate.ABORTED, Fate.UNKNOWN)), VALUE, "left_anti")
     skipped = (f.ours.filter(F.col("phase") == "final").join(never_live, VALUE, "left_semi")
                .select(*VALUE, *POSITION).distinct()
                .join(F.broadcast(committed), ["topic", "partition"])

@@ -114,3 +114,16 @@ def test_read_before_the_commit_was_asked_for(spark, tmp_path):
     a = run(spark, tmp_path, h)
     assert a.counts() == only(precommitted_read=1)
     assert a.anomalies["precommitted-read"].examples[0]["seq"] == 5
+
+
+def test_a_read_committed_group_owes_no_read_of_a_transaction_that_did_not_commit(spark, tmp_path):
+    # consumer-0 (read_committed) is the group's only member and its offsets are committed past
+    # txn 1's aborted value: it was right to skip it; a committed value it skipped is owed
+    group = Readers(contiguous=(), committed=("consumer-0",))
+    h = transactional().drop("reads", reader="consumer-1")
+    for p in (0, 1):
+        h.event("chaos", "committed", partition=p, offset=6)
+    assert run(spark, tmp_path / "aborted", h, group).counts() == only()
+    a = run(spark, tmp_path / "committed", h.drop("reads", reader="consumer-0", seq=3), group)
+    assert a.counts() == only(committed_unread=1)
+    assert a.anomalies["committed-unread"].examples[0]["seq"] == 3
