@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from contracts.clients import ClientName
 from contracts.fields import Strict
 from contracts.versions import SHARE_FROM, release
 
@@ -42,6 +43,7 @@ class ShareSpec(Strict):
     lock_ms: int = Field(15_000, ge=1000, le=60_000)
     # group.share.delivery.count.limit: deliveries after which a record is archived
     delivery_limit: int = Field(5, ge=2, le=10)
+    client: ClientName = "librdkafka"
 
     @model_validator(mode="after")
     def _ratios(self) -> ShareSpec:

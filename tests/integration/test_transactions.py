@@ -107,6 +107,7 @@ EOS = {
 }
 
 
+@pytest.mark.slow  # make test-all: the CI tier's time went to the Java worker's run
 def test_an_exactly_once_stage_copies_every_record_once_through_a_crash(tmp_path):
     (scenario,) = expand(EOS, "test")
     out = run_and_check(scenario, tmp_path / "runs")

@@ -103,6 +103,16 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
     ("kafka: {version: '4.4.0'}\ntopic: {remote_storage: true}",
      "kafka.version='4.4.0': Maven Central has no kafka-storage test jar (Kafka's "
      "LocalTieredStorage) of Kafka 4.4.0 or an older 4.4 release"),
+    ("producer: {client: jav}", "Expected 'librdkafka', 'java' or 'java:X.Y.Z' (a kafka-clients "
+                                "release, e.g. 'java:4.4.0') but got producer.client='jav'"),
+    ("producer: {client: 'java:2.8.0'}", "producer.client='java:2.8.0' runs kafka-clients 2.8.0, "
+                                         "older than 3.0, the oldest the Java worker builds "
+                                         "against; name one, e.g. 'java:3.0.0'"),
+    ("producer: {client: 'java:9.9.9'}", "s.yaml: producer.client='java:9.9.9': Maven Central has "
+                                         "no org.apache.kafka:kafka-clients:9.9.9; nearest: "),
+    ("workload: eos-copy\ncopier: {client: java}", "copier.client='java': the Java worker plays "
+                                                   "the producer and consumer roles, not the "
+                                                   "copier's; use 'librdkafka'"),
     ("producer: {acks: " + "x" * 5000 + "}", "but got producer.acks='" + "x" * 78 + "…"),
     ("laugh: &a [x, x, x, x, x, x, x, x, x, x]\n"  # each line ten aliases of the last: 10**7 values
      + "".join(f"l{i}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(6)),
@@ -128,6 +138,12 @@ def test_a_bad_scenario_file(tmp_path, capsys, monkeypatch, body, says):
     (["run", "acks-all-leader-kill", "--duration", "-5"], "but got --duration '-5'"),
     (["run", "acks-all-leader-kill", "--kafka", "9.9"], "Expected a Kafka version like '4.3.1' but "
                                                         "got --kafka='9.9'"),
+    (["run", "acks-all-leader-kill", "--client", "rust"],
+     "Expected 'librdkafka', 'java' or 'java:X.Y.Z' (a kafka-clients release, e.g. 'java:4.4.0') "
+     "but got --client 'rust'"),
+    (["run", "share-member-kill", "--client", "java"],
+     "share.client='java': the Java worker plays the producer and consumer roles, not the "
+     "share's; use 'librdkafka'"),
     (["suite", "smoke", "--seeds", "0"], "Expected --seeds between 1 and 1000 but got --seeds 0"),
     (["run", "acks-all-leader-kill", "--kafka", "3.9.2:zk"],
      "Expected --kafka VERSION, VERSION:kraft or VERSION:zookeeper (e.g. 3.9.2:zookeeper) but got "

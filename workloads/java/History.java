@@ -46,18 +46,19 @@ final class History {
             .num("partition", partition).num("offset", offset).str("detail", detail).end());
     }
 
-    /** Append what is queued, one write per table, so a kill tears at most one line of each. */
+    /** Append what is queued, one write per table, so a kill tears at most one line of each. When it returns, every
+     * row queued before the call is in the files: flushes run one at a time, taking and writing under one lock. */
     void flush() {
-        Map<String, byte[]> taken = new HashMap<>();
-        synchronized (this) {
-            for (Map.Entry<String, StringBuilder> e : buffers.entrySet()) {
-                if (e.getValue().length() > 0) {
-                    taken.put(e.getKey(), e.getValue().toString().getBytes(StandardCharsets.UTF_8));
-                    e.getValue().setLength(0);
+        synchronized (files) {
+            Map<String, byte[]> taken = new HashMap<>();
+            synchronized (this) {
+                for (Map.Entry<String, StringBuilder> e : buffers.entrySet()) {
+                    if (e.getValue().length() > 0) {
+                        taken.put(e.getKey(), e.getValue().toString().getBytes(StandardCharsets.UTF_8));
+                        e.getValue().setLength(0);
+                    }
                 }
             }
-        }
-        synchronized (files) {
             for (Map.Entry<String, byte[]> e : taken.entrySet()) {
                 try {
                     files.computeIfAbsent(e.getKey(), this::open).write(e.getValue());
