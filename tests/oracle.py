@@ -247,12 +247,13 @@ class Oracle:
 
     def committed_unread(self) -> int:
         """A final read's position below its group's final committed offset whose value no live
-        member read."""
+        member read, outside any aborted or undecided transaction."""
         committed = {(e["topic"], e["partition"]): e["offset"] for e in self.events
                      if e["kind"] == "committed"}
         return len({(*_spot(r), _value(r)) for r in self.ours
                     if r["phase"] == "final" and _value(r) not in self.live
-                    and r["offset"] < committed.get((r["topic"], r["partition"]), -1)})
+                    and r["offset"] < committed.get((r["topic"], r["partition"]), -1)
+                    and self.fate(_value(r)) not in ("aborted", "unknown")})
 
     def eos(self) -> dict[str, int]:
         """An input position copied to two output offsets; an input record below the stage's
