@@ -224,8 +224,8 @@ def check_client_version(version: str, field: str) -> None:
 
 
 def client_jars(version: str, say=progress) -> Path:
-    """kafka-clients <version> and its runtime dependencies from Maven Central; cached per
-    version."""
+    """kafka-clients <version>, its runtime dependencies and SLF4J's simple binding from Maven
+    Central; cached per version."""
     home = cache_dir() / CLIENTS_ARTIFACT / version
     if not (home / ".complete").exists():
         say(f"Fetching kafka-clients {version} from Maven Central...")
@@ -233,6 +233,9 @@ def client_jars(version: str, say=progress) -> Path:
         (home / "libs").mkdir(parents=True)
         _copy_dependencies(home, [Artifact("org.apache.kafka", CLIENTS_ARTIFACT, version)],
                            home / "libs")
+        # the client logs to stderr (the worker's log file) through SLF4J's simple binding
+        slf4j = _jar_version(home / "libs", "slf4j-api") or "1.7.36"
+        _copy_dependencies(home, [Artifact("org.slf4j", "slf4j-simple", slf4j)], home / "libs")
         (home / ".complete").write_text(f"org.apache.kafka:{CLIENTS_ARTIFACT}:{version}")
     return home / "libs"
 

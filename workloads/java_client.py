@@ -19,7 +19,10 @@ from workloads.client_process import FLUSH_S, POLL_S, SIGNAL_S, Kind, join_secon
 
 JAVA_SOURCES = Path(__file__).parent / "java"
 # the client's heap and one GC thread: two cores carry the brokers, the harness and every client
-JVM = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+JVM = ("-Xmx256m", "-XX:+UseSerialGC",
+       # the client's INFO log (connections, request timeouts, epoch bumps) goes to the worker's log
+       "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+       "-Dorg.slf4j.simpleLogger.showDateTime=true")
 ASSIGNORS = {"range": "org.apache.kafka.clients.consumer.RangeAssignor",
              "roundrobin": "org.apache.kafka.clients.consumer.RoundRobinAssignor",
              "cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"}
