@@ -116,6 +116,8 @@ def parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compare", help="run a suite on several Kafka versions and tabulate")
     c.add_argument("--kafka", help="comma-separated versions")
+    c.add_argument("--clients", help="comma-separated clients, each a column on every version: "
+                                     "librdkafka, java, java:X.Y.Z")
     c.add_argument("--suite", default="smoke", help="the suite to run on each version (default: "
                                                     "smoke)")
     c.add_argument("--shard", help="I/N: run only slice I of N of the version x scenario x seed "

@@ -13,6 +13,7 @@ from contracts.describe import shown
 from contracts.errors import UsageError
 from contracts.results import RunResult
 from contracts.scenario import Scenario
+from contracts.versions import DEFAULT_VERSION
 from faults.plan import load as load_schedule
 from harness import images, jars, labels, lazydisk, netdelay
 from harness.engine import ensure_engine
@@ -161,7 +162,8 @@ def cmd_compare(a) -> int:
 def run_matrix(a) -> list[RunResult]:
     """Run this machine's slice (all of it without --shard) of the versions × suite × seeds
     matrix."""
-    versions = [v.strip() for v in (a.kafka or "").split(",") if v.strip()]
+    versions = [v.strip() for v in (a.kafka or ("" if a.clients is None else DEFAULT_VERSION))
+                .split(",") if v.strip()]
     if not versions:
         raise UsageError("Expected comma-separated Kafka versions like '4.3.1,3.9.2:zookeeper' but "
                          f"got --kafka {a.kafka!r} (or --merge DIR... to tabulate runs made "
@@ -172,9 +174,10 @@ def run_matrix(a) -> list[RunResult]:
     if a.spark_master:
         os.environ["KCHAOS_SPARK_MASTER"] = a.spark_master  # each run's analysis goes there
     files = suite_files(a.suite)
-    cells = [(v, s) for v in versions
+    clients = [c.strip() for c in (a.clients or "").split(",") if c.strip()] or [None]
+    cells = [(v, s) for v in versions for c in clients
              for s in override(with_seeds(for_version(files, v), seed_count(a.seeds), a.seed), v,
-                               None, a.duration)]
+                               None, a.duration, c)]
     moved = {(v, s.name): other for v, s in cells if (other := column_elsewhere(v, s, versions))}
     for (v, name), other in sorted(moved.items()):
         say(f"skipped on Kafka {v}: {name} (its own metadata mode makes it a run of the {other} "

@@ -54,20 +54,29 @@ def cell(runs: list[RunResult]) -> str:
     return f"{head}{miss}; {seen or 'no anomalies'}{down}"
 
 
-def column(r: RunResult) -> str:
+def column(r: RunResult, by_client: bool = False) -> str:
     """A run's column, as `--kafka` names it: its version, with the metadata mode when that is not
-    the version's default (3.9.2:zookeeper)."""
-    return target_label(r.kafka, (r.settings.get("kafka") or {}).get("metadata"))
+    the version's default (3.9.2:zookeeper); `by_client`: and its producers' client (`4.4.0
+    java:3.9.2`), as `--clients` names it."""
+    label = target_label(r.kafka, (r.settings.get("kafka") or {}).get("metadata"))
+    return f"{label} {client(r)}" if by_client else label
+
+
+def client(r: RunResult) -> str:
+    """The `client` a run's producers ran (every role's, under `--clients`)."""
+    return (r.settings.get("producer") or {}).get("client", "librdkafka")
 
 
 def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list[RunResult]]]]:
-    """(versions newest first, each in its metadata modes; scenario -> version -> its runs)."""
-    versions = sorted({column(r) for r in results}, key=lambda v: (release(v.partition(":")[0]), v),
-                      reverse=True)
+    """(columns newest version first, each in its metadata modes, and per client when the runs had
+    more than one; scenario -> column -> its runs)."""
+    by_client = len({client(r) for r in results}) > 1
+    columns = sorted({column(r, by_client) for r in results},
+                     key=lambda v: (release(v.partition(":")[0].split()[0]), v), reverse=True)
     grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
-        grid[r.row_name][column(r)].append(r)  # both versions of a regression share a row
-    return versions, dict(sorted(grid.items()))
+        grid[r.row_name][column(r, by_client)].append(r)  # a regression's versions share a row
+    return columns, dict(sorted(grid.items()))
 
 
 def figures(runs: list[RunResult], spread: dict[str, Spread]) -> str:

@@ -34,6 +34,15 @@ def result(scenario: str, kafka: str, verdict: str, seed: int = 1, lost: int = 0
                      durations=Durations(run_s=10))
 
 
+def test_clients_compared_on_one_version_are_columns_of_their_own(tmp_path):
+    results = [result("a", "4.4.0", "true", 1), result("a", "4.4.0", "false", 2, lost=3)]
+    results[1].settings = {"producer": {"client": "java:3.9.2"}}
+    for r in results:
+        r.run_dir = str(tmp_path / "runs" / str(r.seed))
+    _, md = write_compare(results, tmp_path / "compare")
+    assert "| scenario | Kafka 4.4.0 librdkafka | Kafka 4.4.0 java:3.9.2 |" in md.read_text()
+
+
 def test_compare_table_shows_the_worst_seed_and_sums_counts(tmp_path):
     results = [result("a", "4.3.1", "true", 1), result("a", "4.3.1", "false", 2, lost=3),
                result("a", "3.9.2", "true", 1), result("b", "3.9.2", "unknown", 1)]
