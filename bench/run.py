@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -16,15 +15,13 @@ import time
 from pathlib import Path
 
 from bench import cli, longrun, measure, memsteps, profile, spark_cluster, synthetic
-from contracts.scenario import ProducerSpec
+from bench.throughput import REPEAT, WARM_SETTLED, throughput, warm_rates
 from contracts.versions import DEFAULT_VERSION
 from harness import netdelay
 from harness.broker_config import INTERNAL_PORT, ClusterSpec
 from harness.cluster import Cluster
-from workloads.client_process import ClientProcess
 
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
-REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
 PANDAS_MAX_GIB = 20  # of this machine's 24: past it pandas has stopped coping
 
 
@@ -44,75 +41,6 @@ def bringup() -> list[str]:
             f"| 1 broker (baseline) | {m1:.1f} s | {', '.join(f'{t:.1f}' for t in times[1])} |",
             f"| 3 brokers | {m3:.1f} s | {', '.join(f'{t:.1f}' for t in times[3])} |", "",
             f"Target under 15 s for 3 brokers: {'met' if m3 < 15 else 'NOT met'}.", ""]
-
-
-PERF = re.compile(r"([\d.]+) records/sec")
-# Unmeasured rounds of every side before the measured ones, until ProducerPerformance's rate moved
-# by less than WARM_SETTLED from the round before: the brokers' JIT takes minutes of full load to
-# settle.
-WARM_ROUNDS = (2, 6)  # at least, at most
-WARM_SETTLED = 0.1
-
-
-def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_000) -> list[str]:
-    """The workload's producers, each in a process of its own as the runner runs them, with full
-    history recording vs Kafka's ProducerPerformance: same cluster, acks, payload and linger.
-    Brokers run faster once their JIT has warmed up, so every side first runs unmeasured until
-    ProducerPerformance's rate settles, and each round rotates which side goes first."""
-    sides = {"theirs": [], 1: [], 2: []}
-    with Cluster(ClusterSpec()) as c, tempfile.TemporaryDirectory() as tmp:
-        c.metadata.create_topic("bench", 3, 3, {"min.insync.replicas": "2"})
-        spec = ProducerSpec(rate=0, payload_bytes=payload, linger_ms=5)
-
-        def run_ours(n: int, i: int) -> float:
-            ps = [ClientProcess("producer", k, spec, ("bench",), 3, c.bootstrap_servers(),
-                                Path(tmp) / f"{n}-{i}")
-                  .start() for k in range(n)]
-            if not all(p.wait_ready(60) for p in ps):
-                raise RuntimeError("a producer process did not start")
-            before = sum(p.acked for p in ps)
-            time.sleep(seconds)
-            rate = (sum(p.acked for p in ps) - before) / seconds
-            for p in ps:
-                p.stop()
-            for p in ps:
-                p.join()
-            return rate
-
-        def run(side, i: int) -> float:
-            return producer_performance(c, records, payload) if side == "theirs" else run_ours(
-                side, i)
-
-        order = list(sides)
-        warm: dict = {side: [] for side in order}  # not measured
-        while len(warm["theirs"]) < WARM_ROUNDS[1] and not _settled(warm["theirs"], WARM_ROUNDS[0]):
-            for side in order:
-                warm[side].append(run(side, -1 - len(warm[side])))
-        for i in range(REPEAT):
-            for side in order[i % 3:] + order[:i % 3]:
-                sides[side].append(run(side, i))
-    return _throughput_lines(sides, warm, seconds, payload, records)
-
-
-def producer_performance(c: Cluster, records: int, payload: int) -> float:
-    """Kafka's ProducerPerformance in broker 1's container: records/s of `records` sends, acks=all,
-    idempotent."""
-    code, out = c.node(1).sh(
-        "java -Xmx512m -cp '/opt/kafka/libs/*' "
-        "-Dlog4j2.configurationFile=/etc/kafka/log4j2.properties "
-        f"org.apache.kafka.tools.ProducerPerformance --topic bench --num-records {records} "
-        f"--record-size {payload} --throughput -1 --producer-props bootstrap.servers=kafka-1:9092 "
-        "acks=all linger.ms=5 enable.idempotence=true")
-    found = PERF.findall(out)
-    return float(found[-1]) if code == 0 and found else float("nan")
-
-
-def _warm_rates(c: Cluster, records: int, payload: int) -> list[float]:
-    """ProducerPerformance warmed up until its rate settles, then REPEAT rounds."""
-    warm: list[float] = []
-    while len(warm) < WARM_ROUNDS[1] and not _settled(warm, WARM_ROUNDS[0]):
-        warm.append(producer_performance(c, records, payload))
-    return [producer_performance(c, records, payload) for _ in range(REPEAT)]
 
 
 def _rate_table(title: str, command: str, records: int, payload: int, setup: str,
@@ -136,7 +64,7 @@ def disk(records: int = 2_000_000, payload: int = 64) -> list[str]:
     for label, lazy in (("plain", False), ("lazyfs", True)):
         with Cluster(ClusterSpec(lazy_disk=lazy)) as c:
             c.metadata.create_topic("bench", 3, 3, {"min.insync.replicas": "2"})
-            rates[label] = _warm_rates(c, records, payload)
+            rates[label] = warm_rates(c, records, payload)
     return _rate_table("Broker throughput on lazyfs vs plain data directories",
                        "BENCH=disk make bench", records,
                        payload, "The plain cluster (baseline) first, then a cluster whose data "
@@ -150,14 +78,14 @@ def latency(records: int = 2_000_000, payload: int = 64) -> list[str]:
     rates: dict[str, list[float]] = {}
     with Cluster(ClusterSpec()) as c:
         c.metadata.create_topic("bench", 3, 3, {"min.insync.replicas": "2"})
-        rates["plain"] = _warm_rates(c, records, payload)
+        rates["plain"] = warm_rates(c, records, payload)
     with Cluster(ClusterSpec(net_delay=True)) as c:
         c.metadata.create_topic("bench", 3, 3, {"min.insync.replicas": "2"})
-        rates["netdelay idle"] = _warm_rates(c, records, payload)
+        rates["netdelay idle"] = warm_rates(c, records, payload)
         q = netdelay.queue(0, 0)
         for n in c.nodes:
             c.firewall.link_fault(n.node_id, netdelay.fragment(q, 0, 0, INTERNAL_PORT), "bench")
-        rates["every packet through a 0 ms queue"] = _warm_rates(c, records, payload)
+        rates["every packet through a 0 ms queue"] = warm_rates(c, records, payload)
         held = sum(n.net_delay(q).packets for n in c.nodes)
     setup = ("The plain cluster (baseline), then one with netdelay mounted and no rule, then the "
              f"same with a 0 ms `latency` rule on port {INTERNAL_PORT} of every broker (client and "
@@ -167,45 +95,6 @@ def latency(records: int = 2_000_000, payload: int = 64) -> list[str]:
                        [("netdelay idle", "plain"), ("every packet through a 0 ms queue", "plain")])
 
 
-def _throughput_lines(sides: dict, warm: dict, seconds: float, payload: int,
-                      records: int) -> list[str]:
-    """The throughput section: medians, every round, and the ratios against ProducerPerformance."""
-    med = {side: statistics.median(v) for side, v in sides.items()}
-
-    def row(label: str, side) -> str:
-        return (f"| {label} | {med[side]:,.0f} | {', '.join(f'{x:,.0f}' for x in sides[side])} | "
-                f"{', '.join(f'{x:,.0f}' for x in warm[side])} |")
-
-    def ratio(n: int, target: float) -> str:
-        r = med[n] / med["theirs"]
-        return f"{r:.3f}x (target >= {target}x: {'met' if r >= target else 'NOT met'})"
-
-    return ["## Workload throughput with full history vs ProducerPerformance", "",
-            f"Measured {time.strftime('%Y-%m-%d')}.", "",
-            "Command: `BENCH=throughput make bench`. 3 brokers, topic of 3 partitions, RF 3, "
-            f"acks=all, idempotence on, {payload}-byte values, linger.ms=5. Ours: the "
-            "workload's producers as a run starts them (one process each), every send "
-            f"recorded to the history, counted over {seconds:.0f} s; ProducerPerformance "
-            f"({records:,} records) runs in broker 1's container on the same cluster. After "
-            f"{len(warm['theirs'])} unmeasured warm-up rounds of every side (the brokers' JIT; "
-            f"until ProducerPerformance's rate moved by under {WARM_SETTLED:.0%}), {REPEAT} "
-            "rounds, rotating which side goes first.", "",
-            "| producer | median records/s | runs | warm-up rounds (not counted) |",
-            "|---|---|---|---|",
-            row("Kafka ProducerPerformance, 1 process (baseline)", "theirs"),
-            row("kafka-chaos, 1 producer + history", 1),
-            row("kafka-chaos, 2 producers + history (a scenario's default)", 2), "",
-            f"Ratio, 1 producer: {ratio(1, 0.8)}. Ratio, 2 producers: {ratio(2, 0.85)}. All of it "
-            "shares this machine's 2 cores with the 3 brokers.", ""]
-
-
-def _settled(rates: list[float], at_least: int) -> bool:
-    """True once there were `at_least` rounds and the last rate is within WARM_SETTLED of the one
-    before."""
-    return len(rates) >= at_least and abs(rates[-1] - rates[-2]) <= WARM_SETTLED * rates[-2]
-
-
-# from this size one run per engine: what counts there is whether it completes
 ONE_RUN_FROM = 50_000_000
 
 
