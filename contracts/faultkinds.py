@@ -68,6 +68,8 @@ FAULT_KINDS = _kinds(
     FaultKind("one-way"),
     FaultKind("packet-loss", params=frozenset({"probability"})),
     FaultKind("latency", net_delay=True, params=frozenset({"latency_ms", "jitter_ms", "link"})),
+    FaultKind("hold-requests", default_target="txn-coordinator", net_delay=True,
+              params=frozenset({"latency_ms"})),
     FaultKind("bandwidth", params=frozenset({"kbit"})),
     FaultKind("tcp-reset"),
     FaultKind("block-clients"),

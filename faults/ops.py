@@ -135,7 +135,7 @@ def restart(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     return {"action": "terminate+start"}
 
 
-def _expect_rules(ctx: Ctx, node_ids: list[int], what: str) -> None:
+def expect_rules(ctx: Ctx, node_ids: list[int], what: str) -> None:
     """Raise NoEffect unless some running broker among `node_ids` holds fault rules (iptables or
     tc)."""
     stopped = ctx.cluster.stopped()
@@ -150,7 +150,7 @@ def grudge_fault(make: Callable[[Ctx, list[int]], dict[int, set[int]]]) -> Op:
         grudge = make(ctx, targets)
         try:
             ctx.cluster.firewall.partition(grudge, ctx.owner)
-            _expect_rules(ctx, sorted(grudge), "the partition")
+            expect_rules(ctx, sorted(grudge), "the partition")
             ctx.hold(spec.for_)
         finally:
             ctx.cluster.firewall.lift(ctx.owner)
@@ -189,7 +189,7 @@ def link_fault(fragment: Callable[[Ctx, FaultSpec, int], str]) -> Op:
             for t in targets:
                 rules[t] = fragment(ctx, spec, t)
                 ctx.cluster.firewall.link_fault(t, rules[t], ctx.owner)
-            _expect_rules(ctx, targets, "the link rule")
+            expect_rules(ctx, targets, "the link rule")
             ctx.hold(spec.for_)
         finally:
             ctx.cluster.firewall.lift(ctx.owner)
@@ -210,7 +210,7 @@ def latency(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
             port = netdelay.port(spec.link, ctx.cluster.node(t).external_port or 0, zookeeper)
             ctx.cluster.firewall.link_fault(
                 t, netdelay.fragment(q, spec.latency_ms, spec.jitter_ms, port), ctx.owner)
-        _expect_rules(ctx, targets, "the latency rule")
+        expect_rules(ctx, targets, "the latency rule")
         ctx.hold(spec.for_)
         after = {t: ctx.cluster.node(t).net_delay(q) for t in targets
                  if t not in ctx.cluster.stopped()}

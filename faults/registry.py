@@ -4,7 +4,7 @@ calls when a planned op fires."""
 from __future__ import annotations
 
 from contracts.faultkinds import FAULT_KINDS
-from faults import failovers, ops, tier
+from faults import failovers, holds, ops, tier
 from harness import netrules
 
 
@@ -29,6 +29,7 @@ OPS: dict[str, ops.Op] = {
     "one-way": ops.grudge_fault(ops.one_way),
     "packet-loss": ops.link_fault(lambda ctx, s, t: netrules.lose(s.probability)),
     "latency": ops.latency,
+    "hold-requests": holds.hold_requests,
     "bandwidth": ops.link_fault(lambda ctx, s, t: netrules.cap_bandwidth(s.kbit)),
     "tcp-reset": ops.link_fault(lambda ctx, s, t: netrules.block_port(_port(ctx, t), reset=True)),
     "block-clients": ops.link_fault(lambda ctx, s, t: netrules.block_port(_port(ctx, t))),

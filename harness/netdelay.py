@@ -24,11 +24,12 @@ _lock = threading.Lock()
 @dataclass(frozen=True)
 class Delayed:
     """What one broker's netdelay did for one queue: packets let through, how long they were held on
-    average."""
+    average, and how many it holds now."""
 
     packets: int
     held_mean_ms: float
     errors: int
+    waiting: int = 0  # packets it holds now, not yet let through
 
 
 def binary(say=progress) -> Path:
@@ -57,9 +58,11 @@ def stats_file(q: int) -> str:
     return f"/run/netdelay-{q}.json"
 
 
-def fragment(q: int, delay_ms: int, jitter_ms: int, port: int) -> str:
+def fragment(q: int, delay_ms: int, jitter_ms: int, port: int, peers: list[int] | None = None
+             ) -> str:
     """Start the queue's netdelay unless it runs, wait until it has bound the queue, then send every
-    TCP packet arriving from or for `port` (loopback aside) to it."""
+    TCP packet arriving from or for `port` (loopback aside) to it; with `peers`, only the packets
+    arriving for `port` from those remote ports (connections open now, not those opened later)."""
     pid, stats, log = f"/run/netdelay-{q}.pid", stats_file(q), f"/run/netdelay-{q}.log"
     start = (f"rm -f {stats}; {IN_CONTAINER} -queue {q} -delay {delay_ms} -jitter {jitter_ms} "
              f"-stats {stats} >{log} 2>&1 < /dev/null & echo $! > {pid}")
@@ -67,8 +70,17 @@ def fragment(q: int, delay_ms: int, jitter_ms: int, port: int) -> str:
             "1; "
             f"}}; [ \"$(cat /proc/$(cat {pid} 2>/dev/null)/comm 2>/dev/null)\" = netdelay ] || {{ "
             f"{start}; }}; i=0; while [ ! -s {stats} ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); "
-            f"done; [ -s {stats} ] || {{ cat {log}; exit 1; }}; iptables -A {CHAIN} -p tcp ! -i lo "
-            f"-m multiport --ports {port} -j NFQUEUE --queue-num {q}")
+            f"done; [ -s {stats} ] || {{ cat {log}; exit 1; }}; "
+            + "; ".join(f"iptables -A {CHAIN} -p tcp ! -i lo {match} -j NFQUEUE --queue-num {q}"
+                        for match in _matches(port, peers)))
+
+
+def _matches(port: int, peers: list[int] | None) -> list[str]:
+    """iptables matches of a link's packets, or of those from `peers` to it (15 ports a rule)."""
+    if peers is None:
+        return [f"-m multiport --ports {port}"]
+    return [f"--dport {port} -m multiport --sports {','.join(map(str, peers[i:i + 15]))}"
+            for i in range(0, len(peers), 15)]
 
 
 def read(stats: dict | None, alias: str) -> Delayed:
@@ -77,7 +89,8 @@ def read(stats: dict | None, alias: str) -> Delayed:
     if stats is None:
         return Delayed(0, 0.0, 0)
     try:
-        return Delayed(int(stats["packets"]), float(stats["held_mean_ms"]), int(stats["errors"]))
+        return Delayed(int(stats["packets"]), float(stats["held_mean_ms"]), int(stats["errors"]),
+                       int(stats.get("waiting", 0)))
     except (KeyError, TypeError, ValueError) as exc:
         raise ClusterError(f"netdelay on {alias} left no readable stats: "
                            f"{str(stats)[:300]!r}") from exc

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from contracts.errors import ClusterError
+from faults.holds import peers
 from harness import netdelay
 
 
@@ -32,5 +33,32 @@ def test_stats_read_or_a_clear_error_naming_the_broker():
     held = netdelay.read({"packets": 12, "held_mean_ms": 201.5, "errors": 0}, "kafka-2")
     assert held == netdelay.Delayed(12, 201.5, 0)
     assert netdelay.read(None, "kafka-2") == netdelay.Delayed(0, 0.0, 0)
+    # a hold longer than its op counts what still waits to land
+    assert netdelay.read({"packets": 3, "held_mean_ms": 3000.2, "errors": 0, "waiting": 9},
+                         "kafka-2").waiting == 9
     with pytest.raises(ClusterError, match="netdelay on kafka-2"):
         netdelay.read({"queue": 2}, "kafka-2")
+
+
+TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid
+   0: 00000000:EDB9 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0
+   4: 020019AC:CCD8 030019AC:2385 01 00000000:00000000 02:000AF69C 00000000     0
+   5: 020019AC:EDB9 010019AC:D1E0 01 00000000:00000000 02:000AFAE3 00000000     0
+   6: 020019AC:EDB9 010019AC:D1DF 06 00000000:00000000 03:000011FE 00000000     0
+  sl  local_address                         remote_address                        st tx_queue
+   0: 0000000000000000FFFF0000020019AC:EDB9 0000000000000000FFFF0000010019AC:D1DE 01 0000
+"""
+
+
+def test_a_hold_takes_the_established_connections_to_the_port_in_either_table_only():
+    # 0xEDB9 = 60857: listening (0A) and closing (06) sockets are no connection to hold, and a
+    # connection out of the broker from that port number's peer is not one to it
+    assert peers(TCP, 60857) == [0xD1DE, 0xD1E0]
+
+
+def test_the_hold_rule_matches_packets_for_the_port_from_the_held_peers_fifteen_a_rule():
+    script = netdelay.fragment(4, 15000, 0, 60857, list(range(40000, 40016)))
+    rules = [r for r in script.split("; ") if r.startswith("iptables")]
+    assert len(rules) == 2 and all("--dport 60857 -m multiport --sports 4" in r for r in rules)
+    assert rules[1].startswith("iptables -A KCHAOS -p tcp ! -i lo --dport 60857 -m multiport "
+                               "--sports 40015 -j NFQUEUE --queue-num 4")

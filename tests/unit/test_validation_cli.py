@@ -79,7 +79,8 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
                                             "(only 'bandwidth' reads it); remove it"),
     ("faults: [{fault: kill, latency_ms: 300}]", "faults.0.latency_ms=300 is not read by a 'kill' "
                                                  "fault (only 'disk-slow', 'latency', "
-                                                 "'remote-slow' read it); remove it"),
+                                                 "'hold-requests', 'remote-slow' read it); remove "
+                                                 "it"),
     ("producer: {rate: -1}", "Expected producer.rate >= 0.0 but got producer.rate=-1"),
     ("producer: {transactional: true, idempotence: false}", "producer.transactional=true needs "
                                                             "producer.idempotence=true"),
