@@ -3,7 +3,8 @@ DETECTION.md.
 
 DETECT_RUNS_PASS (default 20) and DETECT_RUNS_UNSAFE (default 10) set the runs per scenario;
 DETECT_ONLY=a,b limits it to some scenarios, whose rows replace theirs in DETECTION.md (the other
-rows stay). DETECT_KAFKA=V runs them on Kafka V, in rows of their own (`name on V`).
+rows stay). DETECT_KAFKA=V runs them on Kafka V, in rows of their own (`name on V`), and
+DETECT_CLIENT=C with every role's client C (`name with C`).
 DETECT_RESUME=1 keeps each row's seeds 0..runs-1 and runs only the seeds after them, adding to its
 counts: a detect longer than one sitting is measured in parts.
 """
@@ -31,7 +32,7 @@ MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-res
              "power-loss-all-flushed", "latency-slow-follower", "latency-slow-clients",
              "latency-slow-controller", "tiered-leader-kill", "tiered-remote-faults",
              "share-member-kill", "share-leader-kill", "share-coordinator-kill",
-             "share-coordinator-and-leader-kill"]
+             "share-coordinator-and-leader-kill", "txn-stale-requests"]
 # Known Kafka bugs: run on the version that has each (a violation is a hit) and the one that fixed
 # it (must pass)
 REGRESSIONS = ["kip101-hw-truncation", "kip101-power-loss-divergence",
@@ -40,7 +41,8 @@ REGRESSIONS = ["kip101-hw-truncation", "kip101-power-loss-divergence",
 UNSAFE = ["acks1-leader-kill", "zombie-leader-acks1", "non-idempotent-retries",
           "unclean-election-true", "consumer-group-at-most-once", "txn-judged-uncommitted",
           "eos-copy-offsets-outside", "power-loss-all", "share-accept-before"]
-ENV = ("DETECT_RUNS_PASS", "DETECT_RUNS_UNSAFE", "DETECT_ONLY", "DETECT_RESUME", "DETECT_KAFKA")
+ENV = ("DETECT_RUNS_PASS", "DETECT_RUNS_UNSAFE", "DETECT_ONLY", "DETECT_RESUME", "DETECT_KAFKA",
+       "DETECT_CLIENT")
 OUT = Path(__file__).resolve().parents[1] / "DETECTION.md"
 
 
@@ -85,12 +87,16 @@ class Row:
 
 
 def run_rows(name: str, runs: int, root: Path, rows: dict[str, str], errors: list[str],
-             resume: bool, save: Callable[[], None], kafka: str | None = None) -> None:
-    """Run each row (matrix combination) of a scenario up to seed runs-1 (on Kafka `kafka`, if
-    given), updating rows (and errors, one line per harness error) and saving after each seed."""
+             resume: bool, save: Callable[[], None],
+             on: tuple[str | None, str | None] = (None, None)) -> None:
+    """Run each row (matrix combination) of a scenario up to seed runs-1 (`on` a Kafka version and
+    with a client, where given), updating rows (and errors, one line per harness error) and saving
+    after each seed."""
+    kafka, client = on
     for scenario in load(catalog()[name]):
-        (base,) = override([scenario], kafka, None, None)
-        label = f"{base.name} on {kafka}" if kafka else base.name
+        (base,) = override([scenario], kafka, None, None, client)
+        label = base.name + (f" on {kafka}" if kafka else "") + (f" with {client}" if client
+                                                                 else "")
         kept = rows.get(label)
         bug = base.bug_expected
         expect = f"[{bug.bug}]({bug.link}) violated" if bug else ", ".join(base.expect) or "-"
@@ -189,7 +195,8 @@ def main() -> None:
         for name in names:
             if not only or name in only:
                 run_rows(name, runs, root, rows, errors, resume, save,
-                         os.environ.get("DETECT_KAFKA") or None)
+                         (os.environ.get("DETECT_KAFKA") or None,
+                          os.environ.get("DETECT_CLIENT") or None))
     save(done=True)
     print(f"wrote {OUT}")
 
