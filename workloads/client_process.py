@@ -12,7 +12,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
 from contracts.history import NUMBERING_STRIDE, Event, HistoryWriter
 from contracts.scenario import ConsumerSpec, CopierSpec, ProducerSpec
@@ -141,7 +141,77 @@ def _serve(launch: Launch, incarnation: int, runner: int, flags, counts) -> None
     history.close(compact=False)
 
 
-class ClientProcess:
+class ClientProcessBase:
+    """What every client process shows the runner and the faults: its name, pid and counts (earlier
+    incarnations' `_done` plus the running one's `_counts`), and pause, resume and kill by signal.
+    A subclass says whether it is `alive` and how to `_reap` its `_proc`."""
+
+    kind: Kind
+    cid: int
+    _proc: Any
+    _done: list[int]
+    _counts: Any
+    alive: bool
+
+    def _reap(self, timeout: float) -> None:
+        raise NotImplementedError
+
+    @property
+    def name(self) -> str:
+        """The client's name in the history, e.g. producer-0 (every incarnation's)."""
+        return f"{self.kind}-{self.cid}"
+
+    @property
+    def pid(self) -> int | None:
+        """The running incarnation's process id (None before it started)."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def acked(self) -> int:
+        return self._done[0] + self._counts[0]
+
+    @property
+    def errors(self) -> int:
+        return self._done[1] + self._counts[1]
+
+    @property
+    def paused(self) -> bool:
+        """Whether the running incarnation is stopped by a signal (its /proc state is T)."""
+        try:
+            return Path(f"/proc/{self._proc.pid}/stat").read_text().rsplit(
+                ")", 1)[1].split()[0] == "T"
+        except (AttributeError, OSError, IndexError):
+            return False
+
+    def pause(self) -> None:
+        """SIGSTOP: every thread of the client stalls, its connections stay open and unanswered.
+        Returns once the process is stopped (the signal is delivered asynchronously), or after
+        SIGNAL_S."""
+        if self.alive:
+            self._signal(signal.SIGSTOP)
+            deadline = time.monotonic() + SIGNAL_S
+            while not self.paused and time.monotonic() < deadline:
+                time.sleep(0.01)
+
+    def resume(self) -> None:
+        """SIGCONT after a pause."""
+        if self.alive:
+            self._signal(signal.SIGCONT)
+
+    def kill(self) -> None:
+        """SIGKILL: no LeaveGroup, no commit, no flush; a group notices after session.timeout.ms."""
+        if self.alive:
+            self._signal(signal.SIGKILL)
+            self._reap(10)
+
+    def _signal(self, sig: int) -> None:
+        """Signal the child; one already gone (its exit status not yet read through the fork server)
+        needs nothing."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self._proc.pid, sig)
+
+
+class ClientProcess(ClientProcessBase):
     """Start, stop, kill and restart one workload client; each incarnation is a new process, same
     client name."""
 
@@ -175,24 +245,6 @@ class ClientProcess:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.is_alive()
 
-    @property
-    def name(self) -> str:
-        """The client's name in the history, e.g. producer-0 (every incarnation's)."""
-        return f"{self.kind}-{self.cid}"
-
-    @property
-    def pid(self) -> int | None:
-        """The running incarnation's process id (None before it started)."""
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def acked(self) -> int:
-        return self._done[0] + self._counts[0]
-
-    @property
-    def errors(self) -> int:
-        return self._done[1] + self._counts[1]
-
     def start(self) -> Self:
         self._done = [self.acked, self.errors]
         self._counts[:] = [0, 0]
@@ -219,41 +271,8 @@ class ClientProcess:
         """Whether the last incarnation ended itself because its client hung in a call."""
         return self._proc is not None and self._proc.exitcode == HUNG_EXIT
 
-    @property
-    def paused(self) -> bool:
-        """Whether the running incarnation is stopped by a signal (its /proc state is T)."""
-        try:
-            return Path(f"/proc/{self._proc.pid}/stat").read_text().rsplit(
-                ")", 1)[1].split()[0] == "T"
-        except (AttributeError, OSError, IndexError):
-            return False
-
-    def pause(self) -> None:
-        """SIGSTOP: every thread of the client stalls, its connections stay open and unanswered.
-        Returns once the process is stopped (the signal is delivered asynchronously), or after
-        SIGNAL_S."""
-        if self.alive:
-            self._signal(signal.SIGSTOP)
-            deadline = time.monotonic() + SIGNAL_S
-            while not self.paused and time.monotonic() < deadline:
-                time.sleep(0.01)
-
-    def resume(self) -> None:
-        """SIGCONT after a pause."""
-        if self.alive:
-            self._signal(signal.SIGCONT)
-
-    def kill(self) -> None:
-        """SIGKILL: no LeaveGroup, no commit, no flush; a group notices after session.timeout.ms."""
-        if self.alive:
-            self._signal(signal.SIGKILL)
-            self._proc.join(10)
-
-    def _signal(self, sig: int) -> None:
-        """Signal the child; one already gone (its exit status not yet read through the fork server)
-        needs nothing."""
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self._proc.pid, sig)
+    def _reap(self, timeout: float) -> None:
+        self._proc.join(timeout)
 
     def stop(self) -> None:
         """Ask the child to stop: one write to shared memory, which no dead or stuck child can block

@@ -5,8 +5,6 @@ pause) and history."""
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import subprocess
 import threading
 import time
@@ -15,7 +13,7 @@ from typing import Self
 
 from contracts.history import NUMBERING_STRIDE
 from contracts.scenario import ConsumerSpec, ProducerSpec, transactional_id
-from workloads.client_process import FLUSH_S, POLL_S, SIGNAL_S, Kind, join_seconds
+from workloads.client_process import FLUSH_S, POLL_S, ClientProcessBase, Kind, join_seconds
 
 JAVA_SOURCES = Path(__file__).parent / "java"
 # the client's heap and one GC thread: two cores carry the brokers, the harness and every client
@@ -79,7 +77,7 @@ def _properties(settings: dict[str, object]) -> bytes:
     return ("\n".join(lines) + "\nend\n").encode()
 
 
-class JavaClientProcess:
+class JavaClientProcess(ClientProcessBase):
     """Start, stop, kill, pause and restart one workload client on the Java worker; each incarnation
     is a new JVM, same client name. It stops on a `stop` line or when its stdin closes (the runner
     died)."""
@@ -104,24 +102,8 @@ class JavaClientProcess:
         self._counts, self._done = [0, 0], [0, 0]
 
     @property
-    def name(self) -> str:
-        return f"{self.kind}-{self.cid}"
-
-    @property
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def acked(self) -> int:
-        return self._done[0] + self._counts[0]
-
-    @property
-    def errors(self) -> int:
-        return self._done[1] + self._counts[1]
 
     hung = False  # kafka-clients' blocking calls end by their own timeouts (max.block.ms)
 
@@ -157,35 +139,9 @@ class JavaClientProcess:
             time.sleep(POLL_S)
         return self._ready
 
-    @property
-    def paused(self) -> bool:
-        try:
-            return Path(f"/proc/{self._proc.pid}/stat").read_text().rsplit(
-                ")", 1)[1].split()[0] == "T"
-        except (AttributeError, OSError, IndexError):
-            return False
-
-    def pause(self) -> None:
-        """SIGSTOP; returns once the JVM is stopped, or after SIGNAL_S."""
-        if self.alive:
-            self._signal(signal.SIGSTOP)
-            deadline = time.monotonic() + SIGNAL_S
-            while not self.paused and time.monotonic() < deadline:
-                time.sleep(0.01)
-
-    def resume(self) -> None:
-        if self.alive:
-            self._signal(signal.SIGCONT)
-
-    def kill(self) -> None:
-        """SIGKILL: no LeaveGroup, no commit, no flush."""
-        if self.alive:
-            self._signal(signal.SIGKILL)
-            self._proc.wait(10)
-
-    def _signal(self, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self._proc.pid, sig)
+    def _reap(self, timeout: float) -> None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout)
 
     def stop(self) -> None:
         """Ask the worker to stop (a paused one is resumed first, or it could not read it)."""
