@@ -166,7 +166,7 @@ def test_zombie_leader_is_replaced_while_it_still_accepts_connections(c, topic):
 TAKEOVER_S = 30
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+@pytest.mark.parametrize("protocol", ["classic", pytest.param("consumer", marks=pytest.mark.slow)])
 def test_consumer_kill_crashes_a_member_and_the_group_takes_over_its_partitions(
         c, tmp_path, protocol):
     topic = f"g-{uuid.uuid4().hex[:8]}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pyarrow.parquet as pq
+import pytest
 
 from faults.plan import plan
 from kchaos.catalog import expand
@@ -55,6 +56,7 @@ MIX = {
 }
 
 
+@pytest.mark.slow  # make test-all: unit tests draw and validate mixes; this fires one for real
 def test_a_mix_fires_the_kinds_and_targets_its_seed_drew(tmp_path):
     (scenario,) = expand(MIX, "test")
     planned = plan(scenario.faults, scenario.duration, scenario.seed)
