@@ -26,7 +26,7 @@ ASSIGNORS = {"range": "org.apache.kafka.clients.consumer.RangeAssignor",
              "cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"}
 
 
-def producer_settings(spec: ProducerSpec, cid: int, bootstrap: str) -> dict[str, str]:
+def producer_settings(spec: ProducerSpec, cid: int, bootstrap: str) -> dict[str, object]:
     """kafka-clients settings of a scenario's producer. Java's request.timeout.ms is both the
     broker's ack wait and the client's give-up, so a scenario's socket timeout takes its place; the
     delivery timeout must cover linger plus a request, so it is raised to that when lower."""
@@ -48,7 +48,7 @@ def producer_settings(spec: ProducerSpec, cid: int, bootstrap: str) -> dict[str,
             "delivery.timeout.ms"], "kchaos.transaction_timeout_ms": spec.transaction_timeout_ms}
 
 
-def consumer_settings(spec: ConsumerSpec, cid: int, bootstrap: str) -> dict[str, str]:
+def consumer_settings(spec: ConsumerSpec, cid: int, bootstrap: str) -> dict[str, object]:
     """kafka-clients settings of a live consumer, as workloads.consumer.member_config's (the
     group protocol KIP-848 leaves the session, heartbeat and assignor to the broker)."""
     conf = {"group.id": spec.group, "auto.offset.reset": spec.reset,
