@@ -18,6 +18,9 @@ final class Transactions extends Role {
     private final int partitions;
     private final Random rng;
     private final long first;
+    private final int size;
+    private final int txnSends;
+    private final double abortRatio;
     private long seq;
     private long txn;
     private String protocol = "";
@@ -36,6 +39,9 @@ final class Transactions extends Role {
         partitions = (int) num("partitions");
         rng = new Random(pid);
         first = seq = txn = num("first");
+        size = (int) num("payload_bytes");
+        txnSends = (int) num("txn_sends");
+        abortRatio = real("abort_ratio");
     }
 
     @Override
@@ -104,8 +110,8 @@ final class Transactions extends Role {
 
     /** Begin, send, then commit or abort one transaction; record its fate; returns how many sends it had. */
     private int transaction(KafkaProducer<byte[], byte[]> producer) {
-        int n = 1 + rng.nextInt((int) num("txn_sends"));
-        boolean abort = rng.nextDouble() < real("abort_ratio");
+        int n = 1 + rng.nextInt(txnSends);
+        boolean abort = rng.nextDouble() < abortRatio;
         long t = txn++;
         long begin = History.now();
         long commit = -1;
@@ -146,7 +152,7 @@ final class Transactions extends Role {
         int partition = rng.nextInt(partitions);
         long t0 = History.now();
         pending.put(s, new long[] {t0, t, which});
-        producer.send(new ProducerRecord<>(topic, partition, null, Payload.encode(pid, s, (int) num("payload_bytes"))),
+        producer.send(new ProducerRecord<>(topic, partition, null, Payload.encode(pid, s, size)),
                       (meta, exc) -> {
                           boolean ok = exc == null;
                           (ok ? acked : errors).incrementAndGet();
