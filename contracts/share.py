@@ -34,7 +34,8 @@ class ShareSpec(Strict):
     # rest
     release: float = Field(0.05, ge=0, le=1)
     reject: float = Field(0.02, ge=0, le=1)
-    # how long a poll's records take to process before they are acknowledged
+    # how long, on average, a poll's records take to process before they are acknowledged (each poll
+    # draws from half to one and a half times it, so members do not keep step with a fault schedule)
     process_ms: int = Field(0, ge=0, le=120_000)
     # after: accept once the records are processed (at-least-once); before: accept first, then
     # process (at-most-once, unsafe: a crash in between loses them)

@@ -76,7 +76,7 @@ class ShareClient(Worker):
         first = self.spec.accept == "before" and not self.idle_s
         if first:
             self._acknowledge(consumer, msgs, acks)
-        time.sleep(0 if self.idle_s else self.spec.process_ms / 1000)
+        time.sleep(0 if self.idle_s else self.rng.uniform(0.5, 1.5) * self.spec.process_ms / 1000)
         self._record(t, msgs, acks)
         if not first:
             self.history.flush()
