@@ -1,8 +1,11 @@
-"""`hold-requests`: what clients already sent on their connections to the targets arrives late,
-while connections opened meanwhile pass. A client that gives a request up and retries it on a new
+"""Packets held in userspace (netdelay) for the op's hold: `latency` on one of the targets' links,
+and `hold-requests`, where what clients already sent on their connections arrives late while
+connections opened meanwhile pass. A client that gives a request up and retries it on a new
 connection is answered first, and the stale request lands later (Jepsen's KAFKA-17754 trigger)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from contracts.scenario import FaultSpec
 from faults.ops import Ctx, NoEffect, expect_rules
@@ -23,26 +26,60 @@ def peers(tcp_table: str, port: int) -> list[int]:
     return sorted(out)
 
 
-def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-    """Delay every packet of the client connections each target holds when the op starts by
-    `latency_ms`, for the op's hold; the row says how many connections and packets were held."""
-    q = netdelay.queue(spec.latency_ms, 0)
+def held_for(ctx: Ctx, spec: FaultSpec, targets: list[int], q: str,
+             rule: Callable[[int], str | None],
+             what: str) -> tuple[dict[int, netdelay.Delayed], dict[int, netdelay.Delayed]]:
+    """Each target's netdelay counts for queue `q` before and after the op's hold, during which
+    the rule `rule` gives each target (none: no rule) sends its packets there; the after counts
+    are of the targets still running."""
     before = {t: ctx.cluster.node(t).net_delay(q) for t in targets}
-    held: dict[int, list[int]] = {}
     try:
         for t in targets:
-            node = ctx.cluster.node(t)
-            port = node.external_port or 0
-            held[t] = peers(node.sh("cat /proc/net/tcp /proc/net/tcp6")[1], port)
-            if held[t]:
-                ctx.cluster.firewall.link_fault(
-                    t, netdelay.fragment(q, spec.latency_ms, 0, port, held[t]), ctx.owner)
-        expect_rules(ctx, targets, "the hold rule")
+            if (fragment := rule(t)) is not None:
+                ctx.cluster.firewall.link_fault(t, fragment, ctx.owner)
+        expect_rules(ctx, targets, what)
         ctx.hold(spec.for_)
         after = {t: ctx.cluster.node(t).net_delay(q) for t in targets
                  if t not in ctx.cluster.stopped()}
     finally:
         ctx.cluster.firewall.lift(ctx.owner)
+    return before, after
+
+
+def latency(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
+    """Delay every packet the targets receive on one link (clients, replication or controller) by
+    the op's latency plus or minus its jitter for the hold; the row says how many packets each
+    broker's netdelay held, and how long."""
+    q = netdelay.queue(spec.latency_ms, spec.jitter_ms)
+    zookeeper = bool(ctx.cluster.zookeeper_ids())
+
+    def rule(t: int) -> str:
+        port = netdelay.port(spec.link, ctx.cluster.node(t).external_port or 0, zookeeper)
+        return netdelay.fragment(q, spec.latency_ms, spec.jitter_ms, port)
+    before, after = held_for(ctx, spec, targets, q, rule, "the latency rule")
+    held = {t: a.packets - (before[t].packets if a.packets >= before[t].packets else 0) for t,
+            a in after.items()}
+    if not any(held.values()):
+        raise NoEffect(f"latency: no {spec.link} packet reached brokers {targets} while the rule "
+                       "was in force")
+    return {"link": spec.link, "latency_ms": spec.latency_ms, "jitter_ms": spec.jitter_ms,
+            "delayed": {str(t): {"packets": held[t],
+                                 "held_mean_ms": round(after[t].held_mean_ms, 1),
+                                 "errors": after[t].errors} for t in after}}
+
+
+def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
+    """Delay every packet of the client connections each target holds when the op starts by
+    `latency_ms`, for the op's hold; the row says how many connections and packets were held."""
+    q = netdelay.queue(spec.latency_ms, 0)
+    held: dict[int, list[int]] = {}
+
+    def rule(t: int) -> str | None:
+        node = ctx.cluster.node(t)
+        port = node.external_port or 0
+        held[t] = peers(node.sh("cat /proc/net/tcp /proc/net/tcp6")[1], port)
+        return netdelay.fragment(q, spec.latency_ms, 0, port, held[t]) if held[t] else None
+    before, after = held_for(ctx, spec, targets, q, rule, "the hold rule")
     # what the hold took: let through already, or still waiting to land latency_ms after it came
     packets = {t: max(0, a.packets - before[t].packets) + a.waiting for t, a in after.items()}
     if not any(packets.values()):

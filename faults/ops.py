@@ -15,7 +15,7 @@ from contracts.errors import ClusterError
 from contracts.scenario import FaultSpec
 from faults.ports import Aimed, Clients, ClusterControl
 from faults.targets import pick
-from harness import netdelay, netrules
+from harness import netrules
 from harness.broker_config import INTERNAL_PORT
 
 Op = Callable[["Ctx", FaultSpec, list[int]], dict]
@@ -195,36 +195,6 @@ def link_fault(fragment: Callable[[Ctx, FaultSpec, int], str]) -> Op:
             ctx.cluster.firewall.lift(ctx.owner)
         return {"rules": {str(k): v for k, v in rules.items()}}
     return run
-
-
-def latency(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-    """Delay every packet the targets receive on one link (clients, replication or controller) by
-    the op's latency plus or minus its jitter for the hold; the row says how many packets each
-    broker's netdelay held, and how long."""
-    q = netdelay.queue(spec.latency_ms, spec.jitter_ms)
-    zookeeper = bool(ctx.cluster.zookeeper_ids())
-    before = {t: ctx.cluster.node(t).net_delay(q) for t in targets}
-    after: dict[int, netdelay.Delayed] = {}
-    try:
-        for t in targets:
-            port = netdelay.port(spec.link, ctx.cluster.node(t).external_port or 0, zookeeper)
-            ctx.cluster.firewall.link_fault(
-                t, netdelay.fragment(q, spec.latency_ms, spec.jitter_ms, port), ctx.owner)
-        expect_rules(ctx, targets, "the latency rule")
-        ctx.hold(spec.for_)
-        after = {t: ctx.cluster.node(t).net_delay(q) for t in targets
-                 if t not in ctx.cluster.stopped()}
-    finally:
-        ctx.cluster.firewall.lift(ctx.owner)
-    held = {t: a.packets - (before[t].packets if a.packets >= before[t].packets else 0) for t,
-            a in after.items()}
-    if not any(held.values()):
-        raise NoEffect(f"latency: no {spec.link} packet reached brokers {targets} while the rule "
-                       "was in force")
-    return {"link": spec.link, "latency_ms": spec.latency_ms, "jitter_ms": spec.jitter_ms,
-            "delayed": {str(t): {"packets": held[t],
-                                 "held_mean_ms": round(after[t].held_mean_ms, 1),
-                                 "errors": after[t].errors} for t in after}}
 
 
 def rolling(action: str) -> Op:

@@ -28,7 +28,7 @@ OPS: dict[str, ops.Op] = {
     "bridge": ops.grudge_fault(ops.bridge),
     "one-way": ops.grudge_fault(ops.one_way),
     "packet-loss": ops.link_fault(lambda ctx, s, t: netrules.lose(s.probability)),
-    "latency": ops.latency,
+    "latency": holds.latency,
     "hold-requests": holds.hold_requests,
     "bandwidth": ops.link_fault(lambda ctx, s, t: netrules.cap_bandwidth(s.kbit)),
     "tcp-reset": ops.link_fault(lambda ctx, s, t: netrules.block_port(_port(ctx, t), reset=True)),
