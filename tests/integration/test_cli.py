@@ -127,6 +127,14 @@ def test_run_end_to_end_writes_verdict_report_and_junit_and_the_charts_render(tm
                                                 .read_text())["counts"] == \
         result["counts"]
 
+
+@pytest.mark.slow  # make test-all: a second run; unit tests pin that a seed plans one schedule
+def test_a_replay_runs_the_schedule_of_the_run_it_replays(tmp_path):
+    scenario = tmp_path / "e2e.yaml"
+    scenario.write_text(SHORT)
+    done = kchaos("run", str(scenario), "--runs-dir", str(tmp_path / "runs"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    (run_dir,) = (tmp_path / "runs" / "e2e").iterdir()
     replay = kchaos("replay", str(run_dir), "--runs-dir", str(tmp_path / "replays"))
     assert replay.returncode == 0, replay.stderr[-3000:]
     (replayed,) = (tmp_path / "replays" / "e2e").iterdir()
