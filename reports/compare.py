@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -56,9 +57,12 @@ def cell(runs: list[RunResult]) -> str:
 
 def column(r: RunResult, by_client: bool = False) -> str:
     """A run's column, as `--kafka` names it: its version, with the metadata mode when that is not
-    the version's default (3.9.2:zookeeper); `by_client`: and its producers' client (`4.4.0
-    java:3.9.2`), as `--clients` names it."""
+    the version's default (3.9.2:zookeeper), and the release an upgrade rolled it to
+    (`3.9.2->4.4.0`); `by_client`: and its producers' client (`4.4.0 java:3.9.2`), as `--clients`
+    names it."""
     label = target_label(r.kafka, (r.settings.get("kafka") or {}).get("metadata"))
+    if to := next((f["to"] for f in r.settings.get("faults") or [] if f.get("to")), None):
+        label = f"{label}->{to}"
     return f"{label} {client(r)}" if by_client else label
 
 
@@ -72,7 +76,7 @@ def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list
     more than one; scenario -> column -> its runs)."""
     by_client = len({client(r) for r in results}) > 1
     columns = sorted({column(r, by_client) for r in results},
-                     key=lambda v: (release(v.partition(":")[0].split()[0]), v), reverse=True)
+                     key=lambda v: (release(re.split(r"[: ]|->", v)[0]), v), reverse=True)
     grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
         grid[r.row_name][column(r, by_client)].append(r)  # a regression's versions share a row

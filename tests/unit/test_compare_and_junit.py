@@ -43,6 +43,17 @@ def test_clients_compared_on_one_version_are_columns_of_their_own(tmp_path):
     assert "| scenario | Kafka 4.4.0 librdkafka | Kafka 4.4.0 java:3.9.2 |" in md.read_text()
 
 
+def test_upgrade_paths_are_columns_named_from_and_to(tmp_path):
+    up = {"faults": [{"fault": "kill"}, {"fault": "upgrade", "to": "4.4.0"}]}
+    results = [result("u", "3.9.2", "true", 1).model_copy(update={"settings": up}),
+               result("u", "4.3.1", "true", 2).model_copy(update={"settings": up}),
+               result("u", "4.4.0", "true", 3)]
+    for r in results:
+        r.run_dir = str(tmp_path / "runs" / str(r.seed))
+    _, md = write_compare(results, tmp_path / "compare")
+    assert "| scenario | Kafka 4.4.0 | Kafka 4.3.1->4.4.0 | Kafka 3.9.2->4.4.0 |" in md.read_text()
+
+
 def test_compare_table_shows_the_worst_seed_and_sums_counts(tmp_path):
     results = [result("a", "4.3.1", "true", 1), result("a", "4.3.1", "false", 2, lost=3),
                result("a", "3.9.2", "true", 1), result("b", "3.9.2", "unknown", 1)]
