@@ -32,6 +32,10 @@ class FaultKind:
     # the kind-specific FaultSpec fields its op reads (FAULT_PARAMS)
     params: frozenset[str] = frozenset()
     zookeeper_only: bool = False  # it reads and triggers elections through ZooKeeper
+    once: bool = False  # a line of it fires one op, however long the run
+    # the brokers its op holds from other lines' ops: all of them for the op's whole time, or each
+    # in turn while the op works on it
+    claims: Literal["all", "each"] = "all"
     # what it does to unflushed data: nothing, a power loss of its targets, or of the last in-sync
     # replica (while the other replicas crash keeping their logs, in KIP-101's second scenario)
     power_loss: Literal["none", "targets", "last-replica", "last-replica-others-crash"] = "none"
@@ -75,6 +79,8 @@ FAULT_KINDS = _kinds(
     FaultKind("block-clients"),
     FaultKind("rolling-restart", aims="itself", restarts="each", restart_after="clean"),
     FaultKind("hard-rolling-restart", aims="itself", restarts="each"),
+    FaultKind("upgrade", aims="itself", restarts="each", restart_after="clean",
+              params=frozenset({"to"}), once=True, claims="each"),
     FaultKind("last-replica-standing", aims="itself", restarts="once"),
     FaultKind("last-replica-power-loss", aims="itself", restarts="once", lazy_disk=True,
               params=frozenset({"torn"}), power_loss="last-replica"),

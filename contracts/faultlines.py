@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from contracts.faultkinds import FAULT_KINDS
 from contracts.fields import Seconds, one_of
+from contracts.versions import VERSION_RE, upgrade_problem
 
 COUNTED = ("one", "all", "minority", "majority")  # targets that name members by how many
 # txn-coordinator: the leader of producer 0's __transaction_state partition; group-coordinator: of
@@ -46,6 +47,7 @@ class FaultSpec(BaseModel):
     link: Link = "clients"  # latency: which of the targets' links
     # mix: the kinds it picks among, one per op (and a target for each, from MIX_TARGETS)
     kinds: list[str] = []
+    to: str | None = None  # upgrade: the Kafka release the brokers roll to
 
     @model_validator(mode="before")
     @classmethod
@@ -65,7 +67,8 @@ class FaultSpec(BaseModel):
     @field_validator("kinds")
     @classmethod
     def _mixable(cls, v: list[str]) -> list[str]:
-        mixable = [k for k, kind in FAULT_KINDS.items() if kind.aims in ("brokers", "itself")]
+        mixable = [k for k, kind in FAULT_KINDS.items()
+                   if kind.aims in ("brokers", "itself") and not kind.once]
         if bad := [k for k in v if k not in mixable]:
             raise ValueError(f"Expected fault kinds among {one_of(mixable)}, not {bad[0]!r}")
         return v
@@ -75,7 +78,17 @@ class FaultSpec(BaseModel):
         if (self.fault == MIX) != bool(self.kinds):
             raise ValueError("fault: mix needs kinds: [...], the fault kinds it picks among; only "
                              "a mix takes kinds")
+        if self.to is None and "to" in getattr(FAULT_KINDS.get(self.fault), "params", ()):
+            raise ValueError(f"fault: {self.fault} needs to: VERSION, the Kafka release the "
+                             "brokers roll to")
         return self
+
+    @field_validator("to")
+    @classmethod
+    def _version(cls, v: str | None) -> str | None:
+        if v is not None and not VERSION_RE.match(v):
+            raise ValueError("Expected a Kafka version like '4.4.0'")
+        return v
 
     def fired_kinds(self) -> list[str]:
         """The fault kinds this line's ops may be: a mix's kinds, else its own."""
@@ -87,3 +100,17 @@ class FaultSpec(BaseModel):
         if isinstance(v, str) and v not in TARGETS:
             raise ValueError(f"Expected one of {one_of(TARGETS)} or node ids")
         return v
+
+
+def lines_problem(faults: list[FaultSpec], version: str, metadata: str) -> str | None:
+    """Why the fault lines cannot run on a Kafka version in a metadata mode, or None."""
+    zk = [k for f in faults for k in f.fired_kinds() if FAULT_KINDS[k].zookeeper_only]
+    if metadata == "kraft" and zk:
+        return (f"fault {zk[0]} reads and triggers elections through ZooKeeper; "
+                f"kafka.version={version!r} runs KRaft: use a ZooKeeper-mode version "
+                "(kafka.metadata: zookeeper)")
+    ups = [(i, f.to) for i, f in enumerate(faults) if f.to is not None]
+    if len(ups) > 1:
+        return f"faults.{ups[1][0]}: a scenario rolls the brokers once; keep one upgrade line"
+    return next(filter(None, (upgrade_problem(version, metadata, to, f"faults.{i}.to")
+                              for i, to in ups)), None)

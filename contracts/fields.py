@@ -27,7 +27,7 @@ def seconds(value: Any) -> float:
 
 
 # read by some fault kinds only
-FAULT_PARAMS = ("probability", "kbit", "torn", "latency_ms", "jitter_ms", "link")
+FAULT_PARAMS = ("probability", "kbit", "torn", "latency_ms", "jitter_ms", "link", "to")
 
 
 def one_of(names: tuple[str, ...] | list[str]) -> str:

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from contracts.clients import ClientName, client_problem
 from contracts.faultkinds import FAULT_KINDS
-from contracts.faultlines import COUNTED, MIX, FaultSpec
+from contracts.faultlines import COUNTED, MIX, FaultSpec, lines_problem
 from contracts.fields import (
     FAULT_PARAMS,
     Anomaly,
@@ -34,7 +34,8 @@ from contracts.versions import (
 QUOTED = r"'([^']*)'"  # the values a message lists
 # Cluster events a scenario can exist to provoke; the analysis observes them in the history
 # (reports.provoked)
-PROVOKED = ("isr-shrink", "leader-election", "unclean-election", "controller-change", "rebalance")
+PROVOKED = ("isr-shrink", "leader-election", "unclean-election", "controller-change", "rebalance",
+            "txn-protocol-switch")
 
 
 def transactional_id(producer: int) -> str:
@@ -369,12 +370,7 @@ class Scenario(Strict):
                                          for r, spec in self.roles().items())), None):
             return problem
         metadata = metadata or self.kafka.metadata or default_metadata(version)
-        zk = [k for f in self.faults for k in f.fired_kinds() if FAULT_KINDS[k].zookeeper_only]
-        if metadata == "kraft" and zk:
-            return (f"fault {zk[0]} reads and triggers elections through ZooKeeper; "
-                    f"kafka.version={version!r} runs KRaft: use a ZooKeeper-mode version "
-                    "(kafka.metadata: zookeeper)")
-        return metadata_problem(version, metadata)
+        return metadata_problem(version, metadata) or lines_problem(self.faults, version, metadata)
 
     @property
     def bug_expected(self) -> Regression | None:

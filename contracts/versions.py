@@ -135,3 +135,18 @@ def eligible_leader_replicas(version: str) -> bool:
     """Whether a new cluster of this release elects from eligible leader replicas (KIP-966) when its
     last in-sync replica fails: on by default from 4.1 (in 4.0 it exists but is off)."""
     return release(version) >= ELR_FROM
+
+
+def upgrade_problem(version: str, metadata: str, to: str, field: str) -> str | None:
+    """Why a cluster of `version` in `metadata` mode cannot roll to release `to` as Kafka's upgrade
+    notes allow, or None."""
+    if release(to) <= release(version):
+        return (f"{field}={to!r} is not newer than kafka.version={version!r}; an upgrade goes to "
+                "a later release (downgrades are not built yet)")
+    if metadata == "zookeeper" and not has_zookeeper(to):
+        return (f"{NO_ZOOKEEPER}: a ZooKeeper-mode cluster migrates to KRaft on 3.9 before it "
+                f"upgrades to {to} ({field}={to!r}); start from a KRaft cluster")
+    if metadata == "zookeeper":
+        return (f"rolling a ZooKeeper-mode cluster is not built yet ({field}={to!r}); use "
+                "kafka.metadata: kraft")
+    return None

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from contracts.scenario import FaultSpec
-from faults.ops import Ctx, NoEffect, _break, off_controller
+from faults.ops import Ctx, NoEffect, break_node, off_controller
 from faults.ports import ClientControl
 from harness.zookeeper import PartitionState, ZooKeeper
 
@@ -63,7 +63,7 @@ def _lead_from_second(ctx: Ctx, fault: str, state: State, partition: int, prefer
         raise NoEffect(f"{fault}: partition {partition} is led by broker {leader}, not by one of "
                        "its first two replicas")
     if leader == preferred:
-        _break(ctx, "kill", preferred)
+        break_node(ctx, "kill", preferred)
         _await(ctx, fault, f"broker {second} leading", state, lambda s: s.leader == second,
                FAILOVER_TIMEOUT_S)
         ctx.cluster.start_node(preferred)
@@ -108,7 +108,7 @@ def stale_hw_isr_join(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     with _staged(ctx, fault) as st:
         preferred, leader, lagging, state = st.preferred, st.second, st.third, st.state
         ctx.cluster.firewall.partition({lagging: {leader}, leader: {lagging}}, ctx.owner)
-        _break(ctx, "kill", lagging)
+        break_node(ctx, "kill", lagging)
         ctx.cluster.start_node(lagging)
         if lagging in state().isr:
             raise NoEffect(f"broker {lagging} rejoined the ISR of partition {st.partition} after "
@@ -123,7 +123,7 @@ def stale_hw_isr_join(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
                         lambda s: lagging in s.isr, JOIN_TIMEOUT_S)
         isr = list(state().isr)
         for node in (leader, preferred):
-            _break(ctx, "kill", node)
+            break_node(ctx, "kill", node)
     ctx.hold(spec.for_)
     ctx.cluster.start_nodes([leader, preferred])
     return {"partition": st.partition, "preferred": preferred, "leader": leader, "lagging": lagging,
@@ -188,7 +188,7 @@ def fast_failover_divergence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> d
         if second not in brief.isr:
             raise NoEffect(f"{fault}: broker {second} left the ISR of partition {st.partition} "
                            "while cut off")
-        _break(ctx, "kill", preferred)
+        break_node(ctx, "kill", preferred)
         _await(ctx, fault, f"broker {second} elected again", state, lambda s: s.leader == second,
                FAILOVER_TIMEOUT_S)
         ctx.cluster.firewall.lift(ctx.owner)
@@ -222,7 +222,7 @@ def power_loss_divergence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict
         try:
             pauses.pause(*producers)
             for node in crashed:
-                _break(ctx, "kill", node)
+                break_node(ctx, "kill", node)
             _await(ctx, fault, f"broker {survivor} leading alone", state,
                    lambda s: s.isr == (survivor,), 60)
             ctx.expect_state(survivor, "running", f"{fault} found the survivor not running")

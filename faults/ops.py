@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -38,10 +38,26 @@ class Ctx:
     stop: threading.Event
     clients: Clients = field(default_factory=Clients)
     owner: str = ""
+    # the nemesis's claim of brokers for the line (returns those another line holds), and release
+    claim: Callable[[list[int]], list[int]] = lambda brokers: []
+    release: Callable[[], None] = lambda: None
 
     def hold(self, seconds: float) -> None:
         """Sleep for the fault's duration, waking early if the run is ending."""
         self.stop.wait(seconds)
+
+    @contextlib.contextmanager
+    def holding(self, broker: int, every_s: float = 0.5) -> Iterator[bool]:
+        """Hold one broker from other lines' ops, once the op that holds it now lets go; yields
+        False when the run ended first."""
+        while self.claim([broker]):
+            if self.stop.wait(every_s):
+                yield False
+                return
+        try:
+            yield True
+        finally:
+            self.release()
 
     def expect_state(self, node_id: int, state: str, what: str) -> None:
         """Raise NoEffect unless broker `node_id` is in `state` (Docker's status)."""
@@ -61,7 +77,7 @@ def isolate_grudge(cluster: ClusterControl, targets: list[int]) -> dict[int, set
     return grudge
 
 
-def _break(ctx: Ctx, action: str, node_id: int) -> None:
+def break_node(ctx: Ctx, action: str, node_id: int) -> None:
     """Kill, terminate or pause a running broker and check it is down (or frozen)."""
     ctx.expect_state(node_id, "running", f"{action} found it not running")
     getattr(ctx.cluster.node(node_id), action)()
@@ -73,7 +89,7 @@ def process(action: str) -> Op:
     def run(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         try:
             for t in targets:
-                _break(ctx, action, t)
+                break_node(ctx, action, t)
             ctx.hold(spec.for_)
         finally:
             if action == "pause":
@@ -130,7 +146,7 @@ def disk_fault(command: Callable[[FaultSpec], str]) -> Op:
 def restart(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     """A clean shutdown and start of each target in turn."""
     for t in targets:
-        _break(ctx, "terminate", t)
+        break_node(ctx, "terminate", t)
         ctx.cluster.start_node(t)
     return {"action": "terminate+start"}
 
@@ -197,22 +213,6 @@ def link_fault(fragment: Callable[[Ctx, FaultSpec, int], str]) -> Op:
     return run
 
 
-def rolling(action: str) -> Op:
-    """kafkatest's clean_bounce / hard_bounce: each broker in turn, waiting for a full ISR in
-    between."""
-    def run(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-        bounced = []
-        for t in sorted(targets or ctx.cluster.node_ids()):
-            if ctx.stop.is_set():
-                break
-            _break(ctx, action, t)
-            ctx.cluster.start_node(t)
-            bounced.append(t)
-            ctx.cluster.metadata.wait_full_isr(ctx.topic, timeout_s=90)
-        return {"action": action, "bounced": bounced}
-    return run
-
-
 def _partition_of(ctx: Ctx):
     """A partition of the topic drawn by the op's rng, and its metadata."""
     parts = ctx.cluster.metadata.partitions(ctx.topic)
@@ -243,7 +243,7 @@ def last_replica_standing(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict
     try:
         ctx.cluster.firewall.partition(isolate_grudge(ctx.cluster, followers), ctx.owner)
         _wait_isr_alone(ctx, partition, leader)
-        _break(ctx, "kill", leader)
+        break_node(ctx, "kill", leader)
     finally:
         ctx.cluster.firewall.lift(ctx.owner)
     ctx.hold(spec.for_)
@@ -289,7 +289,7 @@ def unclean_sequence(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
                                       timeout_s=60)
         ctx.hold(spec.for_)  # writes continue without the lagging replica
         for r in in_sync:
-            _break(ctx, "kill", r)
+            break_node(ctx, "kill", r)
     finally:
         ctx.cluster.firewall.lift(ctx.owner)
     # only the lagging replica is alive: unclean election happens here, or nothing does
@@ -329,10 +329,10 @@ def hw_truncation(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         ctx.cluster.firewall.partition({cut: {first, second}}, ctx.owner)
         # acknowledgements the cut-off follower never hears of (several fetch rounds of the other)
         ctx.hold(3.0)
-        _break(ctx, "kill", first)
+        break_node(ctx, "kill", first)
         leading(second)
         ctx.hold(spec.for_)  # the cut-off follower follows a leader it cannot reach
-        _break(ctx, "kill", second)
+        break_node(ctx, "kill", second)
         leading(cut)
     finally:
         ctx.cluster.firewall.lift(ctx.owner)

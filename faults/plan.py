@@ -55,10 +55,13 @@ def op_spec(line: FaultSpec, op: PlannedOp) -> FaultSpec:
 
 def line_starts(f: FaultSpec, duration: float, gap: Callable[[], float]) -> Iterator[float]:
     """When a fault line's ops start: from `after`, each `gap()` (at least 0.5 s) after the one
-    before, while its hold still ends by `duration`."""
+    before, while its hold still ends by `duration`; a kind that fires once, at `after` only."""
     t = f.after
+    once = f.fault in FAULT_KINDS and FAULT_KINDS[f.fault].once
     while t + min(f.for_, duration) <= duration:
         yield t
+        if once:
+            return
         t += max(0.5, gap())
 
 

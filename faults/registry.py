@@ -4,7 +4,7 @@ calls when a planned op fires."""
 from __future__ import annotations
 
 from contracts.faultkinds import FAULT_KINDS
-from faults import failovers, holds, ops, tier
+from faults import failovers, holds, ops, rolls, tier
 from harness import netrules
 
 
@@ -33,8 +33,9 @@ OPS: dict[str, ops.Op] = {
     "bandwidth": ops.link_fault(lambda ctx, s, t: netrules.cap_bandwidth(s.kbit)),
     "tcp-reset": ops.link_fault(lambda ctx, s, t: netrules.block_port(_port(ctx, t), reset=True)),
     "block-clients": ops.link_fault(lambda ctx, s, t: netrules.block_port(_port(ctx, t))),
-    "rolling-restart": ops.rolling("terminate"),
-    "hard-rolling-restart": ops.rolling("kill"),
+    "rolling-restart": rolls.rolling("terminate"),
+    "hard-rolling-restart": rolls.rolling("kill"),
+    "upgrade": rolls.upgrade,
     "last-replica-standing": ops.last_replica_standing,
     "last-replica-power-loss": ops.last_replica_power_loss,
     "unclean-sequence": ops.unclean_sequence,

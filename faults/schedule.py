@@ -24,9 +24,9 @@ STOP_WAIT_S = 300.0
 class Nemesis:
     """Runs a schedule against a cluster: each fault line on a thread of its own, so one line's slow
     op never delays another's; an op whose brokers another line's op holds is skipped (an op that
-    picks its own brokers as it goes, a rolling restart, holds them all). Every planned op ends as
-    one `faults` row: fired, skipped, failed, no-effect, or (when the run ended first)
-    not-reached."""
+    picks its own brokers as it goes, a rolling restart, holds them all; an upgrade, each in turn).
+    Every planned op ends as one `faults` row: fired, skipped, failed, no-effect, or (when the run
+    ended first) not-reached."""
 
     def __init__(self, cluster: ClusterControl, topic: str, faults: list[FaultSpec],
                  ops: list[PlannedOp], seed: int, history: HistoryWriter,
@@ -40,7 +40,8 @@ class Nemesis:
         self.lines = {i: [op for op in ops if op.index == i]
                       for i in sorted({op.index for op in ops})}
         self.ctx = {i: Ctx(cluster, topic, random.Random(seed + 1 + i), self.stop_event,
-                           self.clients, f"line-{i}")
+                           self.clients, f"line-{i}", lambda b, i=i: self.claim(i, b),
+                           lambda i=i: self.release(i))
                     for i in self.lines}
         self.started: set[PlannedOp] = set()
         self.running: dict[int, str] = {}
@@ -103,7 +104,8 @@ class Nemesis:
                 elif busy := self.claim(op.index, targets):
                     detail["skipped"] = f"brokers {busy} were held by another fault line's op"
                     outcome, targets = Outcome.SKIPPED, []
-            elif kind.aims == "itself" and (busy := self.claim(op.index, self.cluster.node_ids())):
+            elif kind.aims == "itself" and kind.claims == "all" and (
+                    busy := self.claim(op.index, self.cluster.node_ids())):
                 detail["skipped"] = (f"brokers {busy} were held by another fault line's op "
                                      "(this op may touch any)")
                 outcome = Outcome.SKIPPED

@@ -16,7 +16,7 @@ from testcontainers.core.network import Network
 
 from contracts import measured, signals
 from contracts.errors import ClusterError
-from harness import images, jars, labels, lazydisk, netdelay, remote_tier, watchdog
+from harness import images, jars, labels, lazydisk, netdelay, releases, remote_tier, watchdog
 from harness.broker_config import (
     ZK_PORT,
     ZOOKEEPER_PROPERTIES,
@@ -56,6 +56,8 @@ class Cluster:
         self._watchdog: subprocess.Popen | None = None
         self.tier: remote_tier.SharedTier | None = None  # the remote tier the brokers share
         self._power_cut: set[int] = set()  # brokers that lost power and have not been started since
+        # the Kafka release each broker runs (an upgrade rolls them from spec.version)
+        self.releases = dict.fromkeys(range(1, spec.brokers + 1), spec.version)
         # calls that create something in the engine run here, so a signal interrupts the wait, never
         # the call
         self._engine_calls = cf.ThreadPoolExecutor(1, thread_name_prefix="engine-call")
@@ -261,6 +263,28 @@ class Cluster:
         if nodes and not recovering:
             measured.record_restart(self.spec.version, self.spec.metadata, after,
                                     time.monotonic() - began)
+
+    def upgrade_node(self, node_id: int, version: str) -> None:
+        """An operator's rolling-upgrade step on one broker: a clean stop, another release's jars
+        installed beside the image's, and a start on them with the data it had."""
+        node = self.node(node_id)
+        node.terminate()
+        releases.install(node.container, version)
+        self.releases[node_id] = version  # whoever starts it next starts it on `version`
+        self.start_node(node_id)
+
+    def finalize_features(self) -> dict[str, str]:
+        """Raise the feature levels to those of the release every broker runs, with Kafka's own
+        tool; return the levels set."""
+        running = sorted(set(self.releases.values()))
+        if len(running) != 1:
+            raise ClusterError(f"brokers run Kafka {running}: finalize once every one is upgraded")
+        node = next(n for n in self.nodes if n.state() == "running")
+        code, out = node.sh(releases.finalize_script(running[0]))
+        if code:
+            raise ClusterError(f"finalizing the feature levels of Kafka {running[0]} on "
+                               f"{node.alias} failed:\n{out[-2000:]}")
+        return releases.parse_levels(out)
 
     def _await_unregistered(self, nodes: list[KafkaNode]) -> None:
         """ZooKeeper mode: wait until ZooKeeper has dropped the registrations of SIGKILLed brokers,

@@ -45,6 +45,9 @@ def preflight(scenario: Scenario, where: str) -> None:
     (fetched once); fault lines paced for the broker restarts measured here."""
     jars.check_version(scenario.kafka.version, f"{where}: kafka.version",
                        tiered=scenario.topic.remote_storage)
+    for i, f in enumerate(scenario.faults):
+        if f.to is not None:
+            jars.check_version(f.to, f"{where}: faults.{i}.to")
     for role, spec in scenario.roles().items():
         if java := java_release(spec.client, scenario.kafka.version):
             jars.check_client_version(java, f"{where}: {role}.client={spec.client!r}")

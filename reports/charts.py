@@ -56,7 +56,8 @@ def elections(meta: pd.DataFrame, t0: int) -> pd.Series:
 def fault_lanes(ax, faults: pd.DataFrame, t0: int, elected: pd.Series) -> None:
     """One lane per fault line (and one for the final heal): the op's hold in red, its recovery (the
     broker restarts it waited for) in orange, failed or ineffective ops hatched, skipped and
-    unreached ones as marks; a dotted line at each election."""
+    unreached ones as marks; a dotted line at each election; a tick where an upgrade's broker came
+    back on the new release."""
     rows = [f for _, f in faults.iterrows()]
     lanes = sorted({_lane(f) for f in rows}, key=lambda lane: (lane[0] < 0, lane[0]))
     for y, lane in enumerate(lanes):
@@ -77,6 +78,10 @@ def fault_lanes(ax, faults: pd.DataFrame, t0: int, elected: pd.Series) -> None:
                            color="tab:orange", alpha=0.6)
             ax.text(start, y + 0.38, f"{f['fault']} → {f['targets'] or 'none'}", fontsize=6,
                     va="bottom")
+            for rolled in detail.get("rolled", []):  # an upgrade: when each broker came back on it
+                at = start + rolled["at_s"]
+                ax.vlines(at, y - 0.35, y + 0.35, color="black", lw=1)
+                ax.text(at, y - 0.38, f"{rolled['broker']}: {detail['to']}", fontsize=6, va="top")
     ax.set_yticks(range(len(lanes)),
                   [f"{name}" if line < 0 else f"faults.{line}: {name}" for line, name in lanes],
                   fontsize=7)
@@ -130,7 +135,7 @@ def latency(ax, sample: pd.DataFrame, t0: int, sends: int) -> None:
 def leaders(ax, meta: pd.DataFrame, t0: int, end: float) -> None:
     """Per partition of each topic: its leader over time (a colour per broker, grey when
     leaderless), the ISR size as a step line within the lane, and a line across the lane at each
-    election (a change of leader)."""
+    election (a change of leader); above them, the active controller."""
     cmap = colormaps["tab10"]
     lanes = [(tp, g.sort_values("t")) for tp,
              g in meta.groupby(["topic", "partition"])] if not meta.empty else []
@@ -146,13 +151,28 @@ def leaders(ax, meta: pd.DataFrame, t0: int, end: float) -> None:
         # the scale: the line's top is this size
         ax.text(end, y + 0.4, f" ISR {top}", fontsize=6, va="center")
         ax.text(end, y, " ISR 0", fontsize=6, va="center")
-    ax.set_yticks(range(len(lanes)), [partition_name(t, p) for (t, p), _ in lanes], fontsize=7)
-    brokers = sorted({int(b) for b in meta["leader"].unique() if b >= 0}) if not meta.empty else []
-    ax.legend(handles=[Patch(color=cmap(b % 10), label=f"leader {b}") for b in brokers]
+    controller_lane(ax, meta, t0, end, len(lanes))
+    ax.set_yticks(range(len(lanes) + 1), [*(partition_name(t, p) for (t, p), _ in lanes),
+                                          "active controller"], fontsize=7)
+    brokers = sorted({int(b) for b in (*meta["leader"].unique(), *meta["controller"].dropna())
+                      if b >= 0}) if not meta.empty else []
+    ax.legend(handles=[Patch(color=cmap(b % 10), label=f"broker {b}") for b in brokers]
               + [Patch(color="lightgrey", label="no leader"),
                  Line2D([], [], color=ELECTION, label="election")],
               loc="upper right", fontsize=7, ncol=7)
     ax.set_ylabel("leader / ISR")
+
+
+def controller_lane(ax, meta: pd.DataFrame, t0: int, end: float, y: int) -> None:
+    """Above the partitions: which node was the active controller over time (grey: none known)."""
+    if meta.empty:
+        return
+    ctl = meta.sort_values("t").drop_duplicates("t")[["t", "controller"]].fillna(-1)
+    ctl = ctl[ctl["controller"].ne(ctl["controller"].shift())]
+    times = [*_s(ctl["t"], t0).tolist(), end]
+    for t, c, t_next in zip(times, ctl["controller"].astype(int), times[1:], strict=False):
+        ax.broken_barh([(t, t_next - t)], (y - 0.3, 0.6),
+                       color="lightgrey" if c < 0 else colormaps["tab10"](c % 10))
 
 
 def share_lanes(ax, handed: pd.DataFrame, failed: pd.DataFrame, end: float) -> None:
@@ -191,7 +211,7 @@ def timeline(series: dict, windows: list, marks: list[tuple[float, float]], send
     lanes = len({_lane(f) for _, f in faults.iterrows()}) or 1
     parts = len(meta.groupby(["topic", "partition"])) if not meta.empty else 1
     members = series["share"]["reader"].nunique() if "share" in series else 0
-    heights = [0.4 + 0.3 * lanes, 2.2, 2.2, 0.5 + 0.35 * parts,
+    heights = [0.4 + 0.3 * lanes, 2.2, 2.2, 0.5 + 0.35 * (parts + 1),
                *([0.5 + 0.35 * members] if members else [])]
     # not pyplot's: no global state to share
     fig = Figure(figsize=(11, 1.3 + sum(heights)))

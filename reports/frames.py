@@ -130,7 +130,8 @@ def facts_of(events: DataFrame, faults: DataFrame, readers: Readers) -> tuple[Fa
                   txn_protocols=sorted({e["detail"] for r in by_kind
                                         if r["kind"] == Event.TXN_PROTOCOL for e in r["first"]}))
     chaos_of(faults, facts)
-    facts.observed = ["rebalance"] if _rebalanced(events, kinds, readers) else []
+    facts.observed = ((["rebalance"] if _rebalanced(events, kinds, readers) else [])
+                      + (["txn-protocol-switch"] if len(facts.txn_protocols) > 1 else []))
     if readers.copy_topic:
         copied = events.filter(F.col("kind") == Event.COPY_COMMITTED.value).select(
             "partition", "offset", "detail")

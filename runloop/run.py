@@ -22,6 +22,7 @@ from faults.ports import Clients
 from harness import engine, images
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
+from harness.jars import fetch_jars
 from runloop import clients as client_loop
 from runloop import share
 from runloop.clients import INTERRUPTED_WAIT_S
@@ -70,8 +71,7 @@ class ChaosRun:
         self.history = HistoryWriter(self.run_dir / "history")
         try:
             self.phase("images")
-            images.ensure_kafka_image(s.kafka.version,
-                                      say=lambda m: self.on_tick(Tick("images", faults=m)))
+            self._images()
             self.phase("cluster")
             with Cluster(cluster_spec(s)) as self.cluster:
                 self._between_setup_and_teardown()
@@ -91,6 +91,16 @@ class ChaosRun:
                 self.history.close()
             self.info.save(self.run_dir)
         return self.info
+
+    def _images(self) -> None:
+        """The cluster's image, and the jars of a release an upgrade rolls to, fetched before any
+        container starts."""
+        def say(message: str) -> None:
+            self.on_tick(Tick("images", faults=message))
+        images.ensure_kafka_image(self.scenario.kafka.version, say=say)
+        for f in self.scenario.faults:
+            if f.to is not None:
+                fetch_jars(f.to, say=say)
 
     def _between_setup_and_teardown(self) -> None:
         """Topics and clients, the workload, heal, drain and dump. On a failure or a signal the

@@ -25,13 +25,17 @@ log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
 log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
 log4j.logger.kafka.request.logger=WARN
 LOG
-CP='/opt/kafka/libs/*:/opt/kafka/plugins/*'  # plugins: jars the harness mounts (a remote tier)
+LIBS=/opt/kafka/libs
+if [ -f /opt/kafka/release ]; then  # a rolling upgrade installed another release's jars beside the image's
+  LIBS=$(cat /opt/kafka/release)
+fi
+CP="$LIBS/*:/opt/kafka/plugins/*"  # plugins: jars the harness mounts (a remote tier)
 LOGOPTS="-Dlog4j2.configurationFile=/etc/kafka/log4j2.properties -Dlog4j.configuration=file:/etc/kafka/log4j.properties"
 # a restarted container may come back with another node's old address: resolve peers afresh on every connection
 # (the JVM otherwise caches a name for 30 s, and a controller sent one broker's requests to another)
 DNS="-Dsun.net.inetaddr.ttl=0 -Dsun.net.inetaddr.negative.ttl=0"
 JVM="${KCHAOS_JVM_OPTS:--Xms256m -Xmx768m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError}"
-if [ -f /opt/kafka/kafka.jsa ]; then  # our image's class-data archive of a broker start (see its Dockerfile)
+if [ -f /opt/kafka/kafka.jsa ] && [ $LIBS = /opt/kafka/libs ]; then  # the image's class-data archive of a broker start (see its Dockerfile)
   JVM="$JVM -XX:SharedArchiveFile=/opt/kafka/kafka.jsa"
 fi
 if [ "$KCHAOS_ROLE" = zookeeper ]; then

@@ -114,6 +114,19 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
     ("workload: eos-copy\ncopier: {client: java}", "copier.client='java': the Java worker plays "
                                                    "the producer and consumer roles, not the "
                                                    "copier's; use 'librdkafka'"),
+    ("faults: [{fault: upgrade}]", "faults.0: fault: upgrade needs to: VERSION, the Kafka release "
+                                   "the brokers roll to"),
+    ("faults: [{fault: upgrade, to: '4.3.0'}]", "faults.0.to='4.3.0' is not newer than "
+                                                "kafka.version='4.3.1'; an upgrade goes to a later "
+                                                "release (downgrades are not built yet)"),
+    ("kafka: {version: '3.9.2', metadata: zookeeper}\nfaults: [{fault: upgrade, to: '4.4.0'}]",
+     "ZooKeeper mode was removed in Kafka 4.0: a ZooKeeper-mode cluster migrates to KRaft on 3.9 "
+     "before it upgrades to 4.4.0 (faults.0.to='4.4.0'); start from a KRaft cluster"),
+    ("faults: [{fault: upgrade, to: '4.9.9'}]", "Kafka 4.9.9 is not on Maven Central (no "
+                                                "org.apache.kafka:{kafka_2.13,kafka_2.12,"
+                                                "kafka_2.11}:4.9.9) (s.yaml: faults.0.to='4.9.9')"),
+    ("faults: [{fault: kill, to: '4.4.0'}]", "faults.0.to='4.4.0' is not read by a 'kill' fault "
+                                             "(only 'upgrade' reads it); remove it"),
     ("producer: {acks: " + "x" * 5000 + "}", "but got producer.acks='" + "x" * 78 + "…"),
     ("laugh: &a [x, x, x, x, x, x, x, x, x, x]\n"  # each line ten aliases of the last: 10**7 values
      + "".join(f"l{i}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(6)),

@@ -1,0 +1,101 @@
+"""The upgrade fault without a cluster: one op per line, each broker held from other lines only
+while it rolls, feature levels finalized once every broker runs the release."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import threading
+from types import SimpleNamespace
+
+from contracts.history import HistoryWriter, read_jsonl
+from faults import plan, schedule
+from harness import releases
+from kchaos.catalog import fault_spec
+
+
+class RollingCluster:
+    """Brokers 1-3 on 3.9.2; says which brokers the nemesis held while each one rolled."""
+
+    def __init__(self, nemesis_held) -> None:
+        self.releases = {1: "3.9.2", 2: "3.9.2", 3: "3.9.2"}
+        self.held_while, self.finalized = {}, 0
+        self.nemesis_held = nemesis_held
+        self.metadata = SimpleNamespace(wait_full_isr=lambda topic, timeout_s: None)
+
+    def node_ids(self) -> list[int]:
+        return [1, 2, 3]
+
+    def node(self, node_id: int):
+        return SimpleNamespace(state=lambda: "running")
+
+    def upgrade_node(self, node_id: int, version: str) -> None:
+        self.held_while[node_id] = dict(self.nemesis_held())
+        self.releases[node_id] = version
+
+    def finalize_features(self) -> dict[str, str]:
+        self.finalized += 1
+        return {"metadata.version": "33"}
+
+
+def test_an_upgrade_line_plans_one_op_however_long_the_run():
+    line = fault_spec(fault="upgrade", to="4.4.0", every=10, after=5, **{"for": 0})
+    kill = fault_spec(fault="kill", every=10, after=5)
+    ops = plan.plan([line, kill], 120, 1)
+    assert [op.at for op in ops if op.index == 0] == [5.0]
+    assert len([op for op in ops if op.index == 1]) == 12
+
+
+def test_an_upgrade_holds_each_broker_in_turn_and_waits_for_one_another_line_holds(tmp_path):
+    history = HistoryWriter(tmp_path)
+    nemesis = None
+    cluster = RollingCluster(lambda: nemesis.held)
+    faults = [fault_spec(fault="upgrade", to="4.4.0", **{"for": 0}), fault_spec(fault="kill")]
+    op = plan.PlannedOp(1.0, 0, "upgrade", 0.0)
+    nemesis = schedule.Nemesis(cluster, "chaos", faults, [op], 1, history)
+    nemesis.t0_ns = 0
+    assert nemesis.claim(1, [2]) == []  # the kill line holds broker 2 ...
+    threading.Timer(0.8, nemesis.release, args=(1,)).start()  # ... and lets go a moment later
+    nemesis.fire(op)
+    history.close(compact=False)
+    (row,) = read_jsonl(tmp_path, "faults").to_pylist()
+    assert row["outcome"] == "fired", row
+    # broker 1 rolls beside the kill line's hold of 2; 2 rolls once that hold is gone
+    assert cluster.held_while == {1: {1: 0, 2: 1}, 2: {2: 0}, 3: {3: 0}}
+    assert cluster.releases == dict.fromkeys([1, 2, 3], "4.4.0") and cluster.finalized == 1
+    assert nemesis.held == {}
+    assert '"finalized": {"metadata.version": "33"}' in row["detail"]
+
+
+def test_a_release_archive_unpacks_its_jars_beside_the_images_and_points_start_sh_at_them():
+    with tarfile.open(fileobj=io.BytesIO(releases.archive("4.3.1"))) as tar:
+        names = tar.getnames()
+        pointer = tar.extractfile(releases.RELEASE_FILE).read().decode()
+    assert pointer == "/opt/kafka/releases/4.3.1/libs"
+    assert "releases/4.3.1/libs/kafka-clients-4.3.1.jar" in names
+    assert all(n.startswith("releases/4.3.1/libs/") for n in names if n != releases.RELEASE_FILE)
+
+
+def test_the_levels_a_finalize_printed_are_read_and_nothing_else():
+    out = "Picked up JAVA_TOOL_OPTIONS: -Xss1m=x\nlevel metadata.version=33\nlevel share.version=2"
+    assert releases.parse_levels(out) == {"metadata.version": "33", "share.version": "2"}
+    assert "kraft.version" in releases.finalize_script("4.4.0")
+    assert "--metadata" in releases.finalize_script("3.9.2")
+
+
+def test_a_roll_the_run_ended_halfway_had_no_effect_and_finalized_nothing(tmp_path):
+    history = HistoryWriter(tmp_path)
+    nemesis = None
+    cluster = RollingCluster(lambda: nemesis.held)
+    faults = [fault_spec(fault="upgrade", to="4.4.0", **{"for": 0})]
+    op = plan.PlannedOp(1.0, 0, "upgrade", 0.0)
+    nemesis = schedule.Nemesis(cluster, "chaos", faults, [op], 1, history)
+    nemesis.t0_ns = 0
+    nemesis.claim(5, [3])  # another line holds broker 3 past the run's end
+    threading.Timer(0.5, nemesis.stop_event.set).start()
+    nemesis.fire(op)
+    history.close(compact=False)
+    (row,) = read_jsonl(tmp_path, "faults").to_pylist()
+    assert row["outcome"] == "no-effect", row
+    assert "brokers [3] not yet on 4.4.0 (rolled: [1, 2])" in row["detail"]
+    assert cluster.finalized == 0
