@@ -259,8 +259,10 @@ class Cluster:
             self.firewall.apply(n)
         recovering, self._power_cut = (self._power_cut & set(node_ids),
                                        self._power_cut - set(node_ids))
-        # validation plans ordinary restarts; a power loss's recovery takes longer
-        if nodes and not recovering:
+        # validation plans ordinary restarts of the image's release; a power loss's recovery takes
+        # longer, and a broker an upgrade rolled runs other jars
+        if nodes and not recovering and all(self.releases[n.node_id] == self.spec.version
+                                            for n in nodes):
             measured.record_restart(self.spec.version, self.spec.metadata, after,
                                     time.monotonic() - began)
 
