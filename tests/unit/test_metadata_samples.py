@@ -14,15 +14,22 @@ S = 1_000_000_000
 def test_each_partition_of_each_topic_has_its_lane_and_its_own_elections():
     # partition 0 of two topics led by different brokers: only chaos-2's change of leader at 2 s is
     # an election
-    meta = pd.DataFrame([(0, "chaos", 0, 1, "1,2,3"), (0, "chaos-2", 0, 2, "1,2,3"),
-                         (1 * S, "chaos", 0, 1, "1,2,3"), (1 * S, "chaos-2", 0, 2, "1,2,3"),
-                         (2 * S, "chaos-2", 0, 3, "2,3")],
-                        columns=["t", "topic", "partition", "leader", "isr"])
+    # the active controller: 1, none known at 1 s, then 2
+    meta = pd.DataFrame([(0, "chaos", 0, 1, "1,2,3", 1), (0, "chaos-2", 0, 2, "1,2,3", 1),
+                         (1 * S, "chaos", 0, 1, "1,2,3", -1), (1 * S, "chaos-2", 0, 2, "1,2,3", -1),
+                         (2 * S, "chaos-2", 0, 3, "2,3", 2)],
+                        columns=["t", "topic", "partition", "leader", "isr", "controller"])
     meta["isr_size"] = meta["isr"].str.count(",") + 1
     assert elections(meta, 0).tolist() == [2.0]
     ax = Figure().subplots()  # as the report draws: no pyplot, so no display backend to choose
     leaders(ax, meta, 0, 3.0)
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["chaos-0", "chaos-2-0"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["chaos-0", "chaos-2-0",
+                                                            "active controller"]
+    lane = [c for c in ax.collections if c.get_paths() and
+            all(1.6 < p.vertices[:, 1].mean() < 2.4 for p in c.get_paths())]
+    spans = sorted((p.vertices[:, 0].min(), p.vertices[:, 0].max()) for c in lane
+                   for p in c.get_paths())
+    assert spans == [(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)]
 
 
 def test_the_sampler_samples_every_topic_and_records_a_topic_it_could_not(tmp_path):
