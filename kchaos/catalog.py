@@ -150,6 +150,8 @@ def contention(s: Scenario) -> list[str]:
            for spec in [op_spec(s.faults[o.index], o)]]
     skipped: dict[tuple[int, int], float] = {}
     for op, spec, _ in ops:
+        if FAULT_KINDS[op.fault].claims == "each":  # it waits for a held broker, never skipped
+            continue
         for other, held, until in ops:
             if other.index != op.index and other.at <= op.at < until:
                 key = (op.index, other.index)
@@ -179,7 +181,10 @@ def _meet(f: FaultSpec, g: FaultSpec, s: Scenario) -> float:
 def _size(f: FaultSpec, s: Scenario) -> int:
     """How many brokers a line's op holds."""
     n, rf = s.kafka.brokers, min(s.topic.replication_factor, s.kafka.brokers)
-    if FAULT_KINDS[f.fault].aims == "itself" or f.target == "all":
+    kind = FAULT_KINDS[f.fault]
+    if kind.aims == "itself":  # all its brokers at once, or one at a time
+        return n if kind.claims == "all" else 1
+    if f.target == "all":
         return n
     sizes = {"majority": n // 2 + 1, "minority": max(1, (n - 1) // 2), "followers": rf - 1,
              "isr": rf, "non-isr": max(1, n - rf)}

@@ -106,3 +106,13 @@ def test_lines_that_contend_for_brokers_are_warned_of_and_lines_aimed_apart_are_
     assert contention(validate(leader_then_followers, "s")) == []
     assert contention(validate(lines({**kill, "every": "60s"}, {**pause, "every": "30s"}),
                                "s")) == []
+
+
+def test_an_upgrade_holds_one_broker_at_a_time_and_is_never_the_line_skipped():
+    measure("kraft", 10.0)  # the roll: 3 brokers, each back 10 s after its stop, from 5 s to 35 s
+    upgrade = {"fault": "upgrade", "to": "4.4.0", "for": "0s"}
+    kill = {"fault": "kill", "every": "12s", "for": "2s"}
+    # kills at 5, 17 and 29 s start while the roll holds one broker of three: a chance of 1/3 each
+    assert contention(validate(lines(upgrade, kill), "s")) == [
+        "faults.1: about 1 of its 6 kill ops would find their brokers held by faults.0 (upgrade) "
+        "and be skipped; space the lines out or aim them apart"]
