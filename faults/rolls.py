@@ -48,5 +48,18 @@ def upgrade(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     if left := sorted(t for t, v in ctx.cluster.releases.items() if v != spec.to):
         raise NoEffect(f"upgrade: the run ended with brokers {left} not yet on {spec.to} (rolled: "
                        f"{[r['broker'] for r in rolled]}); raise duration")
-    return {"to": spec.to, "rolled": rolled, "finalized": ctx.cluster.finalize_features(),
+    return {"to": spec.to, "rolled": rolled, "finalized": _finalize(ctx, spec.to),
             "took_s": round(time.monotonic() - began, 1)}
+
+
+def _finalize(ctx: Ctx, to: str) -> dict[str, str]:
+    """Finalize the feature levels from a running broker, held from other lines' ops meanwhile (a
+    kill in the middle of Kafka's tool fails it)."""
+    for t in ctx.cluster.node_ids():
+        with ctx.holding(t) as held:
+            if not held:
+                break
+            if ctx.cluster.node(t).state() == "running":
+                return ctx.cluster.finalize_features(t)
+    raise NoEffect(f"upgrade: every broker ran {to}, but the run ended before the feature levels "
+                   "were finalized; raise duration")

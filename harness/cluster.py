@@ -275,13 +275,13 @@ class Cluster:
         self.releases[node_id] = version  # whoever starts it next starts it on `version`
         self.start_node(node_id)
 
-    def finalize_features(self) -> dict[str, str]:
+    def finalize_features(self, node_id: int) -> dict[str, str]:
         """Raise the feature levels to those of the release every broker runs, with Kafka's own
-        tool; return the levels set."""
+        tool on broker `node_id`; return the levels set."""
         running = sorted(set(self.releases.values()))
         if len(running) != 1:
             raise ClusterError(f"brokers run Kafka {running}: finalize once every one is upgraded")
-        node = next(n for n in self.nodes if n.state() == "running")
+        node = self.node(node_id)
         code, out = node.sh(releases.finalize_script(running[0]))
         if code:
             raise ClusterError(f"finalizing the feature levels of Kafka {running[0]} on "

@@ -33,8 +33,9 @@ class RollingCluster:
         self.held_while[node_id] = dict(self.nemesis_held())
         self.releases[node_id] = version
 
-    def finalize_features(self) -> dict[str, str]:
+    def finalize_features(self, node_id: int) -> dict[str, str]:
         self.finalized += 1
+        self.held_while["finalize"] = dict(self.nemesis_held())
         return {"metadata.version": "33"}
 
 
@@ -61,7 +62,8 @@ def test_an_upgrade_holds_each_broker_in_turn_and_waits_for_one_another_line_hol
     (row,) = read_jsonl(tmp_path, "faults").to_pylist()
     assert row["outcome"] == "fired", row
     # broker 1 rolls beside the kill line's hold of 2; 2 rolls once that hold is gone
-    assert cluster.held_while == {1: {1: 0, 2: 1}, 2: {2: 0}, 3: {3: 0}}
+    # and the finalize holds the broker it runs Kafka's tool on
+    assert cluster.held_while == {1: {1: 0, 2: 1}, 2: {2: 0}, 3: {3: 0}, "finalize": {1: 0}}
     assert cluster.releases == dict.fromkeys([1, 2, 3], "4.4.0") and cluster.finalized == 1
     assert nemesis.held == {}
     assert '"finalized": {"metadata.version": "33"}' in row["detail"]
