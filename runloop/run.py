@@ -157,8 +157,10 @@ class ChaosRun:
         then told to stop, and the nemesis ends its ops (early on an interrupt, and every planned op
         gets its row)."""
         s, producers = self.scenario, self.clients.producers
-        # the schedule counts from the first sends
+        # the schedule counts from the first sends, and from every share member's first records
         client_loop.require_ready(producers, "did not start")
+        if s.workload == "share":
+            share.wait_handed(self.clients.consumers)
         nemesis = schedule.Nemesis(self.cluster, s.topic.name, s.faults, self.ops, s.seed,
                                    self.history, self.clients, self._engine_evidence).start()
         try:

@@ -15,6 +15,7 @@ from harness.share_state import (
     configure_group,
     share_offsets,
 )
+from workloads.client_process import ClientProcess
 from workloads.share import DRAIN, ShareClient
 
 # the final share consumer ends this long after its last record past a dead member's session and
@@ -22,12 +23,21 @@ from workloads.share import DRAIN, ShareClient
 IDLE_PAST_LOCK_S = 5.0
 STOP_S = 30.0  # how long it may take to commit and leave once told to stop
 LAG_EVERY_S = 3.0  # how often the group's lag is read while the final share consumer runs
+HANDED_S = 60.0  # how long the schedule waits for every member's first records
 
 
 def configure(s: Scenario, cluster: Cluster) -> None:
     """A new share group starts at the log's end by default: this one starts at its beginning."""
     configure_group(cluster.metadata.admin(), s.share.group,
                     {"share.auto.offset.reset": "earliest"})
+
+
+def wait_handed(members: list[ClientProcess]) -> None:
+    """Wait until every member was handed records, HANDED_S at most: a fault before that finds a
+    member with nothing to lose. A member still empty-handed is the verdict's to judge."""
+    deadline = time.monotonic() + HANDED_S
+    for m in members:
+        m.wait_ready(max(0.0, deadline - time.monotonic()))
 
 
 def _read(s: Scenario, boot: str) -> list[SharePartition] | None:

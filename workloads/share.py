@@ -37,6 +37,8 @@ class ShareClient(Worker):
     """One share consumer thread; `drain`: the final one, which accepts everything and ends after
     `idle_s` without a record."""
 
+    positions_itself = True  # once it is handed its first records
+
     def __init__(self, cid: int, spec: ShareSpec, topics: tuple[str, ...], bootstrap: str,
                  history: HistoryWriter, first: int = 0, idle_s: float = 0.0) -> None:
         self.name = DRAIN if idle_s else reader_name(cid)
@@ -64,6 +66,7 @@ class ShareClient(Worker):
                     msgs = [m for m in consumer.poll(0.5) if not m.error()]
                 if msgs:
                     last = time.monotonic()
+                    self.positioned.set()
                     self._handle(consumer, msgs)
         finally:
             consumer.close()
