@@ -32,6 +32,7 @@ class FaultKind:
     # the kind-specific FaultSpec fields its op reads (FAULT_PARAMS)
     params: frozenset[str] = frozenset()
     zookeeper_only: bool = False  # it reads and triggers elections through ZooKeeper
+    migrates: bool = False  # it moves the cluster from ZooKeeper to KRaft (KIP-866)
     once: bool = False  # a line of it fires one op, however long the run
     # the brokers its op holds from other lines' ops: all of them for the op's whole time, or each
     # in turn while the op works on it
@@ -81,6 +82,8 @@ FAULT_KINDS = _kinds(
     FaultKind("hard-rolling-restart", aims="itself", restarts="each"),
     FaultKind("upgrade", aims="itself", restarts="each", restart_after="clean",
               params=frozenset({"to"}), once=True, claims="each"),
+    FaultKind("migrate", aims="itself", restarts="each", restart_after="clean", once=True,
+              claims="each", migrates=True),
     FaultKind("last-replica-standing", aims="itself", restarts="once"),
     FaultKind("last-replica-power-loss", aims="itself", restarts="once", lazy_disk=True,
               params=frozenset({"torn"}), power_loss="last-replica"),

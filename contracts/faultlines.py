@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from contracts.faultkinds import FAULT_KINDS
 from contracts.fields import Seconds, one_of
-from contracts.versions import VERSION_RE, upgrade_problem
+from contracts.versions import VERSION_RE, migration_problem, upgrade_problem
 
 COUNTED = ("one", "all", "minority", "majority")  # targets that name members by how many
 # txn-coordinator: the leader of producer 0's __transaction_state partition; group-coordinator: of
@@ -109,8 +109,24 @@ def lines_problem(faults: list[FaultSpec], version: str, metadata: str) -> str |
         return (f"fault {zk[0]} reads and triggers elections through ZooKeeper; "
                 f"kafka.version={version!r} runs KRaft: use a ZooKeeper-mode version "
                 "(kafka.metadata: zookeeper)")
+    moves = [i for i, f in enumerate(faults)
+             if any(FAULT_KINDS[k].migrates for k in f.fired_kinds())]
+    if moves and (problem := _migration_problem(moves, zk, version, metadata)):
+        return problem
     ups = [(i, f.to) for i, f in enumerate(faults) if f.to is not None]
     if len(ups) > 1:
         return f"faults.{ups[1][0]}: a scenario rolls the brokers once; keep one upgrade line"
     return next(filter(None, (upgrade_problem(version, metadata, to, f"faults.{i}.to")
                               for i, to in ups)), None)
+
+
+def _migration_problem(moves: list[int], zk: list[str], version: str,
+                       metadata: str) -> str | None:
+    """Why migrate lines (at indexes `moves`) cannot run beside `zk`'s ZooKeeper-only kinds."""
+    if len(moves) > 1:
+        return f"faults.{moves[1]}: a scenario migrates the cluster once; keep one migrate line"
+    if zk:
+        return (f"fault {zk[0]} reads and triggers elections through ZooKeeper, which a migration "
+                f"leaves behind (faults.{moves[0]}); run it in a scenario of its own")
+    return migration_problem(version, metadata, f"faults.{moves[0]}")
+

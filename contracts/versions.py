@@ -137,6 +137,23 @@ def eligible_leader_replicas(version: str) -> bool:
     return release(version) >= ELR_FROM
 
 
+# KIP-866's migration, with the fix that lets it finish (KAFKA-17457): the last ZooKeeper releases
+MIGRATION_FROM = (3, 8, 1)
+
+
+def migration_problem(version: str, metadata: str, field: str) -> str | None:
+    """Why a cluster of `version` in `metadata` mode cannot migrate from ZooKeeper to KRaft, or
+    None."""
+    if metadata != "zookeeper":
+        return (f"{field}: fault: migrate moves a ZooKeeper-mode cluster to KRaft, and "
+                f"kafka.version={version!r} runs KRaft; use kafka.version: 3.9.2 with "
+                "kafka.metadata: zookeeper")
+    if release(version) < MIGRATION_FROM:
+        return (f"{field}: the ZooKeeper-to-KRaft migration needs Kafka 3.8.1 or later "
+                f"(KAFKA-17457), not kafka.version={version!r}; use 3.9.2")
+    return None
+
+
 def upgrade_problem(version: str, metadata: str, to: str, field: str) -> str | None:
     """Why a cluster of `version` in `metadata` mode cannot roll to release `to` as Kafka's upgrade
     notes allow, or None."""

@@ -76,6 +76,16 @@ class TierControl(Protocol):
     def lazyfs(self, command: str) -> dict: ...
 
 
+class MigrationControl(Protocol):
+    """KIP-866's steps: a dedicated quorum in migration mode, each node's settings in turn, and
+    the controllers' word that the metadata was copied."""
+
+    def start_quorum(self) -> list[int]: ...
+    def step(self, node_id: int, phase: Literal["dual-write", "kraft", "controller"]) -> None: ...
+    def copied(self) -> bool: ...
+    def brokers_on_kraft(self) -> None: ...
+
+
 class ClusterControl(Protocol):
     """The cluster as faults see it."""
 
@@ -83,6 +93,7 @@ class ClusterControl(Protocol):
     metadata: MetadataView
     tier: TierControl | None
     releases: dict[int, str]  # the Kafka release each broker runs
+    migration: MigrationControl
 
     def node_ids(self) -> list[int]: ...
     def zookeeper_ids(self) -> list[int]: ...

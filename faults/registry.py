@@ -36,6 +36,7 @@ OPS: dict[str, ops.Op] = {
     "rolling-restart": rolls.rolling("terminate"),
     "hard-rolling-restart": rolls.rolling("kill"),
     "upgrade": rolls.upgrade,
+    "migrate": rolls.migrate,
     "last-replica-standing": ops.last_replica_standing,
     "last-replica-power-loss": ops.last_replica_power_loss,
     "unclean-sequence": ops.unclean_sequence,

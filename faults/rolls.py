@@ -1,9 +1,11 @@
-"""Ops that take every broker in turn: kafkatest's rolling restarts, and Kafka's rolling upgrade."""
+"""Ops that take every broker in turn: kafkatest's rolling restarts, Kafka's rolling upgrade, and
+its migration from ZooKeeper to KRaft."""
 
 from __future__ import annotations
 
 import time
 
+from contracts.errors import ClusterError
 from contracts.scenario import FaultSpec
 from faults.ops import Ctx, NoEffect, Op, break_node
 
@@ -63,3 +65,47 @@ def _finalize(ctx: Ctx, to: str) -> dict[str, str]:
                 return ctx.cluster.finalize_features(t)
     raise NoEffect(f"upgrade: every broker ran {to}, but the run ended before the feature levels "
                    "were finalized; raise duration")
+
+
+COPY_S = 180.0  # how long the controllers may take to copy the metadata, every broker registered
+
+
+def migrate(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
+    """KIP-866's migration, as Kafka 3.9's docs order it: a dedicated quorum in migration mode; each
+    broker in turn rolled into dual writes; the metadata copied; each broker rolled into KRaft mode;
+    each controller rolled out of migration mode. Other lines' ops go on throughout."""
+    began, m, brokers = time.monotonic(), ctx.cluster.migration, ctx.cluster.node_ids()
+    done: dict[str, object] = {"controllers": m.start_quorum()}
+    for phase, nodes in (("dual-write", brokers), ("kraft", brokers),
+                         ("controller", done["controllers"])):
+        rolled = _roll(ctx, phase, nodes)
+        done[phase] = rolled
+        if len(rolled) < len(nodes):
+            raise NoEffect(f"migrate: the run ended with {phase} rolled on {rolled} of {nodes}; "
+                           f"raise duration (done: {done})")
+        if phase == "dual-write":
+            try:
+                ctx.cluster.metadata.wait_for("the controllers to copy the metadata from ZooKeeper",
+                                              m.copied, COPY_S)
+            except ClusterError as exc:
+                raise NoEffect(f"migrate: {exc}") from exc
+            done["copied_at_s"] = round(time.monotonic() - began, 1)
+        elif phase == "kraft":
+            m.brokers_on_kraft()
+    return done | {"took_s": round(time.monotonic() - began, 1)}
+
+
+def _roll(ctx: Ctx, phase: str, nodes: list[int]) -> list[int]:
+    """Step each node into a migration phase in turn, held from other lines' ops meanwhile, the
+    ISR full after each broker; the nodes stepped before the run ended."""
+    rolled = []
+    for t in nodes:
+        with ctx.holding(t) as held:
+            if not held:
+                break
+            ctx.expect_state(t, "running", f"migrate ({phase}) found it not running")
+            ctx.cluster.migration.step(t, phase)
+        rolled.append(t)
+        if phase != "controller":
+            ctx.cluster.metadata.wait_full_isr(ctx.topic, timeout_s=FULL_ISR_S)
+    return rolled

@@ -1,5 +1,5 @@
-"""Files of a container, read through the engine's archive endpoint: a plain HTTP body, read a
-block at a time, never whole in memory."""
+"""Files of a container, read through the engine's archive endpoint (a plain HTTP body, read a
+block at a time, never whole in memory), and one written the same way."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from typing import IO
 
 import docker.errors
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
+
+from contracts.errors import ClusterError
 
 COPY_BLOCK = 1 << 20  # bytes a copied-out file is written in
 
@@ -78,3 +80,15 @@ def copy_file(container, path: str, dest: Path) -> None:
     with archived(container, path) as src, dest.open("wb") as out:
         if src is not None:
             shutil.copyfileobj(src, out, COPY_BLOCK)
+
+
+def put_file(container, directory: str, name: str, data: bytes) -> None:
+    """Write one file into a container's directory (stopped or running), through the engine's
+    archive endpoint."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    if not container.put_archive(directory, buf.getvalue()):
+        raise ClusterError(f"the engine did not write {directory}/{name} in {container.name}")

@@ -16,7 +16,17 @@ from testcontainers.core.network import Network
 
 from contracts import measured, signals
 from contracts.errors import ClusterError
-from harness import images, jars, labels, lazydisk, netdelay, releases, remote_tier, watchdog
+from harness import (
+    images,
+    jars,
+    labels,
+    lazydisk,
+    migration,
+    netdelay,
+    releases,
+    remote_tier,
+    watchdog,
+)
 from harness.broker_config import (
     ZK_PORT,
     ZOOKEEPER_PROPERTIES,
@@ -50,8 +60,10 @@ class Cluster:
         self._network_up = False
         self.nodes: list[KafkaNode] = []
         self.zookeeper: KafkaNode | None = None
+        self.controllers: list[KafkaNode] = []  # a dedicated KRaft quorum (a migration's)
+        self.migration = migration.Migration(self)
         self.firewall = Firewall(lambda: self.nodes, lambda: self.zookeeper)
-        self.metadata = Metadata(spec, lambda: self.nodes, self.firewall)
+        self.metadata = Metadata(spec, lambda: self.nodes, self.firewall, self.voters)
         self._signals = contextlib.ExitStack()  # the signal policy while the cluster is up
         self._watchdog: subprocess.Popen | None = None
         self.tier: remote_tier.SharedTier | None = None  # the remote tier the brokers share
@@ -208,11 +220,11 @@ class Cluster:
     # -- nodes
     # -------------------------------------------------------------------------------------------
     def _all_nodes(self) -> list[KafkaNode]:
-        return [*self.nodes, *([self.zookeeper] if self.zookeeper else [])]
+        return [*self.nodes, *self.controllers, *([self.zookeeper] if self.zookeeper else [])]
 
     def node(self, node_id: int) -> KafkaNode:
-        """The broker with this id."""
-        for n in self.nodes:
+        """The broker or dedicated controller with this id."""
+        for n in (*self.nodes, *self.controllers):
             if n.node_id == node_id:
                 return n
         raise ClusterError(f"No broker {node_id}; brokers are {self.node_ids()}")
@@ -220,6 +232,19 @@ class Cluster:
     def node_ids(self) -> list[int]:
         """Every broker's id."""
         return [n.node_id for n in self.nodes]
+
+    def voters(self) -> list[KafkaNode]:
+        """The KRaft quorum: the dedicated controllers, else the brokers that are voters too."""
+        return self.controllers or [n for n in self.nodes if n.node_id in self.spec.controllers()]
+
+    def add_controller(self, node_id: int, cluster_id: str, properties: dict[str, str]) -> None:
+        """Start a dedicated KRaft controller, formatted into cluster `cluster_id` (a migration's
+        quorum); `wait_started` is the caller's."""
+        assert self.network is not None
+        node = KafkaNode(self.image, node_id, "controller").on(
+            self.network, labels.labels(self.spec.run_id, "node"), cluster_id)
+        self.controllers.append(node.with_properties(properties))
+        self._in_engine(node.launch)
 
     def zookeeper_ids(self) -> list[int]:
         """The ZooKeeper node's id (0) in ZooKeeper mode, else none."""
@@ -237,8 +262,9 @@ class Cluster:
         return self.metadata.bootstrap_servers(node_ids)
 
     def stopped(self) -> list[int]:
-        """Brokers whose container is not running (killed or terminated)."""
-        return [n.node_id for n in self.nodes if n.state() != "running"]
+        """Brokers and dedicated controllers whose container is not running (killed or
+        terminated)."""
+        return [n.node_id for n in (*self.nodes, *self.controllers) if n.state() != "running"]
 
     def start_node(self, node_id: int) -> None:
         """Restart a stopped broker with its data, then re-apply the network rules in force for
@@ -260,9 +286,9 @@ class Cluster:
         recovering, self._power_cut = (self._power_cut & set(node_ids),
                                        self._power_cut - set(node_ids))
         # validation plans ordinary restarts of the image's release; a power loss's recovery takes
-        # longer, and a broker an upgrade rolled runs other jars
-        if nodes and not recovering and all(self.releases[n.node_id] == self.spec.version
-                                            for n in nodes):
+        # longer, a broker an upgrade rolled runs other jars, and a migration changes the mode
+        if nodes and not recovering and not self.controllers and all(
+                self.releases[n.node_id] == self.spec.version for n in nodes):
             measured.record_restart(self.spec.version, self.spec.metadata, after,
                                     time.monotonic() - began)
 
@@ -327,7 +353,7 @@ class Cluster:
         """Remove every partition and link rule, resume paused nodes; stopped nodes are left to
         start_node."""
         self.firewall.clear()
-        for node in self.nodes:
+        for node in (*self.nodes, *self.controllers):
             node.resume()
             self.firewall.apply(node)
 

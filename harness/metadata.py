@@ -70,8 +70,8 @@ class Metadata:
     wait_for = staticmethod(wait_for)
 
     def __init__(self, spec: ClusterSpec, nodes: Callable[[], list[KafkaNode]],
-                 firewall: Firewall) -> None:
-        self.spec, self._nodes, self._firewall = spec, nodes, firewall
+                 firewall: Firewall, voters: Callable[[], list[KafkaNode]]) -> None:
+        self.spec, self._nodes, self._firewall, self._voters = spec, nodes, firewall, voters
         # replica assignments we chose, in their order
         self._assigned: dict[str, list[list[int]]] = {}
         self._answered = -1  # the broker whose metadata answer was the last one taken
@@ -167,8 +167,8 @@ class Metadata:
     def _quorum_leader(self) -> int:
         """The leader of the highest epoch any running voter's quorum-state file names."""
         best = (-1, -1)
-        for node in self._nodes():
-            if node.node_id in self.spec.controllers() and node.state() == "running":
+        for node in self._voters():
+            if node.state() == "running":
                 state = self._quorum_state(node)
                 best = max(best, (state.get("leaderEpoch", -1), state.get("leaderId", -1)))
         return best[1]

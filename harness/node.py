@@ -30,10 +30,12 @@ from testcontainers.core.network import Network
 from contracts.errors import ClusterError
 from harness import archive, container_log, freezer, lazydisk, netdelay
 from harness.broker_config import REMOTE_DIR, ZK_TICK_MS
+from harness.migration import alias as controller_alias
 
 START_SCRIPT = (Path(__file__).parent / "docker" / "start.sh").read_text()
 STARTED = {
     "kraft": re.compile(r"Kafka Server started|KafkaRaftServer.*started"),
+    "controller": re.compile(r"Kafka Server started|KafkaRaftServer.*started"),
     # 1.0+ | 0.x
     "zk-broker": re.compile(r"\[KafkaServer id=\d+\] started|\[Kafka Server \d+\], started"),
     "zookeeper": re.compile(r"binding to port|Started AdminServer|ZooKeeper audit is"),
@@ -72,7 +74,8 @@ class KafkaNode(DockerContainer):
         super().__init__(image)
         self.node_id = node_id
         self.role = role
-        self.alias = "zookeeper" if role == "zookeeper" else f"kafka-{node_id}"
+        self.alias = {"zookeeper": "zookeeper", "controller": controller_alias(node_id)}.get(
+            role, f"kafka-{node_id}")
         self.external_port: int | None = None
         self.properties: dict[str, str] = {}
         self._log_mark = container_log.mark()  # where the log ended when the latest start began

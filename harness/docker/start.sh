@@ -2,7 +2,11 @@
 # with Kafka's jars in /opt/kafka/libs (ours, or the official apache/kafka) can run it.
 set -e
 mkdir -p /etc/kafka /var/lib/kafka/data /var/lib/zookeeper
-printf '%s\n' "$KCHAOS_PROPERTIES" > /etc/kafka/node.properties
+if [ -f /opt/kafka/node.properties ]; then  # settings installed after creation (a migration's phase)
+  cp /opt/kafka/node.properties /etc/kafka/node.properties
+else
+  printf '%s\n' "$KCHAOS_PROPERTIES" > /etc/kafka/node.properties
+fi
 cat > /etc/kafka/log4j2.properties <<'LOG'
 status = warn
 appender.out.type = Console
@@ -53,7 +57,7 @@ if [ -n "$KCHAOS_LAZYFS" ]; then  # the data directory on lazyfs, over /var/lib/
     sleep 0.1
   done
 fi
-if [ "$KCHAOS_ROLE" = kraft ] && [ ! -f $DATA/meta.properties ]; then
+if { [ "$KCHAOS_ROLE" = kraft ] || [ "$KCHAOS_ROLE" = controller ]; } && [ ! -f $DATA/meta.properties ]; then
   if [ -f $FORMATTED/bootstrap.checkpoint ]; then
     # the image's build-time format with this node's ids; a directory id is 16 random bytes, URL-safe base64
     NODE_ID=$(printf '%s\n' "$KCHAOS_PROPERTIES" | sed -n 's/^node\.id=//p')

@@ -127,6 +127,19 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
                                                 "kafka_2.11}:4.9.9) (s.yaml: faults.0.to='4.9.9')"),
     ("faults: [{fault: kill, to: '4.4.0'}]", "faults.0.to='4.4.0' is not read by a 'kill' fault "
                                              "(only 'upgrade' reads it); remove it"),
+    ("faults: [{fault: migrate}]", "faults.0: fault: migrate moves a ZooKeeper-mode cluster to "
+                                   "KRaft, and kafka.version='4.3.1' runs KRaft; use "
+                                   "kafka.version: 3.9.2 with kafka.metadata: zookeeper"),
+    ("kafka: {version: '3.6.2', metadata: zookeeper}\nfaults: [{fault: migrate}]",
+     "faults.0: the ZooKeeper-to-KRaft migration needs Kafka 3.8.1 or later (KAFKA-17457), not "
+     "kafka.version='3.6.2'; use 3.9.2"),
+    ("kafka: {version: '3.9.2', metadata: zookeeper}\n"
+     "faults: [{fault: migrate}, {fault: migrate}]",
+     "faults.1: a scenario migrates the cluster once; keep one migrate line"),
+    ("kafka: {version: '3.9.2', metadata: zookeeper}\n"
+     "faults: [{fault: migrate}, {fault: stale-hw-isr-join}]",
+     "fault stale-hw-isr-join reads and triggers elections through ZooKeeper, which a migration "
+     "leaves behind (faults.0); run it in a scenario of its own"),
     ("producer: {acks: " + "x" * 5000 + "}", "but got producer.acks='" + "x" * 78 + "…"),
     ("laugh: &a [x, x, x, x, x, x, x, x, x, x]\n"  # each line ten aliases of the last: 10**7 values
      + "".join(f"l{i}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(6)),

@@ -1,0 +1,117 @@
+"""The ZooKeeper-to-KRaft migration without a cluster: the steps in the order Kafka's docs give,
+each node held from other lines only while it changes, and each phase's settings."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+from contracts.history import HistoryWriter, read_jsonl
+from faults import plan, rolls, schedule
+from harness import migration
+from harness.broker_config import ClusterSpec, broker_properties
+from kchaos.catalog import fault_spec
+
+
+class MigratingCluster:
+    """Brokers 1-3 in ZooKeeper mode; records each step and what the nemesis held meanwhile."""
+
+    def __init__(self, nemesis_held, copies: bool = True) -> None:
+        self.steps: list[tuple] = []
+        self.nemesis_held, self.copies, self.on_kraft = nemesis_held, copies, False
+        self.migration = self
+        self.metadata = SimpleNamespace(wait_full_isr=lambda topic, timeout_s: None,
+                                        wait_for=self._wait_for)
+        self.releases = dict.fromkeys([1, 2, 3], "3.9.2")
+
+    def _wait_for(self, what, check, timeout_s):
+        if not check():
+            raise rolls.ClusterError(f"Timed out after {timeout_s:.0f}s waiting for {what}")
+
+    def node_ids(self) -> list[int]:
+        return [1, 2, 3]
+
+    def node(self, node_id: int):
+        return SimpleNamespace(state=lambda: "running")
+
+    def start_quorum(self) -> list[int]:
+        self.steps.append(("quorum",))
+        return [3001, 3002, 3003]
+
+    def step(self, node_id: int, phase: str) -> None:
+        self.steps.append((phase, node_id, dict(self.nemesis_held())))
+
+    def copied(self) -> bool:
+        self.steps.append(("copied",))
+        return self.copies
+
+    def brokers_on_kraft(self) -> None:
+        self.steps.append(("on-kraft",))
+
+
+def _fire(tmp_path, cluster_of, before=None) -> tuple[dict, MigratingCluster]:
+    history = HistoryWriter(tmp_path)
+    nemesis = None
+    cluster = cluster_of(lambda: nemesis.held)
+    faults = [fault_spec(fault="migrate", **{"for": 0}), fault_spec(fault="kill")]
+    op = plan.PlannedOp(1.0, 0, "migrate", 0.0)
+    nemesis = schedule.Nemesis(cluster, "chaos", faults, [op], 1, history)
+    nemesis.t0_ns = 0
+    if before:
+        before(nemesis)
+    nemesis.fire(op)
+    history.close(compact=False)
+    (row,) = read_jsonl(tmp_path, "faults").to_pylist()
+    return row, cluster
+
+
+def test_a_migration_steps_every_node_in_the_docs_order_holding_only_the_node_it_changes(tmp_path):
+    row, cluster = _fire(tmp_path, MigratingCluster)
+    assert row["outcome"] == "fired", row
+    phases = [s[:2] for s in cluster.steps]
+    assert phases == [("quorum",), ("dual-write", 1), ("dual-write", 2), ("dual-write", 3),
+                      ("copied",), ("kraft", 1), ("kraft", 2), ("kraft", 3), ("on-kraft",),
+                      ("controller", 3001), ("controller", 3002), ("controller", 3003)]
+    assert all(s[2] == {s[1]: 0} for s in cluster.steps if len(s) == 3)
+    assert '"kraft": [1, 2, 3]' in row["detail"] and '"copied_at_s"' in row["detail"]
+
+
+def test_a_migration_whose_metadata_never_copied_had_no_effect_and_left_the_brokers_on_zk(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(rolls, "COPY_S", 0.1)
+    row, cluster = _fire(tmp_path, lambda held: MigratingCluster(held, copies=False))
+    assert row["outcome"] == "no-effect", row
+    assert "waiting for the controllers to copy the metadata from ZooKeeper" in row["detail"]
+    assert not [s for s in cluster.steps if s[0] in ("kraft", "on-kraft")]
+
+
+def test_a_migration_the_run_ended_halfway_had_no_effect(tmp_path):
+    def hold_broker_3(nemesis):
+        nemesis.claim(1, [3])  # the kill line holds broker 3 past the run's end
+        threading.Timer(0.5, nemesis.stop_event.set).start()
+    row, cluster = _fire(tmp_path, MigratingCluster, hold_broker_3)
+    assert row["outcome"] == "no-effect", row
+    assert "the run ended with dual-write rolled on [1, 2] of [1, 2, 3]" in row["detail"]
+
+
+def test_each_phase_gives_the_settings_kafkas_migration_docs_name():
+    spec = ClusterSpec("3.9.2", 3, "zookeeper", {"min.insync.replicas": "2"})
+    zk = broker_properties(spec, 2, "kafka-2", 4000)
+    dual = migration.dual_write(zk, "3.9.2")
+    assert dual["zookeeper.metadata.migration.enable"] == "true" and dual["broker.id"] == "2"
+    assert dual["inter.broker.protocol.version"] == "3.9"
+    assert dual["controller.quorum.voters"] == ("3001@controller-3001:9093,3002@controller-3002:"
+                                                "9093,3003@controller-3003:9093")
+    kraft = migration.kraft_broker(dual, 2)
+    assert kraft["process.roles"] == "broker" and kraft["node.id"] == "2"
+    assert not {"broker.id", "zookeeper.connect", "zookeeper.metadata.migration.enable",
+                "inter.broker.protocol.version"} & set(kraft)
+    assert kraft["advertised.listeners"] == zk["advertised.listeners"]
+    during = migration.controller(spec, 3001, migrating=True)
+    assert during["zookeeper.connect"] == "zookeeper:2181"
+    assert during["process.roles"] == "controller"
+    after = migration.controller(spec, 3001, migrating=False)
+    assert not {"zookeeper.connect", "zookeeper.metadata.migration.enable"} & set(after)
+    # the controllers elect leaders: the scenario's settings are theirs too
+    assert after["min.insync.replicas"] == "2"
+    assert after["unclean.leader.election.enable"] == "false"
