@@ -63,7 +63,8 @@ class Cluster:
         self.controllers: list[KafkaNode] = []  # a dedicated KRaft quorum (a migration's)
         self.migration = migration.Migration(self)
         self.firewall = Firewall(lambda: self.nodes, lambda: self.zookeeper)
-        self.metadata = Metadata(spec, lambda: self.nodes, self.firewall, self.voters)
+        self.metadata = Metadata(spec, lambda: self.nodes, self.firewall, self.voters,
+                                 self.zookeeper_session)
         self._signals = contextlib.ExitStack()  # the signal policy while the cluster is up
         self._watchdog: subprocess.Popen | None = None
         self.tier: remote_tier.SharedTier | None = None  # the remote tier the brokers share

@@ -32,6 +32,7 @@ from contracts.errors import ClusterError
 from harness.broker_config import ClusterSpec
 from harness.firewall import Firewall
 from harness.node import KafkaNode
+from harness.zookeeper import ZooKeeper
 
 QUORUM_READS = 5
 QUORUM_STATE = "/var/lib/kafka/data/__cluster_metadata-0/quorum-state"
@@ -70,8 +71,10 @@ class Metadata:
     wait_for = staticmethod(wait_for)
 
     def __init__(self, spec: ClusterSpec, nodes: Callable[[], list[KafkaNode]],
-                 firewall: Firewall, voters: Callable[[], list[KafkaNode]]) -> None:
+                 firewall: Firewall, voters: Callable[[], list[KafkaNode]],
+                 zookeeper: Callable[[], ZooKeeper]) -> None:
         self.spec, self._nodes, self._firewall, self._voters = spec, nodes, firewall, voters
+        self._zookeeper = zookeeper  # a session with ZooKeeper, in ZooKeeper mode
         # replica assignments we chose, in their order
         self._assigned: dict[str, list[list[int]]] = {}
         self._answered = -1  # the broker whose metadata answer was the last one taken
@@ -155,6 +158,14 @@ class Metadata:
         controller."""
         if self.spec.metadata == "kraft":
             return self._quorum_leader()
+        if any(n.role == "controller" for n in self._voters()):
+            # a migration: the brokers would name a KRaft controller they do not list, an answer
+            # librdkafka's DescribeCluster asserts on and aborts the process
+            try:
+                with self._zookeeper() as zk:
+                    return zk.controller()
+            except ClusterError:
+                return -1
         for node_id in self.healthy_nodes():
             admin = self.admin([node_id])  # keep the handle alive until the future resolves
             try:

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NodeExistsError
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from contracts.errors import ClusterError
@@ -54,6 +54,17 @@ class ZooKeeper:
         data, _ = self._client.get(f"/brokers/topics/{topic}/partitions/{partition}/state")
         state = json.loads(data)
         return PartitionState(state["leader"], state["leader_epoch"], tuple(state["isr"]))
+
+    def controller(self) -> int:
+        """The controller /controller names: a broker, or the KRaft controller that took over in a
+        migration; -1 when there is none."""
+        try:
+            data, _ = self._client.get("/controller")
+        except NoNodeError:
+            return -1
+        except (KazooException, KazooTimeoutError) as exc:
+            raise ClusterError(f"ZooKeeper at {self._address} stopped answering: {exc}") from exc
+        return int(json.loads(data)["brokerid"])
 
     def await_absent(self, paths: list[str], deadline: float) -> bool:
         """Wait until none of the znodes exists (a dead session's ephemeral nodes go when it
