@@ -18,7 +18,10 @@ COUNTED = ("one", "all", "minority", "majority")  # targets that name members by
 COORDINATORS = ("txn-coordinator", "group-coordinator", "share-coordinator")
 # a broker's listeners a latency fault can slow
 Link = Literal["clients", "replication", "controller"]
-TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS)
+# zookeeper: the ZooKeeper node of a ZooKeeper-mode cluster, for the kinds that stop or freeze it
+ON_ZOOKEEPER = ("kill", "terminate", "pause")
+TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS,
+           "zookeeper")
 # a line whose every op is a kind and a target drawn from the seed (Jepsen's combined nemesis)
 MIX = "mix"
 # The targets a mix draws for a kind aimed at brokers: with two replicas or more, never every
@@ -109,6 +112,8 @@ def lines_problem(faults: list[FaultSpec], version: str, metadata: str) -> str |
         return (f"fault {zk[0]} reads and triggers elections through ZooKeeper; "
                 f"kafka.version={version!r} runs KRaft: use a ZooKeeper-mode version "
                 "(kafka.metadata: zookeeper)")
+    if problem := _zookeeper_target_problem(faults, version, metadata):
+        return problem
     moves = [i for i, f in enumerate(faults)
              if any(FAULT_KINDS[k].migrates for k in f.fired_kinds())]
     if moves and (problem := _migration_problem(moves, zk, version, metadata)):
@@ -130,3 +135,16 @@ def _migration_problem(moves: list[int], zk: list[str], version: str,
                 f"leaves behind (faults.{moves[0]}); run it in a scenario of its own")
     return migration_problem(version, metadata, f"faults.{moves[0]}")
 
+
+def _zookeeper_target_problem(faults: list[FaultSpec], version: str, metadata: str) -> str | None:
+    """Why a line aimed at ZooKeeper cannot run, or None."""
+    for i, f in enumerate(faults):
+        if f.target != "zookeeper":
+            continue
+        if metadata != "zookeeper":
+            return (f"faults.{i}.target='zookeeper' needs a ZooKeeper-mode cluster; kafka.version="
+                    f"{version!r} runs KRaft")
+        if f.fault not in ON_ZOOKEEPER:
+            return (f"faults.{i}.fault={f.fault!r} cannot aim at ZooKeeper: use "
+                    f"{one_of(ON_ZOOKEEPER)}, or aim it at brokers")
+    return None

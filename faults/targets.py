@@ -56,14 +56,16 @@ def coordinator(cluster: ClusterControl, internal_topic: str, key: str) -> tuple
 def resolve(target: Any, cluster: ClusterControl, topic: str, rng: random.Random, group: str = "",
             txn_id: str = "") -> tuple[list[int], int]:
     """(node ids, the partition consulted) for `one`, `minority`, `majority`, `all`, `leader`,
-    `followers`, `controller`, `isr`, `non-isr`, `txn-coordinator` (of `txn_id`, by default producer
-    0's), `group-coordinator` (of `group`), `share-coordinator` (of the share group `group`'s state
-    of a partition drawn from `topic`), a node id or a list of them. Empty when nothing matches
-    (e.g. no leader)."""
+    `followers`, `controller`, `isr`, `non-isr`, `zookeeper`, `txn-coordinator` (of `txn_id`, by
+    default producer 0's), `group-coordinator` (of `group`), `share-coordinator` (of the share group
+    `group`'s state of a partition drawn from `topic`), a node id or a list of them. Empty when
+    nothing matches (e.g. no leader)."""
     if target == "txn-coordinator":
         return coordinator(cluster, "__transaction_state", txn_id or transactional_id(0))
     if target == "group-coordinator":
         return coordinator(cluster, "__consumer_offsets", group)
+    if target == "zookeeper":
+        return cluster.zookeeper_ids(), -1
     partition = rng.randrange(cluster_partitions(cluster, topic))
     if target == "share-coordinator":
         # Kafka's SharePartitionKey: "group:topicId:partition" hashed over __share_group_state

@@ -224,8 +224,8 @@ class Cluster:
         return [*self.nodes, *self.controllers, *([self.zookeeper] if self.zookeeper else [])]
 
     def node(self, node_id: int) -> KafkaNode:
-        """The broker or dedicated controller with this id."""
-        for n in (*self.nodes, *self.controllers):
+        """The broker, dedicated controller or ZooKeeper node (0) with this id."""
+        for n in self._all_nodes():
             if n.node_id == node_id:
                 return n
         raise ClusterError(f"No broker {node_id}; brokers are {self.node_ids()}")

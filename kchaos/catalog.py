@@ -170,6 +170,8 @@ DISJOINT = ({"leader", "followers"}, {"isr", "non-isr"})
 def _meet(f: FaultSpec, g: FaultSpec, s: Scenario) -> float:
     """The chance that two ops pick at least one broker in common."""
     n = s.kafka.brokers
+    if "zookeeper" in (f.target, g.target):  # a node apart from the brokers
+        return float(f.target == g.target)
     if isinstance(f.target, list) and isinstance(g.target, list):
         return float(bool(set(f.target) & set(g.target)))
     if {str(f.target), str(g.target)} in DISJOINT:

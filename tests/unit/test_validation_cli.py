@@ -140,6 +140,13 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
      "faults: [{fault: migrate}, {fault: stale-hw-isr-join}]",
      "fault stale-hw-isr-join reads and triggers elections through ZooKeeper, which a migration "
      "leaves behind (faults.0); run it in a scenario of its own"),
+    ("faults: [{fault: pause, target: zookeeper}]", "faults.0.target='zookeeper' needs a "
+                                                    "ZooKeeper-mode cluster; kafka.version='4.3.1' "
+                                                    "runs KRaft"),
+    ("kafka: {version: '3.9.2', metadata: zookeeper}\n"
+     "faults: [{fault: isolate, target: zookeeper}]",
+     "faults.0.fault='isolate' cannot aim at ZooKeeper: use 'kill', 'terminate', 'pause', or aim "
+     "it at brokers"),
     ("producer: {acks: " + "x" * 5000 + "}", "but got producer.acks='" + "x" * 78 + "…"),
     ("laugh: &a [x, x, x, x, x, x, x, x, x, x]\n"  # each line ten aliases of the last: 10**7 values
      + "".join(f"l{i}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(6)),
