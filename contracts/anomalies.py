@@ -50,6 +50,10 @@ KINDS = (
          'a duplicate of a value its producer was still awaiting when another of its messages '
          'timed out: librdkafka then re-sends under a bumped epoch, which the broker cannot '
          'de-duplicate'),
+    Kind('epoch-duplicate', 'values re-sent under a bumped producer epoch and written twice',
+         "a duplicate whose every copy the replicas hold under one producer id, each under an "
+         "epoch of its own, an id no other producer wrote under: the client bumped its epoch and "
+         "re-sent what the log already held (after an out-of-order sequence, say)"),
     Kind('inconsistent-offset', 'offsets holding two different values',
          'one position holding different values across acks, reads and replicas'),
     Kind('nonmonotonic-send', 'sends acknowledged out of order',

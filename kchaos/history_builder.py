@@ -110,11 +110,14 @@ class HistoryBuilder:
         return self
 
     def replica(self, broker: int, partition: int, offset: int, producer: int, seq: int,
-                leader_epoch: int = 0) -> HistoryBuilder:
-        """One record in one broker's copy of a partition, after the run healed."""
+                leader_epoch: int = 0, batch: tuple[int, int] | None = None) -> HistoryBuilder:
+        """One record in one broker's copy of a partition, after the run healed; `batch`: its
+        batch's producer id and epoch."""
+        pid, epoch = batch or (None, None)
         return self._add("replicas", {"broker": broker, "topic": self.topic, "partition": partition,
                                       "offset": offset, "leader_epoch": leader_epoch,
-                                      "producer": producer, "seq": seq, "checksum_ok": True})
+                                      "producer": producer, "seq": seq, "checksum_ok": True,
+                                      "producer_id": pid, "producer_epoch": epoch})
 
     def event(self, source: str, kind: str, partition: int = NO_PARTITION, offset: int = NO_OFFSET,
               detail: str = "", topic: str | None = None) -> HistoryBuilder:

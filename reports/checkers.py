@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from contracts.anomalies import ANOMALIES
 from contracts.history import CLOCK_MARGIN_MS, Event, Fate, Retention
+from reports import resends
 from reports.finding import CHECKERS, Finding, checker
 from reports.frames import POSITION, REPLICA, SOURCES, VALUE, Frames, with_tid
 
@@ -84,29 +85,6 @@ def unseen(f: Frames) -> Finding:
     return Finding(rows, VALUE, f.sends_of, extent=f.send_extent)
 
 
-def _at_timeout(f: Frames) -> DataFrame:
-    """The values at more than one position that their producer was still awaiting when one of its
-    messages timed out (_MSG_TIMED_OUT): librdkafka then bumps the producer's epoch and re-sends
-    what was unacknowledged, which the broker cannot de-duplicate. Only the duplicated values are
-    matched with the timeouts."""
-    timeouts = f.sends.filter((F.col("outcome") == "info")
-                              & (F.col("error") == "_MSG_TIMED_OUT")).select(
-        "producer", F.col("t_complete").alias("t"), F.col("t_complete").alias("t_out"))
-    awaited = f.sends.join(f.keys("moved"), VALUE, "left_semi").select(
-        *VALUE, F.col("t_invoke").alias("t"), "t_complete")
-    # each awaited value against its producer's first timeout at or after its send: a running
-    # minimum from the latest time back (a join of every value with every timeout, or a frame to the
-    # end, is quadratic)
-    later = Window.partitionBy("producer").orderBy(
-        F.desc("t"), F.col("t_out").isNull()).rowsBetween(
-        Window.unboundedPreceding, Window.currentRow)
-    return (awaited.unionByName(timeouts, allowMissingColumns=True)
-            .withColumn("next_out", F.min("t_out").over(later))
-            .filter(F.col("seq").isNotNull() & F.col("next_out").isNotNull()
-                    & F.coalesce(F.col("t_complete") >= F.col("next_out"), F.lit(True)))
-            .select(*VALUE).distinct())
-
-
 @checker("retention-breach")
 def retention_breach(f: Frames) -> Finding:
     """An acknowledged send (of a committed transaction, if in one) below the final log start
@@ -131,15 +109,23 @@ def retention_breach(f: Frames) -> Finding:
 
 @checker("duplicate")
 def duplicate(f: Frames) -> Finding:
-    """One value at more than one position (an ack's offset counts as one)."""
+    """One value at more than one position (an ack's offset counts as one), unless its producer
+    re-sent it itself (timeout-duplicate, epoch-duplicate)."""
     moved = f.values.filter("moved").select(*VALUE)
-    return Finding(moved.join(_at_timeout(f), VALUE, "left_anti"), VALUE, f.positions_of,
+    own = resends.at_timeout(f).unionByName(resends.under_new_epochs(f))
+    return Finding(moved.join(own, VALUE, "left_anti"), VALUE, f.positions_of,
                    extent=f.send_extent)
 
 
 @checker("timeout-duplicate")
 def timeout_duplicate(f: Frames) -> Finding:
-    return Finding(_at_timeout(f), VALUE, f.positions_of, extent=f.send_extent)
+    return Finding(resends.at_timeout(f), VALUE, f.positions_of, extent=f.send_extent)
+
+
+@checker("epoch-duplicate")
+def epoch_duplicate(f: Frames) -> Finding:
+    bumped = resends.under_new_epochs(f).join(resends.at_timeout(f), VALUE, "left_anti")
+    return Finding(bumped, VALUE, f.positions_of, extent=f.send_extent)
 
 
 @checker("inconsistent-offset")

@@ -23,6 +23,10 @@ KIP_447 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-447%3A+Producer
 # times out.
 LIBRDKAFKA_TIMEOUTS = ("https://github.com/confluentinc/librdkafka/blob/master/INTRODUCTION.md"
                        "#message-timeout-considerations")
+# An idempotent producer that loses its sequence (an out-of-order sequence, an unknown producer id)
+# bumps its epoch and starts its sequences again
+KIP_360 = ("https://cwiki.apache.org/confluence/display/KAFKA/KIP-360%3A+Improve+reliability+of+"
+           "idempotent%2Ftransactional+producer")
 # Share groups: "records are acknowledged individually"; an acquired record whose lock expires is
 # available again, and a record past the delivery count limit is archived
 KIP_932 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-932%3A+Queues+for+Kafka"

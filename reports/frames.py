@@ -293,8 +293,8 @@ class Frames:
     obs: DataFrame  # every sighting (only the suspect values' when prefiltered)
     values: DataFrame  # one row per suspect value with its flags
     places: DataFrame  # positions holding more than one value
-    # the final drain's end offset per partition, and the log start offset when it ended (`start`,
-    # at `t_start`; null without it or without the topic's retention)
+    replicas: DataFrame  # replica records below the drain's end, with their batch's producer epoch
+    # the drain's end per partition, and the log start when it ended (`start` at `t_start`, or null)
     ends: DataFrame
     facts: Facts
     # readers that read contiguously from the beginning (the drain, assign-mode readers)
@@ -393,7 +393,7 @@ def build(spark: SparkSession, history: Path, readers: Readers | None = None,
                             always=bool(prefilter))
     values, places = side_by_side(lambda: _per_value(obs).filter(suspect).localCheckpoint(),
                                   lambda: _per_position(obs).localCheckpoint())
-    return Frames(sends, reads, events, ours, obs, values, places, ends, facts,
+    return Frames(sends, reads, events, ours, obs, values, places, rep, ends, facts,
                   ["drain", *readers.contiguous], t["metadata"], t["faults"],
                   _fates(sends, t["txns"]), copied,
                   copy_input(readers.copy_topic) if readers.copy_topic else "",

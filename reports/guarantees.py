@@ -17,6 +17,7 @@ from reports.citations import (
     ISOLATION,
     KIP_98,
     KIP_211,
+    KIP_360,
     KIP_447,
     KIP_932,
     LIBRDKAFKA_TIMEOUTS,
@@ -74,6 +75,15 @@ def _timeout_duplicate(_s: Scenario) -> Rule:
                                            "before; its maintainers: only transactions keep "
                                            "exactly-once across message timeouts "
                                            "(confluentinc/librdkafka#4953)", LIBRDKAFKA_TIMEOUTS)
+
+
+@rule("epoch-duplicate")
+def _epoch_duplicate(_s: Scenario) -> Rule:
+    return Rule("epoch-duplicate", True, "after an out-of-order sequence or an unknown producer id "
+                                         "an idempotent producer bumps its epoch and numbers its "
+                                         "sequences from zero (KIP-360); a value it re-sends then, "
+                                         "written before but never acknowledged, is a new record "
+                                         "to the broker (confluentinc/librdkafka#4953)", KIP_360)
 
 
 @rule("precommitted-read")

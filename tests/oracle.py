@@ -82,7 +82,9 @@ class Oracle:
     def counts(self) -> dict[str, int]:
         lost, lost_committed, unseen = self.lost_and_unseen()
         return {"lost-write": lost, "lost-committed": lost_committed, "unseen": unseen,
-                "duplicate": self.duplicate(), "inconsistent-offset": self.mixed(self.positions),
+                "duplicate": self.duplicate() - len(self.epoch_duplicates()),
+                "epoch-duplicate": len(self.epoch_duplicates()),
+                "inconsistent-offset": self.mixed(self.positions),
                 "nonmonotonic-send": self.nonmonotonic_send(), **self.polls(),
                 "aborted-read": self.aborted_read(), "precommitted-read": self.precommitted(),
                 "torn-transaction": self.torn(), "unexpected": self.unexpected(),
@@ -122,6 +124,27 @@ class Oracle:
 
     def duplicate(self) -> int:
         return sum(len(spots) > 1 for spots in self.positions.values())
+
+    def epoch_duplicates(self) -> set[tuple[int, int]]:
+        """Duplicates whose every position the replicas hold under one producer id, each under an
+        epoch of its own, an id no other producer wrote under."""
+        owners: dict[object, set] = defaultdict(set)
+        marks: dict[tuple, dict] = defaultdict(lambda: defaultdict(set))
+        for r in self.replicas:
+            owners[r.get("producer_id")].add(r["producer"])
+            marks[_value(r)][_spot(r)].add((r.get("producer_id"), r.get("producer_epoch")))
+        found = set()
+        for v, spots in self.positions.items():
+            held = marks.get(v, {})
+            if len(spots) < 2 or set(held) != spots:
+                continue
+            pairs = set().union(*held.values())
+            ids = {i for i, _ in pairs}
+            epochs = {e for _, e in pairs}
+            if (len(ids) == 1 and None not in ids and None not in epochs
+                    and len(epochs) == len(spots) == len(pairs) and len(owners[min(ids)]) == 1):
+                found.add(v)
+        return found
 
     @staticmethod
     def mixed(positions: dict[tuple[int, int], set]) -> int:

@@ -109,6 +109,46 @@ def test_a_copy_acked_the_instant_a_sibling_timed_out_is_a_timeout_duplicate(spa
     assert run(spark, tmp_path, h).counts() == only(timeout_duplicate=1)
 
 
+def _written_twice(batches: tuple[tuple[int, int], tuple[int, int]]):
+    """Producer 0's seq 1 (acked at partition 1 offset 0, under producer id 7 epoch 0) written again
+    at offset 6 under the second batch's producer id and epoch."""
+    h = clean().drop("replicas", partition=1, offset=0)
+    for b in (1, 2, 3):
+        h.replica(b, 1, 0, 0, 1, batch=batches[0])
+        h.replica(b, 1, 6, 0, 1, batch=batches[1])
+    h.read("drain", 1, 6, 0, 1)
+    h.drop("events", kind="final-end", partition=1).event(
+        "drain", "final-end", partition=1, offset=7, detail="reached")
+    return h
+
+
+def test_a_copy_re_sent_under_a_bumped_epoch_of_its_producer_id_is_an_epoch_duplicate(spark,
+                                                                                      tmp_path):
+    a = run(spark, tmp_path, _written_twice(((7, 0), (7, 1))))
+    assert a.counts() == only(epoch_duplicate=1)
+    assert a.anomalies["epoch-duplicate"].examples[0]["positions"] == 2
+
+
+@pytest.mark.parametrize("batches, why", [
+    (((7, 0), (7, 0)), "one epoch: the broker should have recognised the copy"),
+    (((7, 0), (8, 1)), "two producer ids"),
+    (((7, 0), None), "a copy whose batch is unknown"),
+])
+def test_a_copy_not_re_sent_under_a_new_epoch_of_its_own_producer_id_is_a_duplicate(
+        spark, tmp_path, batches, why):
+    assert run(spark, tmp_path, _written_twice(batches)).counts() == only(duplicate=1), why
+
+
+def test_a_copy_under_a_producer_id_another_producer_also_wrote_under_is_a_duplicate(spark,
+                                                                                    tmp_path):
+    # producer 1's seq 0 (partition 1 offset 3) sits under producer id 7 too: Kafka gave two
+    # producers one id, so the epoch bump is not the client's own doing
+    h = _written_twice(((7, 0), (7, 1))).drop("replicas", partition=1, offset=3)
+    for b in (1, 2, 3):
+        h.replica(b, 1, 3, 1, 0, batch=(7, 0))
+    assert run(spark, tmp_path, h).counts() == only(duplicate=1)
+
+
 def test_inconsistent_offset_between_ack_and_log(spark, tmp_path):
     h = clean()
     h.send(0, 50, 0, 2)  # acked at partition 0 offset 2, where the log holds another value

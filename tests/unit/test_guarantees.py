@@ -34,8 +34,8 @@ def analysis(drain_complete=True, replicas=True, **counts) -> Analysis:
     return Analysis(anomalies, {"acked": 100}, facts)
 
 
-def test_safe_settings_allow_nothing_but_unseen_and_copies_re_sent_after_a_message_timeout():
-    assert allowed(scenario()) == {"unseen", "timeout-duplicate"}
+def test_safe_settings_allow_nothing_but_unseen_and_copies_the_producer_re_sent_itself():
+    assert allowed(scenario()) == {"unseen", "timeout-duplicate", "epoch-duplicate"}
 
 
 @pytest.mark.parametrize("over", [{"producer__acks": "1", "producer__idempotence": False},
@@ -209,12 +209,12 @@ def test_a_power_loss_of_every_replica_without_fsync_allows_what_a_rewritten_log
 
 @pytest.mark.parametrize("target", ["one", "leader", [1, 2]])
 def test_a_power_loss_that_leaves_a_replica_allows_nothing(target):
-    assert allowed(power_loss(target)) == {"unseen", "timeout-duplicate"}
+    assert allowed(power_loss(target)) == {"unseen", "timeout-duplicate", "epoch-duplicate"}
 
 
 def test_fsync_of_each_write_keeps_the_guarantee_through_any_power_loss():
     assert allowed(power_loss("all", config={"flush.messages": 1})) == {
-        "unseen", "timeout-duplicate"}
+        "unseen", "timeout-duplicate", "epoch-duplicate"}
     assert not REWRITES & allowed(validate({
         **SAFE, "kafka": {"config": {"log.flush.interval.messages": 1}},
         "faults": [{"fault": "power-loss", "target": "all"}]}, "test"))
@@ -252,7 +252,7 @@ def test_followers_of_a_leader_that_lost_power_may_lose_its_writes_but_never_div
 
 @pytest.mark.parametrize("version", ["4.1.0", "4.3.1"])
 def test_the_last_in_sync_replicas_power_loss_loses_nothing_with_eligible_leader_replicas(version):
-    assert allowed(last_replica(version)) == {"unseen", "timeout-duplicate"}
+    assert allowed(last_replica(version)) == {"unseen", "timeout-duplicate", "epoch-duplicate"}
     rule = next(r for r in rules(last_replica(version)) if r.anomaly == "lost-write")
     assert "KIP-966" in rule.why and "Eligible+Leader+Replicas" in rule.doc
 
