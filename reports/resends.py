@@ -35,10 +35,10 @@ def at_timeout(f: Frames) -> DataFrame:
 
 def under_new_epochs(f: Frames) -> DataFrame:
     """The values at more than one position, each position in the replicas under its own epoch of
-    one producer id that no other producer of the run wrote under: the client bumped its epoch and
-    re-sent a value the log already held (after an out-of-order sequence, say). A producer id two
-    producers share is Kafka's fault, and stays a duplicate."""
-    copies = f.replicas.join(f.keys("moved"), VALUE, "left_semi")
+    one producer id that no other producer of the run wrote under, their ack's position among them:
+    the client bumped its epoch and re-sent a value the log already held (after an out-of-order
+    sequence, say). A producer id two producers share is Kafka's fault, and stays a duplicate."""
+    copies = f.replicas.join(f.keys("moved"), VALUE, "left_semi").localCheckpoint()
     ids = copies.select("producer_id").distinct()
     shared = (f.replicas.join(F.broadcast(ids), "producer_id", "left_semi")
               .groupBy("producer_id").agg(F.countDistinct("producer").alias("owners"))
@@ -47,10 +47,10 @@ def under_new_epochs(f: Frames) -> DataFrame:
         F.countDistinct("producer_id").alias("ids"),
         F.countDistinct("producer_epoch").alias("epochs"),
         F.countDistinct("topic", "partition", "offset").alias("at"),
+        F.collect_set(F.struct("partition", "offset")).alias("spots"),
         F.max(F.col("producer_id").isNull() | F.col("producer_epoch").isNull()).alias("unknown"))
-    every = f.placed.join(f.keys("moved"), VALUE, "left_semi").groupBy(*VALUE).agg(
-        F.countDistinct("tid", "partition", "offset").alias("placed"))
-    return (per_value.join(every, VALUE)
-            .filter((F.col("ids") == 1) & (F.col("epochs") == F.col("at"))
-                    & (F.col("at") == F.col("placed")) & ~F.col("unknown"))
+    acked = f.values.filter("moved").select(*VALUE, F.struct("partition", "offset").alias("ack"))
+    return (per_value.join(acked, VALUE)
+            .filter((F.col("ids") == 1) & (F.col("epochs") == F.col("at")) & (F.col("at") > 1)
+                    & ~F.col("unknown") & F.expr("array_contains(spots, ack)"))
             .select(*VALUE))
