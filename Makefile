@@ -37,7 +37,7 @@ integration: setup
 	$(BIN)/pytest -q tests/integration
 
 test: lint setup  ## the CI tier: every layer on real brokers, within 30 minutes from a fresh clone
-	$(BIN)/pytest -q --durations=15 -m "not slow" tests
+	$(BIN)/pytest -q --durations=40 -m "not slow" tests
 
 test-all: lint setup  ## every test: the CI tier, then old releases, known bugs, five brokers, ZooKeeper faults
 	$(BIN)/pytest -q --durations=25 tests
