@@ -50,7 +50,7 @@ KINDS = (
          'a duplicate of a value its producer was still awaiting when another of its messages '
          'timed out: librdkafka then re-sends under a bumped epoch, which the broker cannot '
          'de-duplicate'),
-    Kind('epoch-duplicate', 'values re-sent under a bumped producer epoch and written twice',
+    Kind('epoch-duplicate', 'values re-sent under a new producer epoch',
          "a duplicate whose every copy the replicas hold under one producer id, each under an "
          "epoch of its own, an id no other producer wrote under: the client bumped its epoch and "
          "re-sent what the log already held (after an out-of-order sequence, say)"),
