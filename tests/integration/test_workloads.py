@@ -58,6 +58,30 @@ def _why_not_ok(sends: pd.DataFrame, events: pd.DataFrame, cluster: Cluster) -> 
     return f"{table.round(1).to_string()}\nrequests: {requests}\nbroker logs: {logs}"
 
 
+def _replicas_hold_the_acks(history: Path, ok: pd.DataFrame) -> None:
+    """Every replica's segment files against the acks, and Kafka's producer fields."""
+    # every replica's segment files hold each acked value at its acked offset; each batch carries
+    # its leader's epoch, the same on every replica and never falling along a partition (a loaded
+    # machine may move a leader even here)
+    replicas = pq.read_table(history / "replicas.parquet").to_pandas()
+    acked = set(zip(ok.partition, ok.offset, ok.producer, ok.seq, strict=True))
+    for broker in (1, 2, 3):
+        r = replicas[replicas.broker == broker]
+        assert set(zip(r.partition, r.offset, r.producer, r.seq,
+                       strict=True)) == acked and len(r) == len(ok)
+    assert replicas.checksum_ok.all() and replicas.leader_epoch.min() == 0
+    assert (replicas.groupby(["partition", "offset"]).leader_epoch.nunique() == 1).all()
+    assert replicas.sort_values("offset").groupby(["broker", "partition"]).leader_epoch.apply(
+        lambda e: e.is_monotonic_increasing).all()
+    # Kafka's producer fields: one producer id per (idempotent) client, its sequences 0, 1, ... per
+    # partition
+    assert (replicas.groupby("producer").producer_id.nunique() == 1).all()
+    assert replicas.producer_id.nunique() == 5 and (replicas.producer_epoch == 0).all()
+    assert not replicas.transactional.any()
+    for _, seqs in replicas[replicas.broker == 1].groupby(["producer_id", "partition"]).sequence:
+        assert sorted(seqs) == list(range(len(seqs)))
+
+
 def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_offsets(
         kraft, tmp_path):
     kraft.metadata.create_topic(TOPIC, 3, 3, {"min.insync.replicas": "2"})
@@ -100,22 +124,7 @@ def test_healthy_cluster_every_ok_send_read_exactly_once_and_counts_match_end_of
     keyed = ok[ok.producer == 0]
     assert keyed.key.nunique() == 16 and (keyed.groupby("key").partition.nunique() == 1).all()
     assert keyed.partition.nunique() > 1
-    # every replica's segment files hold each acked value at its acked offset, in the first leader's
-    # epoch
-    replicas = pq.read_table(tmp_path / "history" / "replicas.parquet").to_pandas()
-    acked = set(zip(ok.partition, ok.offset, ok.producer, ok.seq, strict=True))
-    for broker in (1, 2, 3):
-        r = replicas[replicas.broker == broker]
-        assert set(zip(r.partition, r.offset, r.producer, r.seq,
-                       strict=True)) == acked and len(r) == len(ok)
-    assert replicas.checksum_ok.all() and set(replicas.leader_epoch) == {0}
-    # Kafka's producer fields: one producer id per (idempotent) client, its sequences 0, 1, ... per
-    # partition
-    assert (replicas.groupby("producer").producer_id.nunique() == 1).all()
-    assert replicas.producer_id.nunique() == 5 and (replicas.producer_epoch == 0).all()
-    assert not replicas.transactional.any()
-    for _, seqs in replicas[replicas.broker == 1].groupby(["producer_id", "partition"]).sequence:
-        assert sorted(seqs) == list(range(len(seqs)))
+    _replicas_hold_the_acks(tmp_path / "history", ok)
 
 
 def test_drain_reads_what_lands_while_its_ends_settle(kraft, tmp_path, monkeypatch):
