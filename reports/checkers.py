@@ -112,20 +112,19 @@ def duplicate(f: Frames) -> Finding:
     """One value at more than one position (an ack's offset counts as one), unless its producer
     re-sent it itself (timeout-duplicate, epoch-duplicate)."""
     moved = f.values.filter("moved").select(*VALUE)
-    own = resends.at_timeout(f).unionByName(resends.under_new_epochs(f))
+    own = resends.of(f).at_timeout.unionByName(resends.of(f).under_new_epoch)
     return Finding(moved.join(own, VALUE, "left_anti"), VALUE, f.positions_of,
                    extent=f.send_extent)
 
 
 @checker("timeout-duplicate")
 def timeout_duplicate(f: Frames) -> Finding:
-    return Finding(resends.at_timeout(f), VALUE, f.positions_of, extent=f.send_extent)
+    return Finding(resends.of(f).at_timeout, VALUE, f.positions_of, extent=f.send_extent)
 
 
 @checker("epoch-duplicate")
 def epoch_duplicate(f: Frames) -> Finding:
-    bumped = resends.under_new_epochs(f).join(resends.at_timeout(f), VALUE, "left_anti")
-    return Finding(bumped, VALUE, f.positions_of, extent=f.send_extent)
+    return Finding(resends.of(f).under_new_epoch, VALUE, f.positions_of, extent=f.send_extent)
 
 
 @checker("inconsistent-offset")

@@ -281,7 +281,7 @@ def is_large(history: Path) -> bool:
     return sends_in(history) >= PREFILTER_FROM
 
 
-@dataclass
+@dataclass(eq=False)
 class Frames:
     """The indexes of one history (lazy DataFrames; `values` and `places` checkpointed), shared by
     every checker."""

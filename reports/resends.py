@@ -4,10 +4,32 @@ the duplicates Kafka's idempotence forbids."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from weakref import WeakKeyDictionary
+
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from reports.frames import VALUE, Frames
+
+
+@dataclass(frozen=True)
+class Resends:
+    """The values a producer re-sent itself: after a timeout, or else under a new epoch."""
+
+    at_timeout: DataFrame
+    under_new_epoch: DataFrame
+
+
+_FOUND: WeakKeyDictionary[Frames, Resends] = WeakKeyDictionary()
+
+
+def of(f: Frames) -> Resends:
+    """The re-sent values of `f`, built once for the three checkers that read them."""
+    if f not in _FOUND:
+        timeout = at_timeout(f)
+        _FOUND[f] = Resends(timeout, under_new_epochs(f).join(timeout, VALUE, "left_anti"))
+    return _FOUND[f]
 
 
 def at_timeout(f: Frames) -> DataFrame:
@@ -38,7 +60,7 @@ def under_new_epochs(f: Frames) -> DataFrame:
     one producer id that no other producer of the run wrote under, their ack's position among them:
     the client bumped its epoch and re-sent a value the log already held (after an out-of-order
     sequence, say). A producer id two producers share is Kafka's fault, and stays a duplicate."""
-    copies = f.replicas.join(f.keys("moved"), VALUE, "left_semi").localCheckpoint()
+    copies = f.replicas.join(f.keys("moved"), VALUE, "left_semi").localCheckpoint(eager=False)
     ids = copies.select("producer_id").distinct()
     shared = (f.replicas.join(F.broadcast(ids), "producer_id", "left_semi")
               .groupBy("producer_id").agg(F.countDistinct("producer").alias("owners"))
