@@ -36,7 +36,7 @@ class Facts:
     drain_complete: bool
     partitions_not_drained: list[PartitionName]
     replicas_dumped: bool
-    recovered: bool
+    recovered: bool  # no liveness finding
     assign_readers: list[str]
     # live readers held to read_committed
     committed_readers: list[str] = field(default_factory=list)
@@ -64,6 +64,9 @@ class Facts:
     share_live: int = 0
     # the transaction protocols transactional producers said they ran (`txn-protocol`: v1, v2)
     txn_protocols: list[str] = field(default_factory=list)
+    # what the cluster never reached (`liveness` events): a full ISR after healing, a migration's
+    # metadata copy
+    liveness: list[str] = field(default_factory=list)
 
 
 def plan_share(facts: Facts | None) -> str:

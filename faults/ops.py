@@ -27,6 +27,11 @@ class NoEffect(Exception):
     say)."""
 
 
+class Stalled(NoEffect):
+    """The cluster never reached a state the op waits for (a migration's metadata copy, say): a
+    liveness finding as well as no effect."""
+
+
 @dataclass
 class Ctx:
     """What a fault needs: the cluster, the topic, the seeded rng, a stop-aware sleep, the

@@ -7,7 +7,7 @@ import time
 
 from contracts.errors import ClusterError
 from contracts.scenario import FaultSpec
-from faults.ops import Ctx, NoEffect, Op, break_node
+from faults.ops import Ctx, NoEffect, Op, Stalled, break_node
 
 FULL_ISR_S = 180.0  # how long a roll waits for a full ISR before the next broker
 
@@ -88,7 +88,7 @@ def migrate(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
                 ctx.cluster.metadata.wait_for("the controllers to copy the metadata from ZooKeeper",
                                               m.copied, COPY_S)
             except ClusterError as exc:
-                raise NoEffect(f"migrate: {exc}") from exc
+                raise Stalled(f"migrate: {exc}") from exc
             done["copied_at_s"] = round(time.monotonic() - began, 1)
         elif phase == "kraft":
             m.brokers_on_kraft()

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from contracts.faultkinds import FAULT_KINDS
 from contracts.history import Event, HistoryWriter, Outcome, now_ns
 from contracts.scenario import FaultSpec
-from faults.ops import Ctx, NoEffect
+from faults.ops import Ctx, NoEffect, Stalled
 from faults.plan import PlannedOp, op_spec
 from faults.ports import Clients, ClusterControl
 from faults.registry import OPS
@@ -116,6 +116,8 @@ class Nemesis:
         except NoEffect as exc:
             outcome, detail["error"] = Outcome.NO_EFFECT, str(exc)
             self.errors.append(f"{spec.fault} at {op.at} s had no effect: {exc}")
+            if isinstance(exc, Stalled):
+                self.history.event("nemesis", Event.LIVENESS, detail=str(exc))
         except Exception as exc:  # noqa: BLE001 - a failed op is recorded; the run goes on and heals at the end
             outcome, detail["error"] = Outcome.FAILED, f"{type(exc).__name__}: {exc}"
             detail["trace"] = traceback.format_exc(limit=3)

@@ -40,8 +40,6 @@ SOURCES = ["ack", "read", "read", "replica"]  # what each `src` counts as in exa
 SUSPECT = "(ok AND NOT final) OR moved OR failed OR NOT sent OR (live AND NOT final) OR info"
 
 
-
-
 def chaos_of(faults: DataFrame, facts: Facts) -> None:
     """Into `facts`: how the planned fault ops ended, how many fired over LATE_S late, why any were
     skipped, and what makes the chaos unproven: an op that failed or had no effect, or a fault line
@@ -128,7 +126,9 @@ def facts_of(events: DataFrame, faults: DataFrame, readers: Readers) -> tuple[Fa
                   "known" if Event.COMMITTED in kinds else "none",
                   client_trouble=[line for _, line in trouble[:EXAMPLES]],
                   txn_protocols=sorted({e["detail"] for r in by_kind
-                                        if r["kind"] == Event.TXN_PROTOCOL for e in r["first"]}))
+                                        if r["kind"] == Event.TXN_PROTOCOL for e in r["first"]}),
+                  liveness=[e["detail"] for r in by_kind if r["kind"] == Event.LIVENESS
+                            for e in r["first"]])
     chaos_of(faults, facts)
     facts.observed = ((["rebalance"] if _rebalanced(events, kinds, readers) else [])
                       + (["txn-protocol-switch"] if len(facts.txn_protocols) > 1 else []))

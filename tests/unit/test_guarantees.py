@@ -133,8 +133,11 @@ def test_chaos_that_did_not_happen_makes_a_clean_run_unknown_and_names_the_op(sp
     h.fault("isolate", [], outcome="skipped", line=2, planned_at=9.0,
             skipped="no node matched target 'leader'")
     h.fault("isolate", [], outcome="not-reached", line=2, planned_at=20.0)
+    h.event("nemesis", "liveness", detail="migrate: Timed out after 180s waiting for the copy")
     a = analyze(spark, h.write(tmp_path / "history"))
     assert a.facts.ops == {"fired": 1, "no-effect": 1, "skipped": 1, "not-reached": 1}
+    assert a.facts.liveness == ["migrate: Timed out after 180s waiting for the copy"]
+    assert not a.facts.recovered
     assert a.facts.chaos_problems == [
         "pause planned at 7.0 s on brokers [2] no-effect: pause found it not running: broker 2 is "
         "exited, not running",

@@ -49,6 +49,12 @@ class MigratingCluster:
         self.steps.append(("on-kraft",))
 
 
+def _liveness(tmp_path) -> list[str]:
+    """The details of the history's liveness findings."""
+    return [e["detail"] for e in read_jsonl(tmp_path, "events").to_pylist()
+            if e["kind"] == "liveness"]
+
+
 def _fire(tmp_path, cluster_of, before=None) -> tuple[dict, MigratingCluster]:
     history = HistoryWriter(tmp_path)
     nemesis = None
@@ -76,13 +82,15 @@ def test_a_migration_steps_every_node_in_the_docs_order_holding_only_the_node_it
     assert '"kraft": [1, 2, 3]' in row["detail"] and '"copied_at_s"' in row["detail"]
 
 
-def test_a_migration_whose_metadata_never_copied_had_no_effect_and_left_the_brokers_on_zk(
+def test_a_migration_whose_metadata_never_copied_is_a_liveness_finding_and_left_zk_brokers(
         tmp_path, monkeypatch):
     monkeypatch.setattr(rolls, "COPY_S", 0.1)
     row, cluster = _fire(tmp_path, lambda held: MigratingCluster(held, copies=False))
     assert row["outcome"] == "no-effect", row
     assert "waiting for the controllers to copy the metadata from ZooKeeper" in row["detail"]
     assert not [s for s in cluster.steps if s[0] in ("kraft", "on-kraft")]
+    assert _liveness(tmp_path) == ["migrate: Timed out after 0s waiting for the "
+                                   "controllers to copy the metadata from ZooKeeper"]
 
 
 def test_a_migration_the_run_ended_halfway_had_no_effect(tmp_path):
@@ -92,6 +100,7 @@ def test_a_migration_the_run_ended_halfway_had_no_effect(tmp_path):
     row, cluster = _fire(tmp_path, MigratingCluster, hold_broker_3)
     assert row["outcome"] == "no-effect", row
     assert "the run ended with dual-write rolled on [1, 2] of [1, 2, 3]" in row["detail"]
+    assert _liveness(tmp_path) == []  # the run's end, not the cluster, cut it short
 
 
 def test_each_phase_gives_the_settings_kafkas_migration_docs_name():
