@@ -108,6 +108,7 @@ def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
         moved, at_timeout), at_timeout.drop_duplicates()
     # the benchmark's histories carry no batch producer epochs, so none is an epoch-duplicate
     found["epoch-duplicate"] = moved.iloc[0:0]
+    found["metadata-lost"] = moved.iloc[0:0]  # nor migrations
     per_pos = placed.groupby(POS).size()
     found["inconsistent-offset"] = per_pos[per_pos > 1].reset_index()
     per_replica_pos = rep[[*POS, "v"]].drop_duplicates().groupby(POS).size()

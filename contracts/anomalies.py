@@ -92,6 +92,10 @@ KINDS = (
     Kind('eos-loss', 'input records the exactly-once stage committed but never copied',
          "an input record (of the stage's input topic) below the eos-copy group's final committed "
          "offset with no copy in the output", True),
+    Kind('metadata-lost', 'metadata records lost in a migration',
+         "an entry of the cluster's metadata (a topic, its partition count, a partition's "
+         "replicas, a config set on a topic, a SCRAM user's credential) that a `migrate` op read "
+         "before it began and not once it ended"),
     Kind('share-lost', 'records a share group finished with unprocessed',
          "an `ok` send the share group is done with (below its final share-partition start offset, "
          "or in a share-partition with no lag left) that no member accepted or rejected, and that "

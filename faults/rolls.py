@@ -75,6 +75,7 @@ def migrate(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     broker in turn rolled into dual writes; the metadata copied; each broker rolled into KRaft mode;
     each controller rolled out of migration mode. Other lines' ops go on throughout."""
     began, m, brokers = time.monotonic(), ctx.cluster.migration, ctx.cluster.node_ids()
+    before = m.inventory(plant=True)
     done: dict[str, object] = {"controllers": m.start_quorum()}
     for phase, nodes in (("dual-write", brokers), ("kraft", brokers),
                          ("controller", done["controllers"])):
@@ -92,7 +93,8 @@ def migrate(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
             done["copied_at_s"] = round(time.monotonic() - began, 1)
         elif phase == "kraft":
             m.brokers_on_kraft()
-    return done | {"took_s": round(time.monotonic() - began, 1)}
+    return done | {"took_s": round(time.monotonic() - began, 1),
+                   "inventory": {"before": before, "after": m.inventory()}}
 
 
 def _roll(ctx: Ctx, phase: str, nodes: list[int]) -> list[int]:

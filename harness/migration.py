@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from contracts.errors import ClusterError
+from harness import inventory
 from harness.archive import put_file
 from harness.broker_config import (
     CONTROLLER_PORT,
@@ -108,6 +109,14 @@ class Migration:
         if phase == "kraft":
             node.role = "kraft"  # how its start shows in its log
         c.start_node(node_id)
+
+    def inventory(self, plant: bool = False) -> list[str]:
+        """The metadata the migration must keep (harness.inventory), a SCRAM user planted first
+        when `plant`."""
+        admin = self.cluster.metadata.admin()  # kept alive until the answers came
+        if plant:
+            inventory.plant(admin)
+        return inventory.entries(admin)
 
     def copied(self) -> bool:
         """Whether a controller said the metadata was copied from ZooKeeper (the cluster then

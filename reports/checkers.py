@@ -371,6 +371,17 @@ def eos_loss(f: Frames) -> Finding | None:
     return Finding(lost, ["partition", "offset"])
 
 
+@checker("metadata-lost")
+def metadata_lost(f: Frames) -> Finding:
+    """An entry of the cluster's metadata a `migrate` op read before it began and not once it
+    ended (harness.inventory: topics, replicas, topic configs, SCRAM users)."""
+    said = F.from_json("detail", "inventory struct<before: array<string>, after: array<string>>")
+    lost = f.faults.filter(F.col("fault") == "migrate").select(
+        "t_start", F.explode(F.array_except(said.inventory.before, said.inventory.after))
+        .alias("entry"))
+    return Finding(lost, ["t_start", "entry"])
+
+
 # the share group's checkers come last, as their anomalies do
 from reports import share_checks  # noqa: E402, F401
 

@@ -29,6 +29,7 @@ KIP_360 = ("https://cwiki.apache.org/confluence/display/KAFKA/KIP-360%3A+Improve
            "idempotent%2Ftransactional+producer")
 # Share groups: "records are acknowledged individually"; an acquired record whose lock expires is
 # available again, and a record past the delivery count limit is archived
+KIP_866 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-866+ZooKeeper+to+KRaft+Migration"
 KIP_932 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-932%3A+Queues+for+Kafka"
 SHARE_CONSUMER = ("https://kafka.apache.org/44/javadoc/org/apache/kafka/clients/consumer/"
                   "KafkaShareConsumer.html")

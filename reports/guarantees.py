@@ -19,6 +19,7 @@ from reports.citations import (
     KIP_211,
     KIP_360,
     KIP_447,
+    KIP_866,
     KIP_932,
     LIBRDKAFKA_TIMEOUTS,
     MIN_ISR,
@@ -361,6 +362,14 @@ def _share_delivery_limit(s: Scenario) -> Rule:
     return Rule("share-delivery-limit", False,
                 f"a record is archived once it has been delivered "
                 f"group.share.delivery.count.limit={s.share.delivery_limit} times", SHARE_LIMIT)
+
+
+@rule("metadata-lost")
+def _metadata_lost(_s: Scenario) -> Rule:
+    return Rule("metadata-lost", False, "the migration copies every topic, partition assignment, "
+                                        "topic config and SCRAM credential from ZooKeeper to the "
+                                        "KRaft quorum, which serves them from then on (KIP-866)",
+                KIP_866)
 
 
 if set(RULES) != set(ANOMALIES):

@@ -1,6 +1,6 @@
 """KIP-866's migration on real brokers: a ZooKeeper-mode cluster on 3.9.2 moves to KRaft under
 load while a leader is killed, the controllers copy the metadata, every broker ends in KRaft mode
-with its data, and every acknowledged write is read back."""
+with its data and the metadata it had, and every acknowledged write is read back."""
 
 from __future__ import annotations
 
@@ -35,6 +35,11 @@ def test_a_migration_under_leader_kills_keeps_every_acknowledged_write(tmp_path)
     assert move["outcome"] == "fired", detail
     assert detail["dual-write"] == detail["kraft"] == [1, 2, 3]
     assert detail["controller"] == [3001, 3002, 3003]
+    # the metadata it read before and after: the topic with its own config, the planted SCRAM user
+    before = detail["inventory"]["before"]
+    assert {"topic chaos: partitions=3", "topic chaos: min.insync.replicas=2",
+            "user kchaos-witness: SCRAM_SHA_256 iterations=8192"} <= set(before), before
+    assert r.counts["metadata-lost"] == 0, detail["inventory"]
     assert any(f["fault"] == "kill" and f["outcome"] == "fired" for f in faults)
     logs = out.run_dir / "logs"
     for broker in (1, 2, 3):  # each broker's last start was in KRaft mode

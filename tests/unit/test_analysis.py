@@ -297,6 +297,18 @@ def test_replica_divergence_below_the_high_watermark(spark, tmp_path):
     assert a.counts()["duplicate"] == 1  # (1, 4) now also sits at partition 1 offset 2
 
 
+def test_metadata_a_migration_read_before_and_not_after_is_lost(spark, tmp_path):
+    kept = ["topic chaos: partitions=3", "user kchaos-witness: SCRAM_SHA_256 iterations=8192"]
+    before = [*kept, "topic chaos: min.insync.replicas=2", "topic chaos: replicas[0]=1,2,3"]
+    after = [*kept, "topic chaos: min.insync.replicas=1", "topic other: partitions=1"]
+    h = clean().fault("migrate", [], inventory={"before": before, "after": after})
+    h.fault("migrate", [], outcome="no-effect", error="migrate: the run ended")
+    a = run(spark, tmp_path, h)
+    assert a.counts() == only(metadata_lost=2)  # a changed value and a partition gone; no gain
+    assert sorted(e["entry"] for e in a.anomalies["metadata-lost"].examples) == [
+        "topic chaos: min.insync.replicas=2", "topic chaos: replicas[0]=1,2,3"]
+
+
 def test_indeterminate_sends_found_in_the_log_count_as_recovered(spark, tmp_path):
     h = clean()
     h.send(0, 40, 0, -1, outcome="info")

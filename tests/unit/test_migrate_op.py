@@ -48,6 +48,10 @@ class MigratingCluster:
     def brokers_on_kraft(self) -> None:
         self.steps.append(("on-kraft",))
 
+    def inventory(self, plant: bool = False) -> list[str]:
+        self.steps.append(("inventory", plant))
+        return ["topic chaos: partitions=3"]
+
 
 def _liveness(tmp_path) -> list[str]:
     """The details of the history's liveness findings."""
@@ -75,11 +79,14 @@ def test_a_migration_steps_every_node_in_the_docs_order_holding_only_the_node_it
     row, cluster = _fire(tmp_path, MigratingCluster)
     assert row["outcome"] == "fired", row
     phases = [s[:2] for s in cluster.steps]
-    assert phases == [("quorum",), ("dual-write", 1), ("dual-write", 2), ("dual-write", 3),
-                      ("copied",), ("kraft", 1), ("kraft", 2), ("kraft", 3), ("on-kraft",),
-                      ("controller", 3001), ("controller", 3002), ("controller", 3003)]
+    assert phases == [("inventory", True), ("quorum",), ("dual-write", 1), ("dual-write", 2),
+                      ("dual-write", 3), ("copied",), ("kraft", 1), ("kraft", 2), ("kraft", 3),
+                      ("on-kraft",), ("controller", 3001), ("controller", 3002),
+                      ("controller", 3003), ("inventory", False)]
     assert all(s[2] == {s[1]: 0} for s in cluster.steps if len(s) == 3)
     assert '"kraft": [1, 2, 3]' in row["detail"] and '"copied_at_s"' in row["detail"]
+    assert '"inventory": {"before": ["topic chaos: partitions=3"], "after": ["topic chaos: ' in (
+        row["detail"])
 
 
 def test_a_migration_whose_metadata_never_copied_is_a_liveness_finding_and_left_zk_brokers(
