@@ -18,7 +18,6 @@ settings.load_profile("kchaos")
 def spark():
     from reports.spark import session
 
-    # one JVM analyzes a few hundred histories: the long jobs' JIT compiler pays back after a dozen
-    s = session(driver_memory="2g", large=True)
+    s = session(driver_memory="2g")
     yield s
     s.stop()
