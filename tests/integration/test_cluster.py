@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from contracts import measured
@@ -66,6 +67,7 @@ def test_leader_kill_moves_leadership_and_restart_rejoins_isr(healed):
              TIMEOUT)
 
 
+@pytest.mark.slow  # make test-all: restarts themselves are in the CI tier's other tests
 def test_a_restart_is_measured_as_after_a_kill_or_after_a_clean_stop(healed, tmp_path, monkeypatch):
     monkeypatch.setattr(measured, "_file", lambda: tmp_path / "restart-seconds.json")
     c = healed

@@ -128,7 +128,8 @@ def produce_round_trip_ms(c, topic: str, acks: str, sends: int = 25) -> float:
 
 
 @pytest.mark.parametrize(("link", "acks", "delay_ms"),
-                         [("clients", "1", 200), ("replication", "all", 300)])
+                         [("clients", "1", 200),
+                          pytest.param("replication", "all", 300, marks=pytest.mark.slow)])
 def test_latency_delays_a_produce_round_trip_by_the_configured_amount(
         c, topic, link, acks, delay_ms):
     leader = c.metadata.leader(topic, 0)

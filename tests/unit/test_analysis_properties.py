@@ -22,7 +22,7 @@ def anomalous():
     return h.drop("reads", reader="drain", producer=1, seq=2).drop("replicas", producer=1, seq=2)
 
 
-@pytest.mark.slow  # make test-all: the CI tier keeps the other property
+@pytest.mark.slow  # make test-all
 @SETTINGS
 @given(seed=st.integers(0, 2**32 - 1))
 def test_row_order_does_not_change_results(spark, tmp_path_factory, seed):
@@ -36,6 +36,7 @@ def test_row_order_does_not_change_results(spark, tmp_path_factory, seed):
         k: v.examples for k, v in base.anomalies.items()}
 
 
+@pytest.mark.slow  # make test-all, with the other property: the CI tier's budget
 @SETTINGS
 @given(sends=st.integers(1, 30), partition=st.integers(0, 1))
 def test_adding_a_clean_unrelated_producer_changes_no_count(

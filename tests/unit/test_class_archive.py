@@ -23,7 +23,7 @@ print("rows", session(driver_memory="1g").range(3).count(), "kept", archive.exis
 """
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+@pytest.mark.parametrize("damage", [pytest.param("garbage", marks=pytest.mark.slow), "truncated"])
 def test_a_damaged_class_archive_does_not_stop_spark(tmp_path, damage):
     built = class_archive.path()
     if damage == "truncated" and not built.is_file():

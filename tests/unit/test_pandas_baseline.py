@@ -3,6 +3,8 @@ checks."""
 
 from __future__ import annotations
 
+import pytest
+
 from bench import synthetic
 from bench.pandas_checks import check
 from reports.analysis import analyze
@@ -19,6 +21,7 @@ def test_pandas_baseline_counts_what_the_analysis_counts(spark, tmp_path):
                                                                               a.metrics["reads"])
 
 
+@pytest.mark.slow  # make test-all: the benchmark's own history; the test above keeps the baseline
 def test_the_synthetic_benchmark_history_holds_exactly_its_injected_anomalies(spark, tmp_path):
     expected = synthetic.generate(3_000, tmp_path / "history", chunk=1_000)
     counts = analyze(spark, tmp_path / "history").counts()
