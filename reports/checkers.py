@@ -112,7 +112,8 @@ def duplicate(f: Frames) -> Finding:
     """One value at more than one position (an ack's offset counts as one), unless its producer
     re-sent it itself (timeout-duplicate, epoch-duplicate)."""
     moved = f.values.filter("moved").select(*VALUE)
-    own = resends.of(f).at_timeout.unionByName(resends.of(f).under_new_epoch)
+    re_sent = resends.of(f)
+    own = re_sent.at_timeout.unionByName(re_sent.under_new_epoch)
     return Finding(moved.join(own, VALUE, "left_anti"), VALUE, f.positions_of,
                    extent=f.send_extent)
 

@@ -27,9 +27,10 @@ LIBRDKAFKA_TIMEOUTS = ("https://github.com/confluentinc/librdkafka/blob/master/I
 # bumps its epoch and starts its sequences again
 KIP_360 = ("https://cwiki.apache.org/confluence/display/KAFKA/KIP-360%3A+Improve+reliability+of+"
            "idempotent%2Ftransactional+producer")
+# The ZooKeeper-to-KRaft migration copies the cluster's metadata to the KRaft quorum
+KIP_866 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-866+ZooKeeper+to+KRaft+Migration"
 # Share groups: "records are acknowledged individually"; an acquired record whose lock expires is
 # available again, and a record past the delivery count limit is archived
-KIP_866 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-866+ZooKeeper+to+KRaft+Migration"
 KIP_932 = "https://cwiki.apache.org/confluence/display/KAFKA/KIP-932%3A+Queues+for+Kafka"
 SHARE_CONSUMER = ("https://kafka.apache.org/44/javadoc/org/apache/kafka/clients/consumer/"
                   "KafkaShareConsumer.html")
