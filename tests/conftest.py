@@ -18,6 +18,7 @@ settings.load_profile("kchaos")
 def spark():
     from reports.spark import session
 
-    s = session(driver_memory="2g")
+    # one JVM analyzes a few hundred histories: the long jobs' JIT compiler pays back after a dozen
+    s = session(driver_memory="2g", large=True)
     yield s
     s.stop()
