@@ -75,9 +75,17 @@ def default_metadata(version: str) -> str:
     return "kraft" if release(version) >= KRAFT_FROM else "zookeeper"
 
 
+def split_path(token: str) -> tuple[str, str | None]:
+    """A `--kafka` value as (where it starts, VERSION[:MODE]; where an upgrade path goes, or None):
+    `3.9.2->4.4.0` rolls 3.9.2 to 4.4.0, `3.9.2:zookeeper->kraft` migrates; unchecked."""
+    start, arrow, to = token.partition("->")
+    return start, (to if arrow else None)
+
+
 def split_target(token: str) -> tuple[str, str | None]:
-    """A `--kafka` value, VERSION or VERSION:MODE, as (version, mode or None), unchecked."""
-    version, _, mode = token.partition(":")
+    """A `--kafka` value, VERSION or VERSION:MODE (and any path after it), as (version, mode or
+    None), unchecked."""
+    version, _, mode = split_path(token)[0].partition(":")
     return version, mode or None
 
 

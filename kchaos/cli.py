@@ -37,8 +37,9 @@ def cmd_scenarios(a) -> int:
     return 0
 
 
-KAFKA = {"help": "the Kafka version to run, VERSION or VERSION:kraft|zookeeper (default: the "
-                 f"scenario's, else {DEFAULT_VERSION})"}
+KAFKA = {"help": "the Kafka version to run, VERSION or VERSION:kraft|zookeeper, or an upgrade "
+                 "path in quotes, 'A->B' (every upgrade line rolls to B) or "
+                 f"'A:zookeeper->kraft' (default: the scenario's, else {DEFAULT_VERSION})"}
 CLIENT = {"help": "the client library of every role the workload runs: librdkafka, java (the "
                   "cluster's own kafka-clients) or java:X.Y.Z (default: each role's `client`)"}
 DURATION = {"help": "how long the workload runs, like 90s, 5m or 2h (default: the scenario's own)"}
@@ -115,7 +116,8 @@ def parser() -> argparse.ArgumentParser:
     an.set_defaults(fn="analyze")
 
     c = sub.add_parser("compare", help="run a suite on several Kafka versions and tabulate")
-    c.add_argument("--kafka", help="comma-separated versions")
+    c.add_argument("--kafka", help="comma-separated versions or upgrade paths (in quotes: "
+                                   "'3.9.2->4.4.0,4.3.1->4.4.0'), each a column")
     c.add_argument("--clients", help="comma-separated clients, each a column on every version: "
                                      "librdkafka, java, java:X.Y.Z")
     c.add_argument("--suite", default="smoke", help="the suite to run on each version (default: "

@@ -11,7 +11,14 @@ from contracts.describe import shown
 from contracts.errors import UsageError
 from contracts.fields import seconds
 from contracts.scenario import Scenario
-from contracts.versions import METADATA_MODES, split_target
+from contracts.versions import (
+    METADATA_MODES,
+    default_metadata,
+    migration_problem,
+    split_path,
+    split_target,
+    upgrade_problem,
+)
 from harness import jars
 from kchaos.catalog import expand
 
@@ -31,14 +38,39 @@ def duration_option(value: str | None) -> float | None:
 
 
 def kafka_target(token: str, field: str = "--kafka") -> tuple[str, str | None]:
-    """A --kafka value: a version, or VERSION:MODE (3.9.2:zookeeper); the mode is None when not
-    given (the scenario's, else the version's default)."""
+    """A --kafka value: a version, or VERSION:MODE (3.9.2:zookeeper), either maybe with an upgrade
+    path after it (`->4.4.0`, `->kraft`); the start's mode is None when not given (the scenario's,
+    else the version's default)."""
+    if token.endswith("-"):
+        raise UsageError(f"Expected a whole upgrade path but got {field} {shown(token)}: the shell "
+                         "took an unquoted '>' as a redirect; quote it, e.g. --kafka "
+                         "'3.9.2->4.4.0'")
     version, mode = split_target(token)
-    if mode and mode not in METADATA_MODES:
+    to = split_path(token)[1]
+    if (mode and mode not in METADATA_MODES) or to == "":
         raise UsageError(f"Expected {field} VERSION, VERSION:kraft or VERSION:zookeeper (e.g. "
-                         f"3.9.2:zookeeper) but got {field} {token!r}")
+                         "3.9.2:zookeeper), or an upgrade path such as 3.9.2->4.4.0 or "
+                         f"3.9.2:zookeeper->kraft, but got {field} {shown(token)}")
     jars.check_version(version, field)
+    if to and to != "kraft":
+        jars.check_version(to, f"{field} {split_path(token)[0]}->TO")
     return version, mode
+
+
+def path_problem(s: Scenario, kafka: str) -> str | None:
+    """Why a scenario cannot run as the --kafka upgrade path `A->B` asks (an upgrade line's, or
+    with `->kraft` a migrate line's), or None; a plain version has none."""
+    start, to = split_path(kafka)
+    if to is None:
+        return None
+    version, mode = split_target(start)
+    mode = mode or s.kafka.metadata or default_metadata(version)
+    fault = "migrate" if to == "kraft" else "upgrade"
+    if not any(f.fault == fault for f in s.faults):
+        return f"the path {kafka} needs a `fault: {fault}` line, and it has none"
+    if to == "kraft":
+        return migration_problem(version, mode, f"--kafka {kafka}")
+    return upgrade_problem(version, mode, to, f"--kafka {start}->TO")
 
 
 def client_option(client: str | None) -> str | None:
@@ -54,9 +86,11 @@ def client_option(client: str | None) -> str | None:
 
 def override(scenarios: list[Scenario], kafka: str | None, seed: int | None,
              duration: str | None, client: str | None = None) -> list[Scenario]:
-    """Apply --kafka (VERSION[:MODE])/--seed/--duration/--client (every role the workload runs),
-    re-validating so errors still name the field."""
+    """Apply --kafka (VERSION[:MODE], or a path A->B: every upgrade line's `to` is B), --seed,
+    --duration and --client (every role the workload runs), re-validating so errors still name the
+    field."""
     version, metadata = kafka_target(kafka) if kafka else (None, None)
+    to = split_path(kafka)[1] if kafka else None
     length, client = duration_option(duration), client_option(client)
     out: list[Scenario] = []
     for s in scenarios:
@@ -67,6 +101,9 @@ def override(scenarios: list[Scenario], kafka: str | None, seed: int | None,
             raw["kafka"]["version"] = version
             raw["kafka"]["metadata"] = metadata or raw["kafka"]["metadata"]
             raw["name"] = re.sub(r"\bversion=[^,\]]+", f"version={version}", raw["name"])
+        for line in raw["faults"] if to and to != "kraft" else ():
+            if line["fault"] == "upgrade":
+                line["to"] = to
         if seed is not None:
             raw["seed"] = seed
         if length is not None:

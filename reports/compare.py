@@ -56,13 +56,15 @@ def cell(runs: list[RunResult]) -> str:
 
 
 def column(r: RunResult, by_client: bool = False) -> str:
-    """A run's column, as `--kafka` names it: its version, with the metadata mode when that is not
-    the version's default (3.9.2:zookeeper), and the release an upgrade rolled it to
-    (`3.9.2->4.4.0`); `by_client`: and its producers' client (`4.4.0 java:3.9.2`), as `--clients`
-    names it."""
+    """A run's column, as `--kafka` names it: its version, its metadata mode when not the default
+    (3.9.2:zookeeper), and where an upgrade (`->4.4.0`) or a migration (`->kraft`) took it;
+    `by_client`: and its producers' client (`4.4.0 java:3.9.2`), as `--clients` names it."""
     label = target_label(r.kafka, (r.settings.get("kafka") or {}).get("metadata"))
-    if to := next((f["to"] for f in r.settings.get("faults") or [] if f.get("to")), None):
+    lines = r.settings.get("faults") or []
+    if to := next((f["to"] for f in lines if f.get("to")), None):
         label = f"{label}->{to}"
+    elif any(f.get("fault") == "migrate" for f in lines):
+        label = f"{label}->kraft"
     return f"{label} {client(r)}" if by_client else label
 
 

@@ -45,13 +45,17 @@ def test_clients_compared_on_one_version_are_columns_of_their_own(tmp_path):
 
 def test_upgrade_paths_are_columns_named_from_and_to(tmp_path):
     up = {"faults": [{"fault": "kill"}, {"fault": "upgrade", "to": "4.4.0"}]}
+    migrate = {"kafka": {"metadata": "zookeeper"}, "faults": [{"fault": "migrate"}]}
     results = [result("u", "3.9.2", "true", 1).model_copy(update={"settings": up}),
                result("u", "4.3.1", "true", 2).model_copy(update={"settings": up}),
-               result("u", "4.4.0", "true", 3)]
+               result("u", "4.4.0", "true", 3),
+               result("m", "3.9.2", "true", 4).model_copy(update={"settings": migrate})]
     for r in results:
         r.run_dir = str(tmp_path / "runs" / str(r.seed))
     _, md = write_compare(results, tmp_path / "compare")
-    assert "| scenario | Kafka 4.4.0 | Kafka 4.3.1->4.4.0 | Kafka 3.9.2->4.4.0 |" in md.read_text()
+    text = md.read_text()
+    assert "| scenario | Kafka 4.4.0 | Kafka 4.3.1->4.4.0 | Kafka 3.9.2->4.4.0 |" in text
+    assert "| scenario | Kafka 3.9.2:zookeeper->kraft |" in text  # a table of its own: one row
 
 
 def test_compare_table_shows_the_worst_seed_and_sums_counts(tmp_path):
