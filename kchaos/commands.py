@@ -21,7 +21,7 @@ from kchaos.catalog import contention, from_json, load, resolve_scenario, suite_
 from kchaos.console import Progress, out, say, say_result, show_available, show_plans, summary
 from kchaos.exits import exit_code
 from kchaos.matrix import column_elsewhere, merged, parse_shard, shard
-from kchaos.overrides import kafka_target, override, path_problem, with_seeds
+from kchaos.overrides import kafka_target, override, target_problem, with_seeds
 from kchaos.shrink import shrink
 from reports import class_archive
 from reports.history_text import TIMED, lines
@@ -55,8 +55,7 @@ def run_many(scenarios: list[Scenario], root: Path, suite: str, ops=None,
 
 def cmd_run(a) -> int:
     loaded = load(resolve_scenario(a.scenario))
-    if a.kafka and (problem := loaded[0].version_problem(*kafka_target(a.kafka))
-                    or path_problem(loaded[0], a.kafka)):
+    if a.kafka and kafka_target(a.kafka) and (problem := target_problem(loaded[0], a.kafka)):
         raise UsageError(f"--kafka {a.kafka}: {problem}")
     scenarios = override(loaded, a.kafka, a.seed, a.duration, a.client)
     if a.dry_run:
@@ -70,11 +69,10 @@ def for_version(files: list[Path], kafka: str | None) -> list[Scenario]:
     """The scenarios of these files that can run on `kafka` (VERSION[:MODE]; all, without one); the
     others are named."""
     scenarios = [s for f in files for s in load(f)]
-    version, metadata = kafka_target(kafka) if kafka else (None, None)
-    if version is None:
+    if kafka is None:
         return scenarios
-    judged = [(s, s.version_problem(version, metadata) or path_problem(s, kafka))
-              for s in scenarios]
+    kafka_target(kafka)
+    judged = [(s, target_problem(s, kafka)) for s in scenarios]
     for s, problem in judged:
         if problem:
             say(f"skipped on Kafka {kafka}: {s.name} ({problem})")

@@ -9,6 +9,7 @@ import re
 from contracts.clients import CLIENT, EXPECTED, java_release
 from contracts.describe import shown
 from contracts.errors import UsageError
+from contracts.faultkinds import FAULT_KINDS
 from contracts.fields import seconds
 from contracts.scenario import Scenario
 from contracts.versions import (
@@ -57,20 +58,25 @@ def kafka_target(token: str, field: str = "--kafka") -> tuple[str, str | None]:
     return version, mode
 
 
-def path_problem(s: Scenario, kafka: str) -> str | None:
-    """Why a scenario cannot run as the --kafka upgrade path `A->B` asks (an upgrade line's, or
-    with `->kraft` a migrate line's), or None; a plain version has none."""
-    start, to = split_path(kafka)
+def target_problem(s: Scenario, kafka: str) -> str | None:
+    """Why a scenario cannot run on a --kafka target, or None. On a path `A->B` it needs an upgrade
+    line (with `->kraft`, a migrate line), Kafka must support the path, and the scenario, its
+    upgrade lines rolled to B, must run on A."""
+    version, mode = split_target(kafka)
+    to = split_path(kafka)[1]
     if to is None:
-        return None
-    version, mode = split_target(start)
-    mode = mode or s.kafka.metadata or default_metadata(version)
-    fault = "migrate" if to == "kraft" else "upgrade"
-    if not any(f.fault == fault for f in s.faults):
-        return f"the path {kafka} needs a `fault: {fault}` line, and it has none"
-    if to == "kraft":
-        return migration_problem(version, mode, f"--kafka {kafka}")
-    return upgrade_problem(version, mode, to, f"--kafka {start}->TO")
+        return s.version_problem(version, mode)
+    if to == "kraft" and not any(FAULT_KINDS[k].migrates for f in s.faults
+                                 for k in f.fired_kinds()):
+        return f"the path {kafka} needs a line that migrates the cluster, and it has none"
+    if to != "kraft" and not any(f.to for f in s.faults):
+        return f"the path {kafka} needs an upgrade line (one with `to:`), and it has none"
+    start_mode = mode or s.kafka.metadata or default_metadata(version)
+    if problem := (migration_problem(version, start_mode, f"--kafka {kafka}") if to == "kraft"
+                   else upgrade_problem(version, start_mode, to, f"--kafka {version}->TO")):
+        return problem
+    rolled = [f.model_copy(update={"to": to}) if f.to else f for f in s.faults]
+    return s.model_copy(update={"faults": rolled}).version_problem(version, mode)
 
 
 def client_option(client: str | None) -> str | None:
@@ -102,7 +108,7 @@ def override(scenarios: list[Scenario], kafka: str | None, seed: int | None,
             raw["kafka"]["metadata"] = metadata or raw["kafka"]["metadata"]
             raw["name"] = re.sub(r"\bversion=[^,\]]+", f"version={version}", raw["name"])
         for line in raw["faults"] if to and to != "kraft" else ():
-            if line["fault"] == "upgrade":
+            if line.get("to"):
                 line["to"] = to
         if seed is not None:
             raw["seed"] = seed

@@ -180,8 +180,10 @@ def test_a_bad_scenario_file(tmp_path, capsys, monkeypatch, body, says):
      "share's; use 'librdkafka'"),
     (["suite", "smoke", "--seeds", "0"], "Expected --seeds between 1 and 1000 but got --seeds 0"),
     (["run", "acks-all-leader-kill", "--kafka", "3.9.2:zk"],
-     "Expected --kafka VERSION, VERSION:kraft or VERSION:zookeeper (e.g. 3.9.2:zookeeper) but got "
-     "--kafka '3.9.2:zk'"),
+     "Expected --kafka VERSION, VERSION:kraft or VERSION:zookeeper (e.g. 3.9.2:zookeeper), or an "
+     "upgrade path such as 3.9.2->4.4.0 or 3.9.2:zookeeper->kraft, but got --kafka '3.9.2:zk'"),
+    (["run", "upgrade-4.3-to-4.4", "--kafka", "4.4.0->4.3.1"],
+     "--kafka 4.4.0->TO='4.3.1' is not newer than kafka.version='4.4.0'"),
     (["run", "latency-slow-controller", "--kafka", "3.9.2:zookeeper"],
      "--kafka 3.9.2:zookeeper: the scenario runs in kraft mode only (kafka.metadata: kraft), not "
      "zookeeper: ask for Kafka 3.9.2 without ':zookeeper'"),

@@ -15,7 +15,7 @@ from contracts.versions import (
 )
 from harness.jars import nearest
 from kchaos.catalog import catalog, load
-from kchaos.overrides import kafka_target, override, path_problem
+from kchaos.overrides import kafka_target, override, target_problem
 from reports.guarantees import RULES
 
 
@@ -94,17 +94,20 @@ def test_a_scenario_that_sets_its_metadata_mode_runs_in_that_mode_only():
 def test_an_upgrade_path_starts_at_a_and_rolls_every_upgrade_line_to_b():
     up = load(catalog()["upgrade-4.3-to-4.4"])[0]
     (moved,) = override([up], "3.9.2->4.3.1", None, None)
-    assert (moved.kafka.version, [f.to for f in moved.faults if f.fault == "upgrade"]) == (
+    assert (moved.kafka.version, [f.to for f in moved.faults if f.to]) == (
         "3.9.2", ["4.3.1"])
-    assert path_problem(up, "3.9.2->4.3.1") is None and path_problem(up, "4.4.0") is None
-    assert "needs a `fault: upgrade` line" in path_problem(
+    assert target_problem(up, "3.9.2->4.3.1") is None
+    assert "faults.0.to='4.4.0' is not newer" in target_problem(up, "4.4.0")
+    # its own line goes to 4.4.0; on the path it goes to 4.5.0, so it starts from 4.4.0
+    assert target_problem(up, "4.4.0->4.5.0") is None
+    assert "needs an upgrade line (one with `to:`)" in target_problem(
         load(catalog()["acks-all-leader-kill"])[0], "3.9.2->4.4.0")
-    assert path_problem(up, "4.4.0->4.3.1").startswith(
+    assert target_problem(up, "4.4.0->4.3.1").startswith(
         "--kafka 4.4.0->TO='4.3.1' is not newer than kafka.version='4.4.0'")
-    assert "migrates to KRaft on 3.9" in path_problem(up, "3.9.2:zookeeper->4.4.0")
+    assert "migrates to KRaft on 3.9" in target_problem(up, "3.9.2:zookeeper->4.4.0")
     migrate = load(catalog()["migrate-zk-to-kraft"])[0]
-    assert path_problem(migrate, "3.9.2:zookeeper->kraft") is None
-    assert "needs a `fault: migrate` line" in path_problem(up, "3.9.2:zookeeper->kraft")
+    assert target_problem(migrate, "3.9.2:zookeeper->kraft") is None
+    assert "needs a line that migrates the cluster" in target_problem(up, "3.9.2:zookeeper->kraft")
     with pytest.raises(UsageError, match=r"an upgrade path such as 3.9.2->4.4.0 .* got --kafka "
                                          r"'3.9.2->'"):
         kafka_target("3.9.2->")
