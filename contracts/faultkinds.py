@@ -33,6 +33,8 @@ class FaultKind:
     params: frozenset[str] = frozenset()
     zookeeper_only: bool = False  # it reads and triggers elections through ZooKeeper
     migrates: bool = False  # it moves the cluster from ZooKeeper to KRaft (KIP-866)
+    # it changes the KRaft voters (KIP-853): the cluster is formatted with a dynamic quorum
+    dynamic_quorum: bool = False
     once: bool = False  # a line of it fires one op, however long the run
     # the brokers its op holds from other lines' ops: all of them for the op's whole time, or each
     # in turn while the op works on it
@@ -84,6 +86,8 @@ FAULT_KINDS = _kinds(
               params=frozenset({"to"}), once=True, claims="each"),
     FaultKind("migrate", aims="itself", restarts="each", restart_after="clean", once=True,
               claims="each", migrates=True),
+    FaultKind("quorum-swap", aims="itself", restarts="once", params=frozenset({"disrupt"}),
+              dynamic_quorum=True),
     FaultKind("last-replica-standing", aims="itself", restarts="once"),
     FaultKind("last-replica-power-loss", aims="itself", restarts="once", lazy_disk=True,
               params=frozenset({"torn"}), power_loss="last-replica"),

@@ -9,7 +9,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from contracts.faultkinds import FAULT_KINDS
 from contracts.fields import Seconds, one_of
-from contracts.versions import VERSION_RE, migration_problem, upgrade_problem
+from contracts.versions import (
+    DYNAMIC_QUORUM_FROM,
+    VERSION_RE,
+    migration_problem,
+    release,
+    upgrade_problem,
+)
 
 COUNTED = ("one", "all", "minority", "majority")  # targets that name members by how many
 # txn-coordinator: the leader of producer 0's __transaction_state partition; group-coordinator: of
@@ -51,6 +57,9 @@ class FaultSpec(BaseModel):
     # mix: the kinds it picks among, one per op (and a target for each, from MIX_TARGETS)
     kinds: list[str] = []
     to: str | None = None  # upgrade: the Kafka release the brokers roll to
+    # quorum-swap: what befalls it meanwhile: the controller it removes killed, or the one it adds
+    # cut off from the others
+    disrupt: Literal["none", "kill-removed", "isolate-added"] = "none"
 
     @model_validator(mode="before")
     @classmethod
@@ -105,14 +114,17 @@ class FaultSpec(BaseModel):
         return v
 
 
-def lines_problem(faults: list[FaultSpec], version: str, metadata: str) -> str | None:
-    """Why the fault lines cannot run on a Kafka version in a metadata mode, or None."""
+def lines_problem(faults: list[FaultSpec], version: str, metadata: str,
+                  brokers: int = 3) -> str | None:
+    """Why the fault lines cannot run on a Kafka version in a metadata mode with `brokers`, or
+    None."""
     zk = [k for f in faults for k in f.fired_kinds() if FAULT_KINDS[k].zookeeper_only]
     if metadata == "kraft" and zk:
         return (f"fault {zk[0]} reads and triggers elections through ZooKeeper; "
                 f"kafka.version={version!r} runs KRaft: use a ZooKeeper-mode version "
                 "(kafka.metadata: zookeeper)")
-    if problem := _zookeeper_target_problem(faults, version, metadata):
+    if problem := (_zookeeper_target_problem(faults, version, metadata)
+                   or _quorum_problem(faults, version, metadata, brokers)):
         return problem
     moves = [i for i, f in enumerate(faults)
              if any(FAULT_KINDS[k].migrates for k in f.fired_kinds())]
@@ -147,4 +159,22 @@ def _zookeeper_target_problem(faults: list[FaultSpec], version: str, metadata: s
         if f.fault not in ON_ZOOKEEPER:
             return (f"faults.{i}.fault={f.fault!r} cannot aim at ZooKeeper: use "
                     f"{one_of(ON_ZOOKEEPER)}, or aim it at brokers")
+    return None
+
+
+def _quorum_problem(faults: list[FaultSpec], version: str, metadata: str,
+                    brokers: int) -> str | None:
+    """Why a line that changes the KRaft voters cannot run, or None: it needs a dynamic quorum
+    (KIP-853) and a node outside the three voters to swap in."""
+    i = next((i for i, f in enumerate(faults)
+              if any(FAULT_KINDS[k].dynamic_quorum for k in f.fired_kinds())), None)
+    if i is None:
+        return None
+    if metadata != "kraft" or release(version) < DYNAMIC_QUORUM_FROM:
+        return (f"faults.{i}.fault={faults[i].fault!r} changes a dynamic KRaft quorum (KIP-853, "
+                f"Kafka 3.9+ in KRaft mode), not kafka.version={version!r} in {metadata} mode; "
+                "use 3.9.2 or later")
+    if brokers < 4:
+        return (f"faults.{i}.fault={faults[i].fault!r} swaps a fourth node into the three "
+                f"voters, but kafka.brokers={brokers}; set kafka.brokers: 4 or 5")
     return None

@@ -27,7 +27,7 @@ def seconds(value: Any) -> float:
 
 
 # read by some fault kinds only
-FAULT_PARAMS = ("probability", "kbit", "torn", "latency_ms", "jitter_ms", "link", "to")
+FAULT_PARAMS = ("probability", "kbit", "torn", "latency_ms", "jitter_ms", "link", "to", "disrupt")
 
 
 def one_of(names: tuple[str, ...] | list[str]) -> str:

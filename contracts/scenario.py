@@ -370,7 +370,8 @@ class Scenario(Strict):
                                          for r, spec in self.roles().items())), None):
             return problem
         metadata = metadata or self.kafka.metadata or default_metadata(version)
-        return metadata_problem(version, metadata) or lines_problem(self.faults, version, metadata)
+        return metadata_problem(version, metadata) or lines_problem(self.faults, version, metadata,
+                                                                    self.kafka.brokers)
 
     @property
     def bug_expected(self) -> Regression | None:

@@ -18,6 +18,8 @@ KRAFT_FROM = (3, 3)
 TIERED_FROM = (3, 6)
 # Share groups (KIP-932): early access in 4.0, a preview in 4.1, production-ready from 4.2.
 SHARE_FROM = (4, 2)
+# Dynamic KRaft quorums, whose controllers are added and removed while it runs (KIP-853)
+DYNAMIC_QUORUM_FROM = (3, 9)
 # the oldest kafka-clients the Java worker (workloads/java) compiles against
 JAVA_CLIENT_FROM = (3, 0)
 Metadata = Literal["kraft", "zookeeper"]  # the metadata modes a cluster runs in

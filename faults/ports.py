@@ -87,6 +87,14 @@ class MigrationControl(Protocol):
     def inventory(self, plant: bool = False) -> list[str]: ...
 
 
+class QuorumControl(Protocol):
+    """A dynamic KRaft quorum's voters (KIP-853): who leads and votes, and changes to them."""
+
+    def status(self) -> tuple[int, list[int]]: ...
+    def add(self, node_id: int) -> None: ...
+    def remove(self, node_id: int) -> None: ...
+
+
 class ClusterControl(Protocol):
     """The cluster as faults see it."""
 
@@ -95,6 +103,7 @@ class ClusterControl(Protocol):
     tier: TierControl | None
     releases: dict[int, str]  # the Kafka release each broker runs
     migration: MigrationControl
+    quorum: QuorumControl | None  # a dynamic quorum's, else None
 
     def node_ids(self) -> list[int]: ...
     def zookeeper_ids(self) -> list[int]: ...

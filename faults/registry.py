@@ -4,7 +4,7 @@ calls when a planned op fires."""
 from __future__ import annotations
 
 from contracts.faultkinds import FAULT_KINDS
-from faults import failovers, holds, ops, rolls, tier
+from faults import failovers, holds, ops, quorum, rolls, tier
 from harness import netrules
 
 
@@ -37,6 +37,7 @@ OPS: dict[str, ops.Op] = {
     "hard-rolling-restart": rolls.rolling("kill"),
     "upgrade": rolls.upgrade,
     "migrate": rolls.migrate,
+    "quorum-swap": quorum.quorum_swap,
     "last-replica-standing": ops.last_replica_standing,
     "last-replica-power-loss": ops.last_replica_power_loss,
     "unclean-sequence": ops.unclean_sequence,

@@ -45,6 +45,8 @@ class ClusterSpec:
     net_delay: bool = False  # netdelay mounted in the brokers, for latency faults
     tiered: bool = False  # a remote tier (KIP-405) on a directory every broker shares
     lazy_tier: bool = False  # that directory on lazyfs, for remote tier faults
+    # KIP-853: every node a controller, the first three the voters it is formatted with
+    dynamic_quorum: bool = False
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:10])
 
     def validate(self) -> None:
@@ -57,9 +59,14 @@ class ClusterSpec:
             raise ClusterError(problem)
 
     def controllers(self) -> list[int]:
-        """Node ids of the KRaft controller quorum (static voters): the first three nodes, or all if
-        fewer."""
+        """Node ids of the KRaft controller quorum (static voters, or a dynamic quorum's first
+        ones): the first three nodes, or all if fewer."""
         return list(range(1, min(3, self.brokers) + 1))
+
+    def controller_nodes(self) -> list[int]:
+        """Node ids that run a KRaft controller: the voters, and with a dynamic quorum every node
+        (the others observers until one is added)."""
+        return list(range(1, self.brokers + 1)) if self.dynamic_quorum else self.controllers()
 
 
 def free_port() -> int:
@@ -150,14 +157,16 @@ def broker_properties(spec: ClusterSpec, node_id: int, alias: str, external_port
         props |= {"broker.id": str(node_id), "zookeeper.connect": f"zookeeper:{ZK_PORT}",
                   "zookeeper.session.timeout.ms": str(SESSION_MS)}
     else:
-        voters = spec.controllers()
-        if node_id in voters:
+        controllers = spec.controller_nodes()
+        if node_id in controllers:
             listeners["CONTROLLER"] = CONTROLLER_PORT
         props |= {
-            "process.roles": "broker,controller" if node_id in voters else "broker",
+            "process.roles": "broker,controller" if node_id in controllers else "broker",
             "node.id": str(node_id),
-            "controller.quorum.voters": ",".join(
-                f"{v}@kafka-{v}:{CONTROLLER_PORT}" for v in voters),
+            **({"controller.quorum.bootstrap.servers": ",".join(
+                f"kafka-{v}:{CONTROLLER_PORT}" for v in controllers)} if spec.dynamic_quorum else
+               {"controller.quorum.voters": ",".join(
+                   f"{v}@kafka-{v}:{CONTROLLER_PORT}" for v in controllers)}),
             "controller.listener.names": "CONTROLLER",
             "broker.session.timeout.ms": str(SESSION_MS),
         }

@@ -23,6 +23,7 @@ from harness import (
     lazydisk,
     migration,
     netdelay,
+    quorum,
     releases,
     remote_tier,
     watchdog,
@@ -62,6 +63,7 @@ class Cluster:
         self.zookeeper: KafkaNode | None = None
         self.controllers: list[KafkaNode] = []  # a dedicated KRaft quorum (a migration's)
         self.migration = migration.Migration(self)
+        self.quorum = quorum.Quorum(spec, lambda: self.nodes) if spec.dynamic_quorum else None
         self.firewall = Firewall(lambda: self.nodes, lambda: self.zookeeper)
         self.metadata = Metadata(spec, lambda: self.nodes, self.firewall, self.voters,
                                  self.zookeeper_session)
@@ -108,12 +110,10 @@ class Cluster:
         lazyfs = lazydisk.binary() if self.spec.lazy_disk else None
         delayer = netdelay.binary() if self.spec.net_delay else None
         plugin = jars.tiered_plugin(self.spec.version) if self.spec.tiered else None
-        # the Ryuk reaper's image cannot be pulled here; the harness labels and removes its own
-        # containers
+        # no Ryuk reaper image here: the harness labels and removes its own containers
         testcontainers_config.ryuk_disabled = True
-        self.network = Network(docker_network_kw={"labels": labels.labels(
-            self.spec.run_id, "network"),
-                                                  "driver": "bridge"})
+        self.network = Network(docker_network_kw={
+            "labels": labels.labels(self.spec.run_id, "network"), "driver": "bridge"})
         self.network.name = f"kchaos-{self.spec.run_id}"
         # before anything exists that could be left behind
         self._watchdog = watchdog.spawn(self.spec.run_id)
@@ -135,6 +135,8 @@ class Cluster:
                 node.with_net_delay(delayer)
             if plugin:
                 node.with_remote_tier(self._shared_tier().mounted, plugin)
+            if self.quorum:
+                node.with_env("KCHAOS_FORMAT", self.quorum.format_args(i))
             self.nodes.append(node)
         first = 1 if zk else 0
         # the first broker up takes the controller: broker 1, so that a schedule can plan around it
@@ -235,8 +237,10 @@ class Cluster:
         return [n.node_id for n in self.nodes]
 
     def voters(self) -> list[KafkaNode]:
-        """The KRaft quorum: the dedicated controllers, else the brokers that are voters too."""
-        return self.controllers or [n for n in self.nodes if n.node_id in self.spec.controllers()]
+        """The KRaft quorum: the dedicated controllers, else the brokers that are controllers too
+        (a dynamic quorum's observers among them)."""
+        return self.controllers or [n for n in self.nodes
+                                    if n.node_id in self.spec.controller_nodes()]
 
     def add_controller(self, node_id: int, cluster_id: str, properties: dict[str, str]) -> None:
         """Start a dedicated KRaft controller, formatted into cluster `cluster_id` (a migration's

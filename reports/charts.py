@@ -57,7 +57,7 @@ def fault_lanes(ax, faults: pd.DataFrame, t0: int, elected: pd.Series) -> None:
     """One lane per fault line (and one for the final heal): the op's hold in red, its recovery (the
     broker restarts it waited for) in orange, failed or ineffective ops hatched, skipped and
     unreached ones as marks; a dotted line at each election; a tick where an upgrade's broker came
-    back on the new release."""
+    back on the new release, and a quorum swap's voters."""
     rows = [f for _, f in faults.iterrows()]
     lanes = sorted({_lane(f) for f in rows}, key=lambda lane: (lane[0] < 0, lane[0]))
     for y, lane in enumerate(lanes):
@@ -82,6 +82,10 @@ def fault_lanes(ax, faults: pd.DataFrame, t0: int, elected: pd.Series) -> None:
                 at = start + rolled["at_s"]
                 ax.vlines(at, y - 0.35, y + 0.35, color="black", lw=1)
                 ax.text(at, y - 0.38, f"{rolled['broker']}: {detail['to']}", fontsize=6, va="top")
+            if "voters_after" in detail:  # a quorum swap: the KRaft voters before and after it
+                ax.text(start, y - 0.38, "voters {} → {}".format(
+                    *(",".join(map(str, detail[k])) for k in ("voters_before", "voters_after"))),
+                        fontsize=6, va="top")
     ax.set_yticks(range(len(lanes)),
                   [f"{name}" if line < 0 else f"faults.{line}: {name}" for line, name in lanes],
                   fontsize=7)

@@ -255,7 +255,8 @@ def cluster_spec(scenario: Scenario) -> ClusterSpec:
         k.broker_config())
     return ClusterSpec(k.version, k.brokers, k.mode, config, k.per_broker_config(),
                        any(x.lazy_disk for x in kinds), any(x.net_delay for x in kinds),
-                       scenario.topic.remote_storage, any(x.lazy_tier for x in kinds))
+                       scenario.topic.remote_storage, any(x.lazy_tier for x in kinds),
+                       dynamic_quorum=any(x.dynamic_quorum for x in kinds))
 
 
 def _compact_meanwhile(history: HistoryWriter) -> cf.Future:

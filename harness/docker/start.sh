@@ -58,7 +58,8 @@ if [ -n "$KCHAOS_LAZYFS" ]; then  # the data directory on lazyfs, over /var/lib/
   done
 fi
 if { [ "$KCHAOS_ROLE" = kraft ] || [ "$KCHAOS_ROLE" = controller ]; } && [ ! -f $DATA/meta.properties ]; then
-  if [ -f $FORMATTED/bootstrap.checkpoint ]; then
+  # KCHAOS_FORMAT: a dynamic quorum's arguments (KIP-853), which the image's static format cannot give
+  if [ -z "$KCHAOS_FORMAT" ] && [ -f $FORMATTED/bootstrap.checkpoint ]; then
     # the image's build-time format with this node's ids; a directory id is 16 random bytes, URL-safe base64
     NODE_ID=$(printf '%s\n' "$KCHAOS_PROPERTIES" | sed -n 's/^node\.id=//p')
     DIR_ID=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
@@ -67,7 +68,7 @@ if { [ "$KCHAOS_ROLE" = kraft ] || [ "$KCHAOS_ROLE" = controller ]; } && [ ! -f 
       -e "s/^directory\.id=.*/directory.id=$DIR_ID/" $FORMATTED/meta.properties > $DATA/meta.properties
   else
     java -Xmx256m -XX:TieredStopAtLevel=1 $LOGOPTS -cp "$CP" kafka.tools.StorageTool format \
-      -t "$KCHAOS_CLUSTER_ID" -c /etc/kafka/node.properties
+      -t "$KCHAOS_CLUSTER_ID" -c /etc/kafka/node.properties $KCHAOS_FORMAT
   fi
 fi
 if [ -n "$KCHAOS_LAZYFS" ]; then  # what was set up before the broker starts is durable, as after `sync`
