@@ -128,12 +128,17 @@ TRACED = "## Must-pass violations and unknowns, traced"
 
 
 def _bullets(lines: list[str], header: str) -> list[str]:
-    """The `- ` lines of one section, up to the next header."""
+    """The `- ` lines of one section, each with the indented lines that continue it, up to the next
+    header."""
     if header not in lines:
         return []
     section = lines[lines.index(header) + 1:]
     end = next((i for i, ln in enumerate(section) if ln.startswith("## ")), len(section))
-    return [ln for ln in section[:end] if ln.startswith("- ")]
+    kept: list[str] = []
+    for ln in section[:end]:
+        if ln.startswith("- ") or (kept and ln.startswith("  ")):
+            kept.append(ln)
+    return kept
 
 
 def kept() -> tuple[dict[str, str], list[str], list[str]]:
