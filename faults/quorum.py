@@ -16,24 +16,31 @@ SETTLE_S = 120.0  # how long the voters may take to show a change, the disruptio
 
 
 def quorum_swap(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-    """Add the lowest running node outside the voters, then remove the active controller, each
-    retried until `describe --status` shows it; the removed one is the next op's to add."""
+    """Add the lowest running node outside the voters, then remove the active controller (another
+    voter if the added one leads), each retried until `describe --status` shows it; the removed one
+    is the next op's to add."""
     q, began = _quorum(ctx), time.monotonic()
-    leader, before = q.status()
+    before = q.status()[1]
     spare = next((n for n in sorted(ctx.cluster.node_ids())
                   if n not in before and ctx.cluster.node(n).state() == "running"), None)
     if spare is None:
         raise NoEffect(f"quorum-swap: no running node outside the voters {before}")
-    steps = {}
-    for verb, node in (("add", spare), ("remove", leader)):
-        with ctx.holding(node) as held:
-            if not held:
-                raise NoEffect(f"quorum-swap: the run ended before it could {verb} {node} "
-                               f"(done: {steps})")
-            steps[verb] = _change(ctx, spec, verb, node)
-    return {"added": spare, "removed": leader, "voters_before": before,
+    steps = {"add": _held(ctx, spec, "add", spare, {})}
+    leader, voters = q.status()  # leading now: the added node aside, whoever leads is removed
+    removed = leader if leader != spare else min(set(voters) - {spare})
+    steps["remove"] = _held(ctx, spec, "remove", removed, steps)
+    return {"added": spare, "removed": removed, "voters_before": before,
             "voters_after": q.status()[1], "steps": steps,
             "took_s": round(time.monotonic() - began, 1)}
+
+
+def _held(ctx: Ctx, spec: FaultSpec, verb: str, node: int, done: dict) -> dict:
+    """One change, its node held from other lines' ops meanwhile."""
+    with ctx.holding(node) as held:
+        if not held:
+            raise NoEffect(f"quorum-swap: the run ended before it could {verb} {node} "
+                           f"(done: {done})")
+        return _change(ctx, spec, verb, node)
 
 
 def _quorum(ctx: Ctx) -> QuorumControl:

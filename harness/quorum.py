@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
+
 from contracts.errors import ClusterError
 from harness.broker_config import CONTROLLER_PORT, ClusterSpec, cluster_id
 from harness.node import KafkaNode
@@ -16,6 +18,7 @@ TOOL = (f'timeout 60 java {TOOL_JVM} -cp "$(cat {HOME}/{RELEASE_FILE} 2>/dev/nul
         f'echo {HOME}/libs)/*" org.apache.kafka.tools.MetadataQuorumCommand')
 PROPERTIES = "/etc/kafka/node.properties"
 META = "/var/lib/kafka/data/meta.properties"
+STATUS_S = 30.0  # how long a quorum without an answer is asked again
 
 
 class Quorum:
@@ -35,8 +38,11 @@ class Quorum:
         return "--initial-controllers " + ",".join(
             f"{v}@kafka-{v}:{CONTROLLER_PORT}:{d}" for v, d in self._dirs.items())
 
+    @retry(retry=retry_if_exception_type(ClusterError), stop=stop_after_delay(STATUS_S),
+           wait=wait_fixed(2), reraise=True)
     def status(self) -> tuple[int, list[int]]:
-        """(the leader's id, the voters' ids) as `describe --status` gives them."""
+        """(the leader's id, the voters' ids) as `describe --status` gives them, asked again while
+        the quorum cannot say (no leader after a kill, say)."""
         out = self._tool("describe --status")
         lines = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
         try:

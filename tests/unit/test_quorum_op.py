@@ -22,9 +22,10 @@ from kchaos.catalog import validate
 class Voters:
     """Voters 1-3 led by 1; `refuse` counts the calls of each verb that fail before one lands."""
 
-    def __init__(self, refuse: dict[str, int] | None = None, lands: bool = True) -> None:
+    def __init__(self, refuse: dict[str, int] | None = None, lands: bool = True,
+                 added_leads: bool = False) -> None:
         self.voters, self.leader, self.calls = {1, 2, 3}, 1, []
-        self.refuse, self.lands = dict(refuse or {}), lands
+        self.refuse, self.lands, self.added_leads = dict(refuse or {}), lands, added_leads
 
     def status(self) -> tuple[int, list[int]]:
         return self.leader, sorted(self.voters)
@@ -36,7 +37,10 @@ class Voters:
             raise ClusterError(f"{verb} {node}: NOT_LEADER_OR_FOLLOWER\nstack")
         if self.lands:
             (self.voters.add if verb == "add" else self.voters.discard)(node)
-            self.leader = min(self.voters - {node}) if verb == "remove" else self.leader
+            if verb == "remove":
+                self.leader = min(self.voters - {node})
+            elif self.added_leads:
+                self.leader = node
 
     def add(self, node: int) -> None:
         self._call("add", node)
@@ -79,6 +83,14 @@ def test_a_swap_adds_the_node_outside_the_voters_then_removes_the_active_control
     assert voters.calls == [("add", 4), ("remove", 1)] and cluster.did == []
     assert (detail["added"], detail["removed"]) == (4, 1)
     assert (detail["voters_before"], detail["voters_after"]) == ([1, 2, 3], [2, 3, 4])
+
+
+def test_when_the_added_node_leads_by_then_the_lowest_other_voter_is_removed():
+    detail, _ = swap(Voters(added_leads=True))
+    assert (detail["added"], detail["removed"], detail["voters_after"]) == (4, 1, [2, 3, 4])
+    voters = Voters(added_leads=True)
+    voters.leader = 2
+    assert swap(voters)[0]["removed"] == 1  # 2 led when the op began; 4 leads when it removes
 
 
 def test_the_removed_controller_killed_meanwhile_is_started_again_and_the_removal_retried():
