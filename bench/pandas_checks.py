@@ -68,7 +68,8 @@ def _ends(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def _missing(ok, live, final, reads, rep, ends, events) -> tuple[pd.DataFrame, ...]:
-    """The acked values the final read lacks: lost writes, unseen ones, and retention breaches."""
+    """The acked values the final read lacks, lost or unseen, and the acked values below the final
+    log start that retention keeps (read before they went or not)."""
     missing = _without(ok, final)
     missing = missing.assign(live=_has(missing, live), in_rep=_has(missing, rep))
     covered_to = reads[reads.reader == "drain"].groupby(["topic", "partition"])["offset"].max()
@@ -79,8 +80,9 @@ def _missing(ok, live, final, reads, rep, ends, events) -> tuple[pd.DataFrame, .
     dumped = bool((events.kind == "replicas-dumped").any())
     lost = (covered | (missing.reached.fillna(False).astype(bool) & ~missing.in_rep & dumped)
             ) & ~expired
+    gone = ok.merge(ends, how="inner")
     return (missing[lost], missing[~missing.live & ~lost & ~expired],
-            _within_retention(missing[expired], events))
+            _within_retention(gone[(gone.offset >= 0) & (gone.offset < gone.start)], events))
 
 
 def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:

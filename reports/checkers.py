@@ -89,17 +89,18 @@ def unseen(f: Frames) -> Finding:
 def retention_breach(f: Frames) -> Finding:
     """An acknowledged send (of a committed transaction, if in one) below the final log start
     although its topic's retention keeps it: the bytes after it, at most `record_bytes_max` an
-    offset up to the drain's end, and its age at the drain's end are both below the limits."""
-    missing, _ = _missing(f)
-    gone = missing.filter(_expired()).select(*VALUE, "tid", "partition", "offset")
+    offset up to the drain's end, and its age at the drain's end are both below the limits. Read
+    before it went or not: retention deleted it."""
+    acked = with_tid(f.sends.filter((F.col("outcome") == "ok") & (F.col("offset") >= 0)))
+    ends = with_tid(f.ends).select("tid", "partition", "start", "end", "t_start")
+    gone = (acked.select(*VALUE, "tid", "partition", "offset", "t_invoke")
+            .join(F.broadcast(ends), ["tid", "partition"]).filter(_expired()))
     if f.facts.transactional:
         gone = gone.join(_in_txns(f, (Fate.ABORTED, Fate.UNKNOWN)), VALUE, "left_anti")
     limits = with_tid(f.events.filter(F.col("kind") == Event.TOPIC_CONFIG.value).select(
         "topic", *(F.get_json_object("detail", f"$.{n}").cast("long").alias(n)
                    for n in RETENTION_FIELDS))).drop("topic")
-    ends = with_tid(f.ends).select("tid", "partition", "end", "t_start")
-    rows = (gone.join(F.broadcast(limits), "tid").join(F.broadcast(ends), ["tid", "partition"])
-            .join(f.sends.select(*VALUE, "t_invoke"), VALUE))
+    rows = gone.join(F.broadcast(limits), "tid")
     after = (F.col("end") - F.col("offset") - 1) * F.col("record_bytes_max")
     age_ms = (F.col("t_start") - F.col("t_invoke")) / 1e6
     within = (((F.col("bytes") < 0) | (after < F.col("bytes")))

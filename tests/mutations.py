@@ -27,6 +27,13 @@ MUTATIONS = [
              "lost-write: off by one at the contiguous reader's reach",
              "tests/unit/test_checker_precision.py::test_a_value_missing_at_the_last_offset_the_drain_read_is_lost"),
     Mutation(C,
+             '(F.col("offset") >= 0)))\n    ends = with_tid(f.ends)',
+             '(F.col("offset") >= 0))).join(f.values.filter("NOT final"), VALUE, "left_semi")\n'
+             '    ends = with_tid(f.ends)',
+             "retention-breach: a record the drain read before retention deleted it escapes",
+             "tests/unit/test_retention.py::test_records_the_drain_read_before_retention_deleted_"
+             "them_within_it_are_a_breach"),
+    Mutation(C,
              "& F.lit(f.facts.replicas_dumped))",
              ")",
              "lost-write: absence proven without a replica dump",

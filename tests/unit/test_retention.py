@@ -39,6 +39,17 @@ def test_records_deleted_while_the_bytes_after_them_are_within_retention_bytes(s
     assert (ex["partition"], ex["offset"]) == (0, 1)
 
 
+def test_records_the_drain_read_before_retention_deleted_them_within_it_are_a_breach(
+        spark, tmp_path):
+    # the drain read partition 0 from offset 0; then offsets 0 and 1 went from every replica, and
+    # the log start was 2 when the drain ended (KAFKA-20732 deleting after the drain read, say)
+    h = clean()
+    for offset in range(2):
+        h.drop("replicas", partition=0, offset=offset)
+    h = h.drain_start(0, 2).drain_start(1, 0).retention(ms=-1, bytes_=450, record_bytes_max=RECORD)
+    assert counts(spark, tmp_path, h) == NONE | {"retention-breach": 1}
+
+
 def test_records_deleted_past_retention_bytes_or_retention_ms_are_no_anomaly(spark, tmp_path):
     assert counts(spark, tmp_path / "bytes",
                   deleted_below(2).retention(-1, 400, RECORD)) == NONE
