@@ -3,6 +3,8 @@ it."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from bench import detect
 
 
@@ -17,3 +19,19 @@ def test_rows_and_harness_errors_survive_a_rewrite(tmp_path, monkeypatch):
     assert detect.kept() == ({row.name: row.line()}, [error], traced)
     detect.write({row.name: row.line()}, [], "make detect", 3.0, done=True)
     assert "## Harness errors" not in detect.OUT.read_text() and detect.kept()[1:] == ([], [])
+
+
+def test_a_regression_asked_of_one_version_runs_each_seed_once(tmp_path, monkeypatch):
+    ran = []
+
+    def fake_run(s, root):
+        ran.append((s.name, s.seed))
+        return SimpleNamespace(result=None)
+
+    monkeypatch.setattr(detect, "run_and_check", fake_run)
+    rows: dict[str, str] = {}
+    detect.run_rows("kafka20732-tiered-retention-fresh-leader", 2, tmp_path, rows, [], False,
+                    lambda: None, ("4.3.2", None))
+    assert ran == [("kafka20732-tiered-retention-fresh-leader[version=4.3.2]", 0),
+                   ("kafka20732-tiered-retention-fresh-leader[version=4.3.2]", 1)]
+    assert list(rows) == ["kafka20732-tiered-retention-fresh-leader[version=4.3.2] on 4.3.2"]
