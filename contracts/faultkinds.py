@@ -87,7 +87,7 @@ FAULT_KINDS = _kinds(
     FaultKind("migrate", aims="itself", restarts="each", restart_after="clean", once=True,
               claims="each", migrates=True),
     FaultKind("quorum-swap", aims="itself", restarts="once", params=frozenset({"disrupt"}),
-              dynamic_quorum=True),
+              claims="each", dynamic_quorum=True),
     FaultKind("last-replica-standing", aims="itself", restarts="once"),
     FaultKind("last-replica-power-loss", aims="itself", restarts="once", lazy_disk=True,
               params=frozenset({"torn"}), power_loss="last-replica"),
