@@ -41,9 +41,10 @@ KINDS = (
          'an `ok` send (of a committed transaction, if in one) not read by the end, where the '
          'final read did not reach the end of the log (unknown, not false)'),
     Kind('retention-breach', 'acknowledged writes deleted within retention',
-         "an `ok` send (of a committed transaction, if in one) that no final read saw, below its "
-         "partition's log start offset at the drain, although retention should keep it: the bytes "
-         "after it are below the topic's `retention.bytes` and its age below `retention.ms`"),
+         "an `ok` send (of a committed transaction, if in one) below its partition's log start "
+         "offset at the drain's end (read before it went or not), although retention should keep "
+         "it: the bytes after it are below the topic's `retention.bytes` and its age below "
+         "`retention.ms`"),
     Kind('duplicate', 'values written twice',
          "one value at more than one position (an ack's offset counts)"),
     Kind('timeout-duplicate', 'values re-sent after a message timeout and written twice',
