@@ -23,9 +23,11 @@ def quorum_swap(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     before = q.status()[1]
     spare = next((n for n in sorted(ctx.cluster.node_ids())
                   if n not in before and ctx.cluster.node(n).state() == "running"), None)
-    if spare is None:
+    steps: dict = {}
+    if spare is None and len(before) <= 3:
         raise NoEffect(f"quorum-swap: no running node outside the voters {before}")
-    steps = {"add": _held(ctx, spec, "add", spare, {})}
+    if spare is not None:  # else an earlier op added one and ended before its removal: finish it
+        steps["add"] = _held(ctx, spec, "add", spare, {})
     leader, voters = q.status()  # leading now: the added node aside, whoever leads is removed
     removed = leader if leader != spare else min(set(voters) - {spare})
     steps["remove"] = _held(ctx, spec, "remove", removed, steps)
@@ -64,13 +66,11 @@ def _change(ctx: Ctx, spec: FaultSpec, verb: str, node: int) -> dict:
         if exc := first.exception():
             errors.append(str(exc).splitlines()[0])
     tries, deadline = 1, time.monotonic() + SETTLE_S
-    while not _shows(q, verb, node, errors):
-        if ctx.stop.is_set():
-            raise NoEffect(f"quorum-swap: the run ended before the voters showed {node} {verb}ed")
+    while not _shows(q, verb, node, errors):  # a change begun is seen through, the run's end or not
         if time.monotonic() > deadline:
             raise Stalled(f"quorum-swap: the voters never showed {node} {verb}ed within "
                           f"{SETTLE_S:.0f} s ({tries} tries; {'; '.join(errors[-3:])})")
-        ctx.stop.wait(2.0)
+        time.sleep(2.0)
         try:
             tries += 1
             call(node)

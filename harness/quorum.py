@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+import docker
 from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from contracts.errors import ClusterError
@@ -79,7 +80,10 @@ class Quorum:
         nodes = [n for n in self._nodes() if n.node_id != avoid and (on is None or n.node_id == on)]
         bootstrap = ",".join(f"{n.alias}:{CONTROLLER_PORT}" for n in self._nodes())
         for node in nodes:
-            ran = node.sh_if_running(f"{TOOL} --bootstrap-controller {bootstrap} {args} 2>&1")
+            try:
+                ran = node.sh_if_running(f"{TOOL} --bootstrap-controller {bootstrap} {args} 2>&1")
+            except docker.errors.APIError as exc:  # killed between the check and the exec
+                raise ClusterError(f"kafka-metadata-quorum on {node.alias}: {exc}") from exc
             if ran is None:
                 continue
             code, out = ran

@@ -115,11 +115,19 @@ def test_a_change_the_voters_never_show_is_a_liveness_finding(monkeypatch):
         swap(Voters(lands=False))
 
 
-def test_no_node_outside_the_voters_is_no_effect():
+def test_four_voters_left_by_a_swap_cut_short_lose_the_leader_and_three_are_no_effect():
     voters = Voters()
     voters.voters = {1, 2, 3, 4}
-    with pytest.raises(NoEffect, match=r"no running node outside the voters \[1, 2, 3, 4\]"):
-        swap(voters)
+    detail, _ = swap(voters)
+    assert (detail["added"], detail["removed"], detail["voters_after"]) == (None, 1, [2, 3, 4])
+    assert voters.calls == [("remove", 1)]
+    voters = Voters()
+    voters.voters = {1, 2, 4}  # node 3 observes, but the fake cluster's node 3 is not running
+    cluster = Cluster(voters)
+    cluster.node = lambda n: SimpleNamespace(state=lambda: "exited")
+    ctx = Ctx(cluster, "chaos", random.Random(0), threading.Event())  # type: ignore[arg-type]
+    with pytest.raises(NoEffect, match=r"no running node outside the voters \[1, 2, 4\]"):
+        OPS["quorum-swap"](ctx, FaultSpec(fault="quorum-swap"), [])
 
 
 @pytest.mark.parametrize(("kafka", "says"), [
