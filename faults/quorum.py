@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from contracts.errors import ClusterError
 from contracts.scenario import FaultSpec
-from faults.ops import Ctx, NoEffect, Stalled, isolate_grudge
+from faults.ops import Ctx, NoEffect, Stalled, break_node, isolate_grudge
 from faults.ports import QuorumControl
 
 SETTLE_S = 120.0  # how long the voters may take to show a change, the disruption healed
@@ -93,8 +93,7 @@ def _disrupt(ctx: Ctx, spec: FaultSpec, verb: str, node: int) -> None:
     """Kill the controller being removed, or cut the one being added off from every other node,
     for the line's `for`; then start it, or lift the cut."""
     if verb == "remove":
-        ctx.expect_state(node, "running", "quorum-swap's kill found it not running")
-        ctx.cluster.node(node).kill()
+        break_node(ctx, "kill", node)
         try:
             ctx.hold(spec.for_)
         finally:

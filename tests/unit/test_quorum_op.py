@@ -63,7 +63,9 @@ class Cluster:
         return []
 
     def node(self, node_id: int):
-        return SimpleNamespace(state=lambda: "running",
+        down = ({d[1] for d in self.did if d[0] == "kill"}
+                - {n for d in self.did if d[0] == "start" for n in d[1:]})
+        return SimpleNamespace(state=lambda: "exited" if node_id in down else "running",
                                kill=lambda: self.did.append(("kill", node_id)))
 
     def start_nodes(self, node_ids) -> None:
