@@ -43,7 +43,7 @@ def clean(run_id: str | None = None) -> tuple[int, int]:
     remote_tier.release_run(run_id)
     client = docker.from_env()
     selector = f"{RUN}={run_id}" if run_id else OWNER
-    containers = client.containers.list(all=True, filters={"label": selector})
+    containers = client.containers.list(all=True, ignore_removed=True, filters={"label": selector})
     for c in containers:
         try:
             freezer.thaw(c.id)  # a forced removal kills a paused container too
@@ -54,7 +54,7 @@ def clean(run_id: str | None = None) -> tuple[int, int]:
                 raise
     # a network with a container attached cannot be removed
     deadline = time.monotonic() + GONE_WITHIN_S
-    while client.containers.list(all=True,
+    while client.containers.list(all=True, ignore_removed=True,
                                  filters={"label": selector}) and time.monotonic() < deadline:
         time.sleep(0.5)
     networks = client.networks.list(filters={"label": selector})

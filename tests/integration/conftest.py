@@ -74,7 +74,7 @@ def nothing_left_behind():
     network."""
     yield
     client = docker.from_env()
-    left = client.containers.list(all=True, filters={"label": OWNER})
+    left = client.containers.list(all=True, ignore_removed=True, filters={"label": OWNER})
     nets = client.networks.list(filters={"label": OWNER})
     assert not left and not nets, f"left behind: {[c.name for c in left]} {[n.name for n in nets]}"
 

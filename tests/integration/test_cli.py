@@ -36,7 +36,8 @@ def kchaos(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
 
 
 def labelled() -> int:
-    return len(docker.from_env().containers.list(all=True, filters={"label": OWNER}))
+    return len(docker.from_env().containers.list(all=True, ignore_removed=True,
+                                                 filters={"label": OWNER}))
 
 
 def holding(directory: Path) -> set[int]:

@@ -67,5 +67,5 @@ def test_failing_or_terminated_run_leaves_no_container_or_network(action, code):
     assert "up" in done.stdout, done.stderr[-2000:]
     assert done.returncode == code
     client = docker.from_env()
-    assert not client.containers.list(all=True, filters={"label": OWNER})
+    assert not client.containers.list(all=True, ignore_removed=True, filters={"label": OWNER})
     assert not client.networks.list(filters={"label": OWNER})
