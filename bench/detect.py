@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from contracts import signals
 from contracts.results import RunResult
 from harness.engine import ensure_engine
 from kchaos.catalog import catalog, load
@@ -108,6 +109,8 @@ def run_rows(name: str, runs: int, root: Path, rows: dict[str, str], errors: lis
             try:
                 row.count(run_and_check(s, root).result)
             except Exception as exc:  # noqa: BLE001 - a harness error is a finding of its own, not the end of detect
+                if signals.SIGNALLED:  # the run's cleanup failed after a signal: detect ends
+                    raise
                 row.count(None)
                 cause = (str(exc).splitlines() or [""])[0][:200]
                 errors.append(f"- {s.name} seed {seed} ({time.strftime('%Y-%m-%d')}): "
@@ -198,12 +201,13 @@ def main() -> None:
     def save(done: bool = False) -> None:
         write(rows, errors, command, (time.monotonic() - started) / 60, done, traced)
 
-    for names, runs in ((MUST_PASS, n_pass), (UNSAFE, n_unsafe), (REGRESSIONS, n_unsafe)):
-        for name in names:
-            if not only or name in only:
-                run_rows(name, runs, root, rows, errors, resume, save,
-                         (os.environ.get("DETECT_KAFKA") or None,
-                          os.environ.get("DETECT_CLIENT") or None))
+    with signals.handled():  # SIGTERM ends detect, not only the run it cut short
+        for names, runs in ((MUST_PASS, n_pass), (UNSAFE, n_unsafe), (REGRESSIONS, n_unsafe)):
+            for name in names:
+                if not only or name in only:
+                    run_rows(name, runs, root, rows, errors, resume, save,
+                             (os.environ.get("DETECT_KAFKA") or None,
+                              os.environ.get("DETECT_CLIENT") or None))
     save(done=True)
     print(f"wrote {OUT}")
 

@@ -3,9 +3,13 @@ it."""
 
 from __future__ import annotations
 
+import signal
 from types import SimpleNamespace
 
+import pytest
+
 from bench import detect
+from contracts import signals
 
 
 def test_rows_and_harness_errors_survive_a_rewrite(tmp_path, monkeypatch):
@@ -35,3 +39,21 @@ def test_a_regression_asked_of_one_version_runs_each_seed_once(tmp_path, monkeyp
     assert ran == [("kafka20732-tiered-retention-fresh-leader[version=4.3.2]", 0),
                    ("kafka20732-tiered-retention-fresh-leader[version=4.3.2]", 1)]
     assert list(rows) == ["kafka20732-tiered-retention-fresh-leader[version=4.3.2] on 4.3.2"]
+
+
+def test_a_signal_ends_detect_instead_of_counting_a_harness_error(tmp_path, monkeypatch):
+    ran = []
+
+    def cut_short(s, root):
+        # the run's cleanup after a SIGTERM failed with an error of its own
+        ran.append(s.seed)
+        signals.SIGNALLED.append(signal.SIGTERM)
+        raise RuntimeError("teardown cut short")
+
+    monkeypatch.setattr(signals, "SIGNALLED", [])
+    monkeypatch.setattr(detect, "run_and_check", cut_short)
+    rows: dict[str, str] = {}
+    errors: list[str] = []
+    with pytest.raises(RuntimeError):
+        detect.run_rows("acks-all-leader-kill", 3, tmp_path, rows, errors, False, lambda: None)
+    assert ran == [0] and rows == {} and errors == []
