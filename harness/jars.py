@@ -157,27 +157,40 @@ def fetch_jars(version: str, say=progress) -> Path:
 
 
 # Kafka's own remote tier on a directory (its tiered storage tests use it), in the kafka-storage
-# test jar. A release Central has no test jar of runs the newest older one's of the same minor
-# release: the plugin uses client classes that move between minor releases (4.4 moved LogContext).
+# test jar, which 4.4 publishes as its test fixtures. A release Central has neither of runs the
+# newest older one's of the same minor release: the plugin uses client classes that move between
+# minor releases (4.4 moved LogContext).
 TIERED_PLUGIN = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
 STORAGE_ARTIFACT = "kafka-storage"
+TEST_CLASSIFIERS = ("test", "test-fixtures")
 
 
-def _has_test_jar(version: str) -> bool:
-    url = (f"{CENTRAL}/org/apache/kafka/{STORAGE_ARTIFACT}/{version}/"
-           f"{STORAGE_ARTIFACT}-{version}-test.jar")
-    try:
-        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=30):
-            return True
-    except urllib.error.HTTPError:
-        return False
-    except (urllib.error.URLError, TimeoutError) as exc:
-        raise ImageError(f"Maven Central did not answer for {url}: {exc}") from exc
+def _test_jar(version: str) -> str | None:
+    """The name of the kafka-storage jar of a release that carries LocalTieredStorage on Central,
+    or None."""
+    for classifier in TEST_CLASSIFIERS:
+        name = f"{STORAGE_ARTIFACT}-{version}-{classifier}.jar"
+        url = f"{CENTRAL}/org/apache/kafka/{STORAGE_ARTIFACT}/{version}/{name}"
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=30):
+                return name
+        except urllib.error.HTTPError:
+            continue
+        except (urllib.error.URLError, TimeoutError) as exc:
+            raise ImageError(f"Maven Central did not answer for {url}: {exc}") from exc
+    return None
+
+
+def _cached_test_jar(version: str) -> Path | None:
+    """A release's LocalTieredStorage jar already fetched here, or None."""
+    return next((jar for c in TEST_CLASSIFIERS if (jar := cache_dir() / "tiered" / version /
+                                                   f"{STORAGE_ARTIFACT}-{version}-{c}.jar")
+                 .is_file()), None)
 
 
 def tiered_plugin(version: str, say=progress, field: str = "kafka.version") -> Path:
-    """The kafka-storage test jar that carries LocalTieredStorage for a release: its own, or the
-    newest older release's; cached, with which one a release takes."""
+    """The kafka-storage jar that carries LocalTieredStorage for a release: its own, or the newest
+    older release's; cached, with which one a release takes."""
     chosen = cache_dir() / "tiered" / f"{version}.jar"
     if chosen.is_file() and Path(chosen.read_text()).is_file():
         return Path(chosen.read_text())
@@ -185,8 +198,10 @@ def tiered_plugin(version: str, say=progress, field: str = "kafka.version") -> P
                     and release(v)[:2] == release(version)[:2] and release(v) <= release(version)),
                    key=release, reverse=True)
     for candidate in older:
-        jar = cache_dir() / "tiered" / candidate / f"{STORAGE_ARTIFACT}-{candidate}-test.jar"
-        if jar.is_file() or _has_test_jar(candidate):
+        if jar := _cached_test_jar(candidate):
+            break
+        if name := _test_jar(candidate):
+            jar = cache_dir() / "tiered" / candidate / name
             break
     else:
         minor = ".".join(version.split(".")[:2])
@@ -195,11 +210,10 @@ def tiered_plugin(version: str, say=progress, field: str = "kafka.version") -> P
                          "release, so topic.remote_storage=true cannot run on it; use another "
                          "release")
     if not jar.is_file():
-        say(f"Fetching LocalTieredStorage (kafka-storage {candidate} test jar) for Kafka "
-            f"{version}...")
+        say(f"Fetching LocalTieredStorage ({jar.name}) for Kafka {version}...")
         jar.parent.mkdir(parents=True, exist_ok=True)
         tmp = jar.with_suffix(f".{os.getpid()}.tmp")
-        url = (f"{CENTRAL}/org/apache/kafka/{STORAGE_ARTIFACT}/{candidate}/{jar.name}")
+        url = f"{CENTRAL}/org/apache/kafka/{STORAGE_ARTIFACT}/{candidate}/{jar.name}"
         with urllib.request.urlopen(url, timeout=120) as resp:
             tmp.write_bytes(resp.read())
         tmp.replace(jar)

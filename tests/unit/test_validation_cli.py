@@ -101,9 +101,6 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
                                                      "0..1"),
     ("faults: [{fault: kill, target: txn-coordinatr}]", "txn-coordinator"),
     ("producer: {count: 0}", "Expected producer.count >= 1 but got producer.count=0"),
-    ("kafka: {version: '4.4.0'}\ntopic: {remote_storage: true}",
-     "kafka.version='4.4.0': Maven Central has no kafka-storage test jar (Kafka's "
-     "LocalTieredStorage) of Kafka 4.4.0 or an older 4.4 release"),
     ("producer: {client: jav}", "Expected 'librdkafka', 'java' or 'java:X.Y.Z' (a kafka-clients "
                                 "release, e.g. 'java:4.4.0') but got producer.client='jav'"),
     ("producer: {client: 'java:2.8.0'}", "producer.client='java:2.8.0' runs kafka-clients 2.8.0, "
