@@ -83,7 +83,7 @@ FAULT_KINDS = _kinds(
     FaultKind("rolling-restart", aims="itself", restarts="each", restart_after="clean"),
     FaultKind("hard-rolling-restart", aims="itself", restarts="each"),
     FaultKind("upgrade", aims="itself", restarts="each", restart_after="clean",
-              params=frozenset({"to"}), once=True, claims="each"),
+              params=frozenset({"to", "rollback"}), once=True, claims="each"),
     FaultKind("migrate", aims="itself", restarts="each", restart_after="clean", once=True,
               claims="each", migrates=True),
     FaultKind("quorum-swap", aims="itself", restarts="once", params=frozenset({"disrupt"}),

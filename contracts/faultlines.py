@@ -57,6 +57,9 @@ class FaultSpec(BaseModel):
     # mix: the kinds it picks among, one per op (and a target for each, from MIX_TARGETS)
     kinds: list[str] = []
     to: str | None = None  # upgrade: the Kafka release the brokers roll to
+    # upgrade: then roll each broker back to its release, the feature levels never finalized (the
+    # downgrade Kafka supports)
+    rollback: bool = False
     # quorum-swap: what befalls it meanwhile: the controller it removes killed, or the one it adds
     # cut off from the others
     disrupt: Literal["none", "kill-removed", "isolate-added"] = "none"

@@ -27,7 +27,8 @@ def seconds(value: Any) -> float:
 
 
 # read by some fault kinds only
-FAULT_PARAMS = ("probability", "kbit", "torn", "latency_ms", "jitter_ms", "link", "to", "disrupt")
+FAULT_PARAMS = ("probability", "kbit", "torn", "latency_ms", "jitter_ms", "link", "to", "rollback",
+                "disrupt")
 
 
 def one_of(names: tuple[str, ...] | list[str]) -> str:

@@ -169,7 +169,7 @@ def upgrade_problem(version: str, metadata: str, to: str, field: str) -> str | N
     notes allow, or None."""
     if release(to) <= release(version):
         return (f"{field}={to!r} is not newer than kafka.version={version!r}; an upgrade goes to "
-                "a later release (downgrades are not built yet)")
+                "a later release (to downgrade, start on the older one and add rollback: true)")
     if metadata == "zookeeper" and not has_zookeeper(to):
         return (f"{NO_ZOOKEEPER}: a ZooKeeper-mode cluster migrates to KRaft on 3.9 before it "
                 f"upgrades to {to} ({field}={to!r}); start from a KRaft cluster")

@@ -31,27 +31,41 @@ def rolling(action: str) -> Op:
 def upgrade(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     """Kafka's rolling upgrade: each broker in turn stops cleanly and starts on release `to` with
     its data, the ISR full before the next (other lines' ops go on, on the other brokers); then the
-    feature levels are finalized. The row says when each broker came back on `to`."""
+    feature levels are finalized, or with `rollback` each broker rolls back to its release."""
     assert spec.to is not None
-    began, rolled = time.monotonic(), []
-    for t in ctx.cluster.node_ids():
+    nodes = ctx.cluster.node_ids()
+    began, start = time.monotonic(), {t: ctx.cluster.releases[t] for t in nodes}
+    rolled = _roll_to(ctx, dict.fromkeys(nodes, spec.to), began)
+    if not rolled:
+        raise NoEffect(f"upgrade: every broker already ran Kafka {spec.to}")
+    if spec.rollback:
+        rolled += _roll_to(ctx, start, began)
+    return {"to": spec.to, "rolled": rolled,
+            "finalized": {} if spec.rollback else _finalize(ctx, spec.to),
+            "took_s": round(time.monotonic() - began, 1)}
+
+
+def _roll_to(ctx: Ctx, releases: dict[int, str], began: float) -> list[dict]:
+    """Each broker in turn onto its release in `releases`, the ISR full before the next; raises
+    NoEffect if the run ended before every one got there."""
+    rolled: list[dict] = []
+    for t, to in releases.items():
         was = ctx.cluster.releases[t]
-        if was == spec.to:
+        if was == to:
             continue
         with ctx.holding(t) as held:
             if not held:
                 break
             ctx.expect_state(t, "running", "upgrade found it not running")
-            ctx.cluster.upgrade_node(t, spec.to)
-        rolled.append({"broker": t, "from": was, "at_s": round(time.monotonic() - began, 1)})
+            ctx.cluster.upgrade_node(t, to)
+        rolled.append({"broker": t, "from": was, "to": to,
+                       "at_s": round(time.monotonic() - began, 1)})
         ctx.cluster.metadata.wait_full_isr(ctx.topic, timeout_s=FULL_ISR_S)
-    if not rolled:
-        raise NoEffect(f"upgrade: every broker already ran Kafka {spec.to}")
-    if left := sorted(t for t, v in ctx.cluster.releases.items() if v != spec.to):
-        raise NoEffect(f"upgrade: the run ended with brokers {left} not yet on {spec.to} (rolled: "
+    if left := sorted(t for t, to in releases.items() if ctx.cluster.releases[t] != to):
+        raise NoEffect(f"upgrade: the run ended with brokers {left} not yet on "
+                       f"{[releases[t] for t in left][0]} (rolled: "
                        f"{[r['broker'] for r in rolled]}); raise duration")
-    return {"to": spec.to, "rolled": rolled, "finalized": _finalize(ctx, spec.to),
-            "took_s": round(time.monotonic() - began, 1)}
+    return rolled
 
 
 def _finalize(ctx: Ctx, to: str) -> dict[str, str]:

@@ -81,7 +81,9 @@ def fault_lanes(ax, faults: pd.DataFrame, t0: int, elected: pd.Series) -> None:
             for rolled in detail.get("rolled", []):  # an upgrade: when each broker came back on it
                 at = start + rolled["at_s"]
                 ax.vlines(at, y - 0.35, y + 0.35, color="black", lw=1)
-                ax.text(at, y - 0.38, f"{rolled['broker']}: {detail['to']}", fontsize=6, va="top")
+                # a roll back names its release; histories before it roll only to `to`
+                ax.text(at, y - 0.38, f"{rolled['broker']}: {rolled.get('to', detail['to'])}",
+                        fontsize=6, va="top")
             if "voters_after" in detail:  # a quorum swap: the KRaft voters before and after it
                 ax.text(start, y - 0.38, "voters {} → {}".format(
                     *(",".join(map(str, detail[k])) for k in ("voters_before", "voters_after"))),

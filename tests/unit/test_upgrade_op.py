@@ -4,6 +4,7 @@ while it rolls, feature levels finalized once every broker runs the release."""
 from __future__ import annotations
 
 import io
+import json
 import tarfile
 import threading
 from types import SimpleNamespace
@@ -101,3 +102,23 @@ def test_a_roll_the_run_ended_halfway_had_no_effect_and_finalized_nothing(tmp_pa
     assert row["outcome"] == "no-effect", row
     assert "brokers [3] not yet on 4.4.0 (rolled: [1, 2])" in row["detail"]
     assert cluster.finalized == 0
+
+
+def test_a_rollback_rolls_each_broker_forward_then_back_and_finalizes_nothing(tmp_path):
+    history = HistoryWriter(tmp_path)
+    nemesis = None
+    cluster = RollingCluster(lambda: nemesis.held)
+    faults = [fault_spec(fault="upgrade", to="4.4.0", rollback=True, **{"for": 0})]
+    op = plan.PlannedOp(1.0, 0, "upgrade", 0.0)
+    nemesis = schedule.Nemesis(cluster, "chaos", faults, [op], 1, history)
+    nemesis.t0_ns = 0
+    nemesis.fire(op)
+    history.close(compact=False)
+    (row,) = read_jsonl(tmp_path, "faults").to_pylist()
+    assert row["outcome"] == "fired", row
+    detail = json.loads(row["detail"])
+    assert [(r["broker"], r["from"], r["to"]) for r in detail["rolled"]] == [
+        (1, "3.9.2", "4.4.0"), (2, "3.9.2", "4.4.0"), (3, "3.9.2", "4.4.0"),
+        (1, "4.4.0", "3.9.2"), (2, "4.4.0", "3.9.2"), (3, "4.4.0", "3.9.2")]
+    assert cluster.releases == dict.fromkeys([1, 2, 3], "3.9.2")
+    assert cluster.finalized == 0 and detail["finalized"] == {}

@@ -115,7 +115,8 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
                                    "the brokers roll to"),
     ("faults: [{fault: upgrade, to: '4.3.0'}]", "faults.0.to='4.3.0' is not newer than "
                                                 "kafka.version='4.3.1'; an upgrade goes to a later "
-                                                "release (downgrades are not built yet)"),
+                                                "release (to downgrade, start on the older one "
+                                                "and add rollback: true)"),
     ("kafka: {version: '3.9.2', metadata: zookeeper}\nfaults: [{fault: upgrade, to: '4.4.0'}]",
      "ZooKeeper mode was removed in Kafka 4.0: a ZooKeeper-mode cluster migrates to KRaft on 3.9 "
      "before it upgrades to 4.4.0 (faults.0.to='4.4.0'); start from a KRaft cluster"),
