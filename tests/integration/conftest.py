@@ -56,6 +56,13 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def one_spark_jvm(spark):
+    """The runs' analyses use the tests' JVM: a run would otherwise start one with its own options,
+    and every later test would reuse it."""
+    return spark
+
+
+@pytest.fixture(scope="session", autouse=True)
 def engine():
     """A Docker engine, the images, and no leftovers of an earlier crashed run (what `kchaos clean`
     removes)."""
