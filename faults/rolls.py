@@ -63,8 +63,8 @@ def _roll_to(ctx: Ctx, releases: dict[int, str], began: float) -> list[dict]:
         ctx.cluster.metadata.wait_full_isr(ctx.topic, timeout_s=FULL_ISR_S)
     if left := sorted(t for t, to in releases.items() if ctx.cluster.releases[t] != to):
         raise NoEffect(f"upgrade: the run ended with brokers {left} not yet on "
-                       f"{[releases[t] for t in left][0]} (rolled: "
-                       f"{[r['broker'] for r in rolled]}); raise duration")
+                       f"{releases[left[0]]} (rolled: {[r['broker'] for r in rolled]}); raise "
+                       "duration")
     return rolled
 
 
