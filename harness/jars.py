@@ -165,27 +165,28 @@ STORAGE_ARTIFACT = "kafka-storage"
 TEST_CLASSIFIERS = ("test", "test-fixtures")
 
 
-def _test_jar(version: str) -> str | None:
-    """The name of the kafka-storage jar of a release that carries LocalTieredStorage on Central,
-    or None."""
+def _storage_jar(version: str, classifier: str) -> Path:
+    """Where a release's kafka-storage jar of `classifier` is kept here."""
+    return cache_dir() / "tiered" / version / f"{STORAGE_ARTIFACT}-{version}-{classifier}.jar"
+
+
+def _test_jar(version: str) -> Path | None:
+    """Where the kafka-storage jar that carries a release's LocalTieredStorage is kept here: one
+    already fetched, else the first Central has (not fetched yet); None if neither."""
+    if cached := next((j for c in TEST_CLASSIFIERS if (j := _storage_jar(version, c)).is_file()),
+                      None):
+        return cached
     for classifier in TEST_CLASSIFIERS:
-        name = f"{STORAGE_ARTIFACT}-{version}-{classifier}.jar"
-        url = f"{CENTRAL}/org/apache/kafka/{STORAGE_ARTIFACT}/{version}/{name}"
+        jar = _storage_jar(version, classifier)
+        url = f"{CENTRAL}/org/apache/kafka/{STORAGE_ARTIFACT}/{version}/{jar.name}"
         try:
             with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=30):
-                return name
+                return jar
         except urllib.error.HTTPError:
             continue
         except (urllib.error.URLError, TimeoutError) as exc:
             raise ImageError(f"Maven Central did not answer for {url}: {exc}") from exc
     return None
-
-
-def _cached_test_jar(version: str) -> Path | None:
-    """A release's LocalTieredStorage jar already fetched here, or None."""
-    return next((jar for c in TEST_CLASSIFIERS if (jar := cache_dir() / "tiered" / version /
-                                                   f"{STORAGE_ARTIFACT}-{version}-{c}.jar")
-                 .is_file()), None)
 
 
 def tiered_plugin(version: str, say=progress, field: str = "kafka.version") -> Path:
@@ -198,10 +199,7 @@ def tiered_plugin(version: str, say=progress, field: str = "kafka.version") -> P
                     and release(v)[:2] == release(version)[:2] and release(v) <= release(version)),
                    key=release, reverse=True)
     for candidate in older:
-        if jar := _cached_test_jar(candidate):
-            break
-        if name := _test_jar(candidate):
-            jar = cache_dir() / "tiered" / candidate / name
+        if jar := _test_jar(candidate):
             break
     else:
         minor = ".".join(version.split(".")[:2])
