@@ -35,6 +35,12 @@ def clean_scratch(run_id: str | None = None) -> None:
         shutil.rmtree(d, ignore_errors=True)
 
 
+def labelled(client: docker.DockerClient, selector: str = OWNER) -> list:
+    """The containers whose labels match `selector`, skipping one removed between docker's list and
+    its inspect (a watchdog or a teardown may be removing them)."""
+    return client.containers.list(all=True, ignore_removed=True, filters={"label": selector})
+
+
 def clean(run_id: str | None = None) -> tuple[int, int]:
     """Remove labelled containers (thawed from the host first, so an engine stuck on a frozen one
     gets going again), networks, scratch directories and remote tiers; return how many containers
@@ -43,7 +49,7 @@ def clean(run_id: str | None = None) -> tuple[int, int]:
     remote_tier.release_run(run_id)
     client = docker.from_env()
     selector = f"{RUN}={run_id}" if run_id else OWNER
-    containers = client.containers.list(all=True, ignore_removed=True, filters={"label": selector})
+    containers = labelled(client, selector)
     for c in containers:
         try:
             freezer.thaw(c.id)  # a forced removal kills a paused container too
@@ -54,8 +60,7 @@ def clean(run_id: str | None = None) -> tuple[int, int]:
                 raise
     # a network with a container attached cannot be removed
     deadline = time.monotonic() + GONE_WITHIN_S
-    while client.containers.list(all=True, ignore_removed=True,
-                                 filters={"label": selector}) and time.monotonic() < deadline:
+    while labelled(client, selector) and time.monotonic() < deadline:
         time.sleep(0.5)
     networks = client.networks.list(filters={"label": selector})
     for n in networks:

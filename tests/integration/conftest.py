@@ -16,7 +16,7 @@ from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 from harness.engine import ensure_engine
 from harness.images import ensure_kafka_image
-from harness.labels import OWNER, clean
+from harness.labels import OWNER, clean, labelled
 
 pytestmark = pytest.mark.integration
 FAST_ISR = {"replica.lag.time.max.ms": "6000"}
@@ -81,7 +81,7 @@ def nothing_left_behind():
     network."""
     yield
     client = docker.from_env()
-    left = client.containers.list(all=True, ignore_removed=True, filters={"label": OWNER})
+    left = labelled(client)
     nets = client.networks.list(filters={"label": OWNER})
     assert not left and not nets, f"left behind: {[c.name for c in left]} {[n.name for n in nets]}"
 

@@ -17,6 +17,7 @@ import matplotlib.image as mpimg
 import pyarrow.parquet as pq
 import pytest
 
+from harness import labels
 from harness.apt import apt_install
 from harness.labels import OWNER
 
@@ -36,8 +37,7 @@ def kchaos(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
 
 
 def labelled() -> int:
-    return len(docker.from_env().containers.list(all=True, ignore_removed=True,
-                                                 filters={"label": OWNER}))
+    return len(labels.labelled(docker.from_env()))
 
 
 def holding(directory: Path) -> set[int]:

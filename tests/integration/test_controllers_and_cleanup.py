@@ -11,7 +11,7 @@ import pytest
 from contracts import measured
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
-from harness.labels import OWNER
+from harness.labels import OWNER, labelled
 from harness.metadata import wait_for
 from tests.integration.test_cluster import TIMEOUT, new_topic
 
@@ -67,5 +67,5 @@ def test_failing_or_terminated_run_leaves_no_container_or_network(action, code):
     assert "up" in done.stdout, done.stderr[-2000:]
     assert done.returncode == code
     client = docker.from_env()
-    assert not client.containers.list(all=True, ignore_removed=True, filters={"label": OWNER})
+    assert not labelled(client)
     assert not client.networks.list(filters={"label": OWNER})

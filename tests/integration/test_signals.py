@@ -15,7 +15,7 @@ import docker
 import pyarrow.parquet as pq
 import pytest
 
-from harness.labels import OWNER
+from harness.labels import OWNER, labelled
 from tests.integration.test_cli import SHORT
 
 SCENARIO = SHORT.replace("name: e2e", "name: signalled").replace("duration: 15s", "duration: 30s")
@@ -51,7 +51,7 @@ def test_a_signal_to_the_group_ends_the_run_cleanly(tmp_path, phase, sig):
     took = time.monotonic() - signalled
     assert code == 128 + sig and took < 30, (code, took, proc.stderr.read().decode()[-2000:])
     client = docker.from_env()
-    assert not client.containers.list(all=True, ignore_removed=True, filters={"label": OWNER})
+    assert not labelled(client)
     assert not client.networks.list(filters={"label": OWNER})
     history = next(runs.glob("signalled/*/history"))
     tables = list(history.glob("*.parquet"))
