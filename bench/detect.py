@@ -33,7 +33,8 @@ MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-res
              "power-loss-all-flushed", "latency-slow-follower", "latency-slow-clients",
              "latency-slow-controller", "tiered-leader-kill", "tiered-remote-faults",
              "share-member-kill", "share-leader-kill", "share-coordinator-kill",
-             "share-coordinator-and-leader-kill", "txn-stale-requests", "upgrade-3.9-to-4.4",
+             "share-coordinator-and-leader-kill", "share-member-pause-and-cut",
+             "txn-stale-requests", "upgrade-3.9-to-4.4",
              "upgrade-4.3-to-4.4", "rollback-4.4-to-4.3", "upgrade-txn-3.9-to-4.4",
              "migrate-zk-to-kraft", "kip853-controller-swap"]
 # Known Kafka bugs: run on the version that has each (a violation is a hit) and the one that fixed

@@ -35,7 +35,7 @@ QUOTED = r"'([^']*)'"  # the values a message lists
 # Cluster events a scenario can exist to provoke; the analysis observes them in the history
 # (reports.provoked)
 PROVOKED = ("isr-shrink", "leader-election", "unclean-election", "controller-change", "rebalance",
-            "txn-protocol-switch")
+            "txn-protocol-switch", "share-redelivery")
 
 
 def transactional_id(producer: int) -> str:

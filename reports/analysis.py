@@ -15,7 +15,7 @@ from reports import frames
 from reports.checkers import CHECKERS, Finding
 from reports.frames import Facts, Frames, is_large, partition_name
 from reports.metrics import client_requests, isr_recovery_s, memory, remote_tier, send_metrics
-from reports.provoked import from_metadata
+from reports.provoked import from_metadata, from_share
 from reports.spark import side_by_side
 
 __all__ = ["Analysis", "Anomaly", "Facts", "analyze", "is_large"]
@@ -95,12 +95,13 @@ def _metrics(f: Frames) -> tuple[dict, dict]:
             leader_changes[partition_name(topic, p)] = sum(
                 1 for a, b in zip(lead, lead[1:], strict=False) if a != b)
         meta["isr_size"] = meta["isr"].fillna("").map(lambda s: len([x for x in s.split(",") if x]))
-    f.facts.observed = sorted({*f.facts.observed, *from_metadata(meta)})
+    share = f.share.metrics() if f.share is not None else None
+    f.facts.observed = sorted({*f.facts.observed, *from_metadata(meta), *from_share(share)})
     metrics.update(recovered=f.values.filter("info AND (live OR final OR in_replica)").count(),
                    leader_changes=leader_changes, reads=f.reads.count(),
                    requests=client_requests(f.events), memory=memory(f.events),
                    remote=remote_tier(f.events),
-                   share=f.share.metrics() if f.share is not None else None,
+                   share=share,
                    isr_recovery_s=isr_recovery_s(meta, faults) if "isr_size" in meta else None)
     sends = metrics["acked"] + metrics["failed"] + metrics["indeterminate"]
     sample = (f.sends.filter(F.col("t_complete").isNotNull())

@@ -1,9 +1,11 @@
-"""Which cluster events a run shows (scenario `provokes`): from the sampled metadata and the
-consumers' events."""
+"""Which cluster events a run shows (scenario `provokes`): from the sampled metadata, the
+consumers' events and what share group members were handed."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from contracts.results import ShareDeliveries
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,3 +33,9 @@ def from_metadata(meta: pd.DataFrame) -> list[str]:
     if any(a != b for a, b in zip(controllers, controllers[1:], strict=False)):
         seen.add("controller-change")
     return sorted(seen)
+
+
+def from_share(share: dict[str, int] | None) -> list[str]:
+    """share-redelivery: a record handed out again that no member had released, so a member died,
+    was cut off or was paused past its acquisition lock."""
+    return ["share-redelivery"] if share and ShareDeliveries(**share).held > 0 else []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reports.provoked import from_metadata
+from reports.provoked import from_metadata, from_share
 
 
 def samples(*rows: tuple, topic: str = "chaos") -> pd.DataFrame:
@@ -45,3 +45,10 @@ def test_partitions_of_two_topics_are_judged_apart():
     assert from_metadata(steady) == []
     moved = pd.concat([steady, samples((3, 0, 3, "2,3", 1, "b"))])
     assert from_metadata(moved) == ["leader-election"]
+
+
+def test_a_share_record_handed_out_again_unreleased_is_a_redelivery():
+    assert from_share(None) == []
+    assert from_share({"deliveries": 9, "records": 6, "again": 2, "released": 2}) == []
+    assert from_share({"deliveries": 9, "records": 6, "again": 3, "released": 2}) == [
+        "share-redelivery"]
