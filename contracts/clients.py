@@ -13,8 +13,8 @@ from contracts.versions import JAVA_CLIENT_FROM, release
 LIBRDKAFKA, JAVA = "librdkafka", "java"
 CLIENT = re.compile(r"^(librdkafka|java(:\d+\.\d+\.\d+)?)$")
 EXPECTED = "'librdkafka', 'java' or 'java:X.Y.Z' (a kafka-clients release, e.g. 'java:4.4.0')"
-# the roles the Java worker plays; the eos-copy stage and share members are librdkafka's alone
-JAVA_ROLES = ("producer", "consumer")
+# the roles the Java worker plays; share members are librdkafka's alone
+JAVA_ROLES = ("producer", "consumer", "copier")
 
 
 def _client(value: str) -> str:
@@ -41,7 +41,8 @@ def client_problem(role: str, client: str, kafka_version: str) -> str | None:
         return None
     if role not in JAVA_ROLES:
         return (f"{role}.client={client!r}: the Java worker plays the "
-                f"{' and '.join(JAVA_ROLES)} roles, not the {role}'s; use 'librdkafka'")
+                f"{', '.join(JAVA_ROLES[:-1])} and {JAVA_ROLES[-1]} roles, not the {role}'s; use "
+                "'librdkafka'")
     if release(java) < JAVA_CLIENT_FROM:
         floor = ".".join(map(str, JAVA_CLIENT_FROM))
         return (f"{role}.client={client!r} runs kafka-clients {java}, older than {floor}, the "

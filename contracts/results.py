@@ -304,6 +304,7 @@ class RunResult(BaseModel):
     nemesis_errors: list[str] = []
     client: Client = Client()  # the producers'
     consumer_client: Client = Client()  # the readers' (consumers or share consumers)
+    copier_client: Client = Client()  # the eos-copy stage's (none without one)
     # broker settings the harness added; the scenario's own are settings
     harness_broker_config: dict[str, str] = {}
     settings: dict[str, Any] = {}  # the resolved scenario

@@ -99,6 +99,8 @@ def _identity(scenario: Scenario, run_dir: Path) -> dict:
             "client": client_of(scenario.producer.client, scenario.kafka.version),
             "consumer_client": client_of((scenario.roles().get("share")
                                           or scenario.consumer).client, scenario.kafka.version),
+            "copier_client": client_of(scenario.copier.client, scenario.kafka.version)
+            if scenario.workload == "eos-copy" else Client(),
             "harness_broker_config": harness_settings(cluster_spec(scenario)),
             "nemesis_errors": info.nemesis_errors if info else [],
             "allowed": sorted(guarantees.allowed(scenario)),

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Self
 
 from contracts.history import NUMBERING_STRIDE
-from contracts.scenario import ConsumerSpec, ProducerSpec, transactional_id
+from contracts.scenario import ConsumerSpec, CopierSpec, ProducerSpec, copier_id, transactional_id
 from workloads.client_process import FLUSH_S, POLL_S, ClientProcessBase, Kind, join_seconds
 
 JAVA_SOURCES = Path(__file__).parent / "java"
@@ -63,11 +63,33 @@ def consumer_settings(spec: ConsumerSpec, cid: int, bootstrap: str) -> dict[str,
                                        "kchaos.commit": spec.commit}
 
 
-def _common(conf: dict, bootstrap: str) -> dict[str, str]:
+def copier_settings(spec: CopierSpec, cid: int, bootstrap: str) -> dict[str, object]:
+    """kafka-clients settings of an eos-copy instance, as workloads.copier's: a transactional
+    producer (`client.`) and a read_committed group member that commits nothing itself
+    (`consumer.`)."""
+    producer = {"transactional.id": copier_id(cid),
+                "transaction.timeout.ms": spec.transaction_timeout_ms, "enable.idempotence": True,
+                "acks": "all", "linger.ms": 5, "max.block.ms": 10_000, "client.id": f"copier-{cid}"}
+    consumer = {"group.id": spec.group, "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                "session.timeout.ms": 10_000, "heartbeat.interval.ms": 1_000,
+                "max.poll.records": spec.records, "default.api.timeout.ms": 10_000,
+                "client.id": f"copier-{cid}-consumer"}
+    return _common(producer, bootstrap) | _common(consumer, bootstrap, "consumer.") | {
+        "kchaos.kind": "copier", "kchaos.abort_ratio": spec.abort_ratio,
+        "kchaos.offsets": spec.offsets,
+        "kchaos.transaction_timeout_ms": spec.transaction_timeout_ms}
+
+
+def _common(conf: dict, bootstrap: str, prefix: str = "client.") -> dict[str, str]:
     conf |= {"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 5000,
              "reconnect.backoff.max.ms": 1000}
-    return {f"client.{k}": str(v).lower() if isinstance(v, bool) else str(v)
+    return {f"{prefix}{k}": str(v).lower() if isinstance(v, bool) else str(v)
             for k, v in conf.items()}
+
+
+# each role's settings, by the kind of client process that plays it
+SETTINGS = {"producer": producer_settings, "consumer": consumer_settings, "copier": copier_settings}
 
 
 def _properties(settings: dict[str, object]) -> bytes:
@@ -82,12 +104,12 @@ class JavaClientProcess(ClientProcessBase):
     is a new JVM, same client name. It stops on a `stop` line or when its stdin closes (the runner
     died)."""
 
-    def __init__(self, kind: Kind, cid: int, spec: ProducerSpec | ConsumerSpec,
+    def __init__(self, kind: Kind, cid: int, spec: ProducerSpec | ConsumerSpec | CopierSpec,
                  topics: tuple[str, ...], partitions: int, bootstrap: str, history_dir: Path,
                  classpath: str) -> None:
         """`classpath`: the worker built against the kafka-clients release it runs
         (harness.jars.worker_classpath)."""
-        made = producer_settings if kind == "producer" else consumer_settings
+        made = SETTINGS[kind]
         self.kind, self.cid = kind, cid
         self.join_s = join_seconds(spec)
         self._settings = made(spec, cid, bootstrap) | {

@@ -108,8 +108,9 @@ EOS = {
 
 
 @pytest.mark.slow  # make test-all: the CI tier's time went to the Java worker's run
-def test_an_exactly_once_stage_copies_every_record_once_through_a_crash(tmp_path):
-    (scenario,) = expand(EOS, "test")
+@pytest.mark.parametrize("client", ["librdkafka", "java"])
+def test_an_exactly_once_stage_copies_every_record_once_through_a_crash(tmp_path, client):
+    (scenario,) = expand(EOS | {"copier": EOS["copier"] | {"client": client}}, "test")
     out = run_and_check(scenario, tmp_path / "runs")
     fates = fates_of(out.run_dir, "copy_txns")
     assert fates["committed"] > 20 and fates["aborted"] > 3, fates
@@ -121,6 +122,9 @@ def test_an_exactly_once_stage_copies_every_record_once_through_a_crash(tmp_path
     copied = sum(1 for c in rows(out.run_dir, "copies") if c["outcome"] == "ok")
     # every input record, aborted copies besides
     assert copied >= r.metrics.acked, (copied, r.metrics.acked)
+    # the killed instance came back: a new JVM on the Java worker
+    assert (out.run_dir / "logs" / "copier-0-1.java.log").exists() == (client == "java")
+    assert r.copier_client.library == ("java kafka-clients" if client == "java" else client)
 
 
 # make test-all: the fast tier's two tests above already run the stage and transactions

@@ -108,9 +108,9 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
                                          "against; name one, e.g. 'java:3.0.0'"),
     ("producer: {client: 'java:9.9.9'}", "s.yaml: producer.client='java:9.9.9': Maven Central has "
                                          "no org.apache.kafka:kafka-clients:9.9.9; nearest: "),
-    ("workload: eos-copy\ncopier: {client: java}", "copier.client='java': the Java worker plays "
-                                                   "the producer and consumer roles, not the "
-                                                   "copier's; use 'librdkafka'"),
+    ("workload: share\nshare: {client: java}", "share.client='java': the Java worker plays the "
+                                              "producer, consumer and copier roles, not the "
+                                              "share's; use 'librdkafka'"),
     ("faults: [{fault: upgrade}]", "faults.0: fault: upgrade needs to: VERSION, the Kafka release "
                                    "the brokers roll to"),
     ("faults: [{fault: upgrade, to: '4.3.0'}]", "faults.0.to='4.3.0' is not newer than "
@@ -174,8 +174,8 @@ def test_a_bad_scenario_file(tmp_path, capsys, monkeypatch, body, says):
      "Expected 'librdkafka', 'java' or 'java:X.Y.Z' (a kafka-clients release, e.g. 'java:4.4.0') "
      "but got --client 'rust'"),
     (["run", "share-member-kill", "--client", "java"],
-     "share.client='java': the Java worker plays the producer and consumer roles, not the "
-     "share's; use 'librdkafka'"),
+     "share.client='java': the Java worker plays the producer, consumer and copier roles, not "
+     "the share's; use 'librdkafka'"),
     (["suite", "smoke", "--seeds", "0"], "Expected --seeds between 1 and 1000 but got --seeds 0"),
     (["run", "acks-all-leader-kill", "--kafka", "3.9.2:zk"],
      "Expected --kafka VERSION, VERSION:kraft or VERSION:zookeeper (e.g. 3.9.2:zookeeper), or an "

@@ -60,6 +60,8 @@ public final class ChaosClient {
                 return new Transactions(settings, history);
             case "consumer":
                 return new Consuming(settings, history);
+            case "copier":
+                return new Copying(settings, history);
             default:
                 throw new IllegalArgumentException("no role " + settings.getProperty("kchaos.kind"));
         }

@@ -19,10 +19,15 @@ abstract class Role implements Runnable {
 
     /** The Kafka client's own settings: every `client.` setting the harness passed, without the prefix. */
     Properties clientConfig() {
+        return clientConfig("client.");
+    }
+
+    /** A second client's settings (the eos-copy stage's consumer: `consumer.`), without the prefix. */
+    Properties clientConfig(String prefix) {
         Properties config = new Properties();
         for (String key : settings.stringPropertyNames()) {
-            if (key.startsWith("client.")) {
-                config.setProperty(key.substring("client.".length()), settings.getProperty(key));
+            if (key.startsWith(prefix)) {
+                config.setProperty(key.substring(prefix.length()), settings.getProperty(key));
             }
         }
         return config;

@@ -21,6 +21,7 @@ final class Transactions extends Role {
     private final int size;
     private final int txnSends;
     private final double abortRatio;
+    private final Calls calls;
     private long seq;
     private long txn;
     private String protocol = "";
@@ -42,6 +43,7 @@ final class Transactions extends Role {
         size = (int) num("payload_bytes");
         txnSends = (int) num("txn_sends");
         abortRatio = real("abort_ratio");
+        calls = new Calls(num("transaction_timeout_ms"));
     }
 
     @Override
@@ -80,7 +82,7 @@ final class Transactions extends Role {
     private KafkaProducer<byte[], byte[]> start() {
         KafkaProducer<byte[], byte[]> producer = Producing.open(clientConfig());
         try {
-            retrying(producer::initTransactions, "initTransactions");
+            calls.retrying(producer::initTransactions, "initTransactions");
         } catch (KafkaException | Unfinished exc) {
             history.event(name, "client-error", topics[0], -1, -1, "initTransactions: " + exc);
             producer.close(Duration.ofSeconds(2));
@@ -93,53 +95,76 @@ final class Transactions extends Role {
         return producer;
     }
 
-    /** Call a transactional API, repeating it after a timeout until the transaction timeout (then Unfinished). */
-    private void retrying(Runnable call, String what) {
-        long deadline = System.nanoTime() + num("transaction_timeout_ms") * 1_000_000;
-        while (true) {
-            try {
-                call.run();
-                return;
-            } catch (TimeoutException exc) {
-                if (System.nanoTime() >= deadline) {
-                    throw new Unfinished(what + ": still " + errorName(exc) + " after the transaction timeout");
+    /** Transactional calls, each repeated after a timeout until the transaction timeout (then Unfinished). */
+    static final class Calls {
+        private final long timeoutMs;
+
+        Calls(long timeoutMs) {
+            this.timeoutMs = timeoutMs;
+        }
+
+        void retrying(Runnable call, String what) {
+            long deadline = System.nanoTime() + timeoutMs * 1_000_000;
+            while (true) {
+                try {
+                    call.run();
+                    return;
+                } catch (TimeoutException exc) {
+                    if (System.nanoTime() >= deadline) {
+                        throw new Unfinished(what + ": still " + errorName(exc) + " after the transaction timeout");
+                    }
                 }
             }
         }
     }
 
-    /** Begin, send, then commit or abort one transaction; record its fate; returns how many sends it had. */
+    /** How a transaction ended: its fate, and the error that aborted it ("" if none). */
+    record Outcome(String fate, String error) {
+    }
+
+    /** Begin, run `body` (its sends), then abort it (its records flushed first) or commit it, noting in commit[0]
+     * when the commit began. An error the transaction survives aborts it; Unfinished, or an abort that fails, is
+     * raised: the fate is then unknown. */
+    static Outcome run(KafkaProducer<byte[], byte[]> producer, Calls calls, boolean abort, long[] commit,
+                       Runnable body) {
+        try {
+            producer.beginTransaction();
+            body.run();
+            if (abort) {
+                producer.flush();
+                calls.retrying(producer::abortTransaction, "abortTransaction");
+                return new Outcome("aborted", "");
+            }
+            commit[0] = History.now();
+            calls.retrying(producer::commitTransaction, "commitTransaction");
+            return new Outcome("committed", "");
+        } catch (KafkaException exc) {
+            calls.retrying(producer::abortTransaction, "abortTransaction after " + errorName(exc));
+            return new Outcome("aborted", errorName(exc));
+        }
+    }
+
+    /** One transaction of 1 to txn_sends sends; record its fate; returns how many sends it had. */
     private int transaction(KafkaProducer<byte[], byte[]> producer) {
         int n = 1 + rng.nextInt(txnSends);
         boolean abort = rng.nextDouble() < abortRatio;
         long t = txn++;
         long begin = History.now();
-        long commit = -1;
-        String fate = "unknown";
-        String error = "";
+        long[] commit = {-1};
+        Outcome end = new Outcome("unknown", "");
         try {
-            producer.beginTransaction();
-            for (int i = 0; i < n; i++) {
-                send(producer, t);
-            }
-            if (abort) {
-                producer.flush();
-                retrying(producer::abortTransaction, "abortTransaction");
-            } else {
-                commit = History.now();
-                retrying(producer::commitTransaction, "commitTransaction");
-            }
-            fate = abort ? "aborted" : "committed";
-        } catch (Unfinished exc) {
-            error = exc.getMessage();
+            end = run(producer, calls, abort, commit, () -> {
+                for (int i = 0; i < n; i++) {
+                    send(producer, t);
+                }
+            });
+        } catch (KafkaException | Unfinished exc) {
+            end = new Outcome("unknown", exc instanceof Unfinished ? exc.getMessage() : errorName(exc));
             throw exc;
-        } catch (KafkaException exc) {
-            error = errorName(exc);
-            retrying(producer::abortTransaction, "abortTransaction after " + error);
-            fate = "aborted";
         } finally {
             history.row("txns", new History.Json().num("producer", pid).num("txn", t).num("t_begin", begin)
-                .num("t_commit", commit).num("t_end", History.now()).str("fate", fate).str("error", error).end());
+                .num("t_commit", commit[0]).num("t_end", History.now()).str("fate", end.fate())
+                .str("error", end.error()).end());
             noteProtocol(producer, t);
         }
         return n;
