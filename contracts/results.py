@@ -302,6 +302,7 @@ class RunResult(BaseModel):
     metrics: Metrics | None = None
     facts: Facts | None = None
     nemesis_errors: list[str] = []
+    node_exits: list[str] = []  # Kafka nodes that ended their own process (`alias: log line`)
     client: Client = Client()  # the producers'
     consumer_client: Client = Client()  # the readers' (consumers or share consumers)
     copier_client: Client = Client()  # the eos-copy stage's (none without one)

@@ -1,6 +1,6 @@
-"""A container's log since a start began, read where the engine keeps it on this host: the engine's
+"""A container's log since a start began, read where the engine keeps it on this host (the engine's
 own `logs --since` scans the whole log file on every call, which grows with every restart of an
-hours-long run."""
+hours-long run), and the lines where Kafka ended its own process."""
 
 from __future__ import annotations
 
@@ -8,6 +8,13 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+# What Kafka logs when it ends its own process: the fault handler of KRaft's threads, and the fatal
+# exits of a broker or a controller (a SIGKILL or SIGTERM the harness sends logs none of these)
+SELF_EXITS = ("Encountered fatal fault", "Exiting Kafka due to fatal exception",
+              "Fatal error during broker startup", "Fatal error during controller startup",
+              "Fatal error during KafkaServer startup")
+EXIT_LINE_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -43,3 +50,11 @@ def since(container, at: Mark) -> str:
         except (OSError, ValueError, KeyError):
             pass
     return container.logs(since=at.since or None).decode(errors="replace")
+
+
+def self_exits(text: str) -> list[str]:
+    """Each line of a node's log where Kafka ended its own process, with the exception that caused
+    it (the line after), capped."""
+    lines = text.splitlines()
+    return [" ".join(x.strip() for x in lines[i:i + 2])[:EXIT_LINE_CHARS]
+            for i, line in enumerate(lines) if any(e in line for e in SELF_EXITS)]

@@ -103,6 +103,7 @@ def _identity(scenario: Scenario, run_dir: Path) -> dict:
             if scenario.workload == "eos-copy" else Client(),
             "harness_broker_config": harness_settings(cluster_spec(scenario)),
             "nemesis_errors": info.nemesis_errors if info else [],
+            "node_exits": info.node_exits if info else [],
             "allowed": sorted(guarantees.allowed(scenario)),
             "settings": scenario.model_dump(mode="json", by_alias=True)}
 

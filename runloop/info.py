@@ -28,6 +28,8 @@ class RunInfo:
     recovered: bool | None = None
     drain_reached: dict[str, bool] = field(default_factory=dict)
     nemesis_errors: list[str] = field(default_factory=list)
+    # Kafka nodes that ended their own process: each `alias: the log line`
+    node_exits: list[str] = field(default_factory=list)
     error: str = ""
     # the Docker engine's goroutine stacks, taken when one of its calls never came back
     engine_stacks: str = ""

@@ -22,6 +22,7 @@ from faults.ports import Clients
 from harness import engine, images
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
+from harness.container_log import self_exits
 from harness.jars import fetch_jars
 from runloop import clients as client_loop
 from runloop import share
@@ -224,6 +225,15 @@ class ChaosRun:
             for t in s.topics():
                 record_committed(boot, s.consumer.group, t, s.topic.partitions, self.history)
         self.cluster.collect_logs(self.run_dir / "logs")
+        self._record_self_exits()
+
+    def _record_self_exits(self) -> None:
+        """The lines of the kept logs where Kafka ended a node's process itself: history events and
+        run.json, so a fault op that found its node gone points at Kafka, not the harness."""
+        for log in sorted((self.run_dir / "logs").glob("*.log")):
+            for line in self_exits(log.read_text(errors="replace")):
+                self.info.node_exits.append(f"{log.stem}: {line}")
+                self.history.event("runner", Event.NODE_EXIT, detail=f"{log.stem}: {line}")
 
     def _drain(self, boot: str) -> None:
         """The workload's topics as written; an eos-copy output as its users read it
