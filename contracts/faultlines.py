@@ -28,6 +28,8 @@ Link = Literal["clients", "replication", "controller"]
 ON_ZOOKEEPER = ("kill", "terminate", "pause")
 TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS,
            "zookeeper")
+# hold-requests: the Kafka requests (by API key) whose arrival on a connection starts its hold
+REQUEST_KEYS = {"Produce": 0, "AddPartitionsToTxn": 24, "EndTxn": 26}
 # a line whose every op is a kind and a target drawn from the seed (Jepsen's combined nemesis)
 MIX = "mix"
 # The targets a mix draws for a kind aimed at brokers: with two replicas or more, never every
@@ -54,6 +56,9 @@ class FaultSpec(BaseModel):
     latency_ms: int = Field(100, ge=1, le=60_000)
     jitter_ms: int = Field(0, ge=0, le=60_000)  # latency: plus or minus, drawn uniformly per packet
     link: Link = "clients"  # latency: which of the targets' links
+    # hold-requests: hold each connection from its first request of this kind on (any: from the
+    # op's start)
+    request: str = "any"
     # mix: the kinds it picks among, one per op (and a target for each, from MIX_TARGETS)
     kinds: list[str] = []
     to: str | None = None  # upgrade: the Kafka release the brokers roll to
@@ -97,6 +102,13 @@ class FaultSpec(BaseModel):
             raise ValueError(f"fault: {self.fault} needs to: VERSION, the Kafka release the "
                              "brokers roll to")
         return self
+
+    @field_validator("request")
+    @classmethod
+    def _request(cls, v: str) -> str:
+        if v != "any" and v not in REQUEST_KEYS:
+            raise ValueError(f"Expected one of {one_of(['any', *REQUEST_KEYS])}")
+        return v
 
     @field_validator("to")
     @classmethod

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from contracts.faultlines import REQUEST_KEYS
 from contracts.scenario import FaultSpec
 from faults.ops import Ctx, NoEffect, expect_rules
 from harness import netdelay
@@ -70,20 +71,24 @@ def latency(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
 
 def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     """Delay every packet of the client connections each target holds when the op starts by
-    `latency_ms`, for the op's hold; the row says how many connections and packets were held."""
-    q = netdelay.queue(spec.latency_ms, 0)
+    `latency_ms`, for the op's hold; with a `request`, each connection only from its first request
+    of that kind on. The row says how many connections and packets were held."""
+    gate = REQUEST_KEYS.get(spec.request, -1)
+    q = netdelay.queue(spec.latency_ms, 0, gate)
     held: dict[int, list[int]] = {}
 
     def rule(t: int) -> str | None:
         node = ctx.cluster.node(t)
         port = node.external_port or 0
         held[t] = peers(node.sh("cat /proc/net/tcp /proc/net/tcp6")[1], port)
-        return netdelay.fragment(q, spec.latency_ms, 0, port, held[t]) if held[t] else None
+        return netdelay.fragment(q, spec.latency_ms, 0, port, held[t], gate) if held[t] else None
     before, after = held_for(ctx, spec, targets, q, rule, "the hold rule")
     # what the hold took: let through already, or still waiting to land latency_ms after it came
     packets = {t: max(0, a.packets - before[t].packets) + a.waiting for t, a in after.items()}
+    gated = {t: max(0, a.gated - before[t].gated) for t, a in after.items()}
     if not any(packets.values()):
-        raise NoEffect(f"hold-requests: no packet of a held connection reached brokers {targets}")
-    return {"latency_ms": spec.latency_ms,
+        raise NoEffect(f"hold-requests: no packet of a held connection reached brokers {targets}"
+                       + (f" after a {spec.request} request" if gate >= 0 else ""))
+    return {"latency_ms": spec.latency_ms, "request": spec.request,
             "held": {str(t): {"connections": len(held.get(t, [])), "packets": packets[t]}
-                     for t in after}}
+                     | ({"gated": gated[t]} if gate >= 0 else {}) for t in after}}

@@ -17,7 +17,7 @@ from harness.broker_config import CONTROLLER_PORT, INTERNAL_PORT, ZK_PORT
 from harness.netrules import CHAIN
 
 IN_CONTAINER = "/opt/kchaos/netdelay"
-_queues: dict[tuple[int, int], int] = {}
+_queues: dict[tuple[int, int, int], int] = {}
 _lock = threading.Lock()
 
 
@@ -30,6 +30,7 @@ class Delayed:
     held_mean_ms: float
     errors: int
     waiting: int = 0  # packets it holds now, not yet let through
+    gated: int = 0  # connections a request of its gate's API key started holding
 
 
 def binary(say=progress) -> Path:
@@ -37,11 +38,11 @@ def binary(say=progress) -> Path:
     return gobuild.binary("netdelay", "the latency fault's packet delayer", say)
 
 
-def queue(delay_ms: int, jitter_ms: int) -> int:
-    """The NFQUEUE number of one delay and jitter: one netdelay per pair, numbered in the order
-    first asked for."""
+def queue(delay_ms: int, jitter_ms: int, gate: int = -1) -> int:
+    """The NFQUEUE number of one delay, jitter and gate (the API key of the request that starts a
+    connection's hold; -1: none): one netdelay each, numbered in the order first asked for."""
     with _lock:
-        return _queues.setdefault((delay_ms, jitter_ms), len(_queues) + 1)
+        return _queues.setdefault((delay_ms, jitter_ms, gate), len(_queues) + 1)
 
 
 def port(link: Link, client_port: int, zookeeper: bool) -> int:
@@ -58,14 +59,15 @@ def stats_file(q: int) -> str:
     return f"/run/netdelay-{q}.json"
 
 
-def fragment(q: int, delay_ms: int, jitter_ms: int, port: int, peers: list[int] | None = None
-             ) -> str:
+def fragment(q: int, delay_ms: int, jitter_ms: int, port: int, peers: list[int] | None = None,
+             gate: int = -1) -> str:
     """Start the queue's netdelay unless it runs, wait until it has bound the queue, then send every
     TCP packet arriving from or for `port` (loopback aside) to it; with `peers`, only the packets
-    arriving for `port` from those remote ports (connections open now, not those opened later)."""
+    arriving for `port` from those remote ports (connections open now, not those opened later).
+    With a `gate`, a connection's packets pass until one starts a request of that API key."""
     pid, stats, log = f"/run/netdelay-{q}.pid", stats_file(q), f"/run/netdelay-{q}.log"
     start = (f"rm -f {stats}; {IN_CONTAINER} -queue {q} -delay {delay_ms} -jitter {jitter_ms} "
-             f"-stats {stats} >{log} 2>&1 < /dev/null & echo $! > {pid}")
+             f"-gate {gate} -stats {stats} >{log} 2>&1 < /dev/null & echo $! > {pid}")
     return (f"[ -x {IN_CONTAINER} ] || {{ echo 'netdelay is not mounted in this container'; exit "
             "1; "
             f"}}; [ \"$(cat /proc/$(cat {pid} 2>/dev/null)/comm 2>/dev/null)\" = netdelay ] || {{ "
@@ -90,7 +92,7 @@ def read(stats: dict | None, alias: str) -> Delayed:
         return Delayed(0, 0.0, 0)
     try:
         return Delayed(int(stats["packets"]), float(stats["held_mean_ms"]), int(stats["errors"]),
-                       int(stats.get("waiting", 0)))
+                       int(stats.get("waiting", 0)), int(stats.get("gated", 0)))
     except (KeyError, TypeError, ValueError) as exc:
         raise ClusterError(f"netdelay on {alias} left no readable stats: "
                            f"{str(stats)[:300]!r}") from exc

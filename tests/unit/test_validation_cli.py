@@ -81,6 +81,12 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
                                                  "fault (only 'disk-slow', 'latency', "
                                                  "'hold-requests', 'remote-slow' read it); remove "
                                                  "it"),
+    ("faults: [{fault: hold-requests, request: EndTx}]", "Expected one of 'any', 'Produce', "
+                                                         "'AddPartitionsToTxn', 'EndTxn' but got "
+                                                         "faults.0.request='EndTx'"),
+    ("faults: [{fault: kill, request: EndTxn}]", "faults.0.request='EndTxn' is not read by a "
+                                                 "'kill' fault (only 'hold-requests' reads it); "
+                                                 "remove it"),
     ("producer: {rate: -1}", "Expected producer.rate >= 0.0 but got producer.rate=-1"),
     ("producer: {transactional: true, idempotence: false}", "producer.transactional=true needs "
                                                             "producer.idempotence=true"),

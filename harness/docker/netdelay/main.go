@@ -1,6 +1,8 @@
 // netdelay holds the packets an iptables NFQUEUE rule hands it and lets each one through after a delay with
-// jitter, in arrival order (so TCP sees latency, not reordering). It speaks nfnetlink_queue over netlink itself and
-// rewrites a stats file (the fault's evidence) several times a second; the file appearing means the queue is bound.
+// jitter, in arrival order (so TCP sees latency, not reordering). With -gate K it lets a TCP connection's packets
+// pass until one starts a Kafka request of API key K, then holds that one and every later one of the connection.
+// It speaks nfnetlink_queue over netlink itself and rewrites a stats file (the fault's evidence) several times a
+// second; the file appearing means the queue is bound.
 package main
 
 import (
@@ -23,12 +25,15 @@ const (
 	msgVerdict      = 1
 	msgConfig       = 2
 	attrPacketHdr   = 1
+	attrPayload     = 10
 	attrVerdictHdr  = 2
 	cfgCmd          = 1
 	cfgParams       = 2
 	cfgQueueMaxlen  = 3
 	cmdBind         = 1
 	copyMeta        = 1
+	copyPacket      = 2
+	copyRange       = 256 // enough for the IP and TCP headers and a Kafka request header
 	nfAccept        = 1
 	netlinkFilter   = 12
 	queueMaxlen     = 65536
@@ -50,6 +55,7 @@ type Stats struct {
 	HeldMeanMs float64 `json:"held_mean_ms"`
 	HeldMaxMs  float64 `json:"held_max_ms"`
 	Waiting    int     `json:"waiting"`
+	Gated      uint64  `json:"gated"` // connections held from a request of the gate's API key on
 	Errors     uint64  `json:"errors"`
 	LastError  string  `json:"last_error,omitempty"`
 }
@@ -59,7 +65,11 @@ type delayer struct {
 	queue  uint16
 	delay  time.Duration
 	jitter time.Duration
-	rng    *rand.Rand
+	gate   int // the API key whose request starts a connection's hold; -1: hold every packet
+	// with a gate: each held connection (source address and port) and when its last held packet goes through; it is
+	// held until then, so a connection's hold ends once what it held has landed
+	held map[string]time.Time
+	rng  *rand.Rand
 
 	mu      sync.Mutex
 	waiting []packet
@@ -73,9 +83,10 @@ func main() {
 	delayMs := flag.Float64("delay", 0, "delay in milliseconds")
 	jitterMs := flag.Float64("jitter", 0, "jitter in milliseconds (uniform, plus or minus)")
 	statsPath := flag.String("stats", "", "file to keep the stats in")
+	gate := flag.Int("gate", -1, "hold a connection only from its first request of this Kafka API key on")
 	flag.Parse()
-	if *queue <= 0 || *queue > 65535 || *delayMs < 0 || *jitterMs < 0 || *statsPath == "" {
-		fmt.Fprintln(os.Stderr, "usage: netdelay -queue N -delay MS [-jitter MS] -stats FILE")
+	if *queue <= 0 || *queue > 65535 || *delayMs < 0 || *jitterMs < 0 || *statsPath == "" || *gate < -1 {
+		fmt.Fprintln(os.Stderr, "usage: netdelay -queue N -delay MS [-jitter MS] [-gate API_KEY] -stats FILE")
 		os.Exit(2)
 	}
 	conn, err := netlink.Dial(netlinkFilter, nil)
@@ -83,7 +94,7 @@ func main() {
 		fail("netlink: %v", err)
 	}
 	d := &delayer{conn: conn, queue: uint16(*queue), rng: rand.New(rand.NewSource(time.Now().UnixNano())),
-		delay: ms(*delayMs), jitter: ms(*jitterMs), wake: make(chan struct{}, 1),
+		delay: ms(*delayMs), jitter: ms(*jitterMs), gate: *gate, held: map[string]time.Time{}, wake: make(chan struct{}, 1),
 		stats: Stats{Queue: *queue, DelayMs: *delayMs, JitterMs: *jitterMs}}
 	if err := d.bind(); err != nil {
 		fail("binding queue %d: %v", *queue, err)
@@ -100,15 +111,19 @@ func fail(format string, args ...any) {
 	os.Exit(1)
 }
 
-// bind takes the queue and asks for packet metadata only (ids, no payload).
+// bind takes the queue and asks for packet metadata only (ids), or with a gate for each packet's first bytes.
 func (d *delayer) bind() error {
 	if err := d.conn.SetReadBuffer(socketBufferLen); err != nil {
 		return err
 	}
 	maxlen := binary.BigEndian.AppendUint32(nil, queueMaxlen)
+	params := []byte{0, 0, 0, 0, copyMeta}
+	if d.gate >= 0 {
+		params = append(binary.BigEndian.AppendUint32(nil, copyRange), copyPacket)
+	}
 	for _, attrs := range [][]netlink.Attribute{
 		{{Type: cfgCmd, Data: []byte{cmdBind, 0, 0, 0}}},
-		{{Type: cfgParams, Data: []byte{0, 0, 0, 0, copyMeta}}, {Type: cfgQueueMaxlen, Data: maxlen}},
+		{{Type: cfgParams, Data: params}, {Type: cfgQueueMaxlen, Data: maxlen}},
 	} {
 		if _, err := d.conn.Execute(d.message(msgConfig, netlink.Request|netlink.Acknowledge, attrs)); err != nil {
 			return err
@@ -141,28 +156,102 @@ func (d *delayer) receive() {
 			if int(m.Header.Type) != subsysQueue<<8|msgPacket || len(m.Data) < 4 {
 				continue
 			}
-			id, ok := packetID(m.Data[4:])
-			if ok {
-				d.enqueue(id, now)
+			id, payload, ok := packetOf(m.Data[4:])
+			if !ok {
+				continue
+			}
+			if conn, ok := d.holds(payload, now); ok {
+				release := d.enqueue(id, now)
+				if conn != "" {
+					d.mu.Lock()
+					d.held[conn] = release
+					d.mu.Unlock()
+				}
+			} else {
+				d.pass(id)
 			}
 		}
 	}
 }
 
-func packetID(data []byte) (uint32, bool) {
+// packetOf reads a packet notice's id and, when asked for, the packet's first bytes.
+func packetOf(data []byte) (uint32, []byte, bool) {
 	attrs, err := netlink.UnmarshalAttributes(data)
 	if err != nil {
-		return 0, false
+		return 0, nil, false
 	}
+	var id uint32
+	var payload []byte
+	found := false
 	for _, a := range attrs {
-		if a.Type&0x3fff == attrPacketHdr && len(a.Data) >= 4 {
-			return binary.BigEndian.Uint32(a.Data[:4]), true
+		switch {
+		case a.Type&0x3fff == attrPacketHdr && len(a.Data) >= 4:
+			id, found = binary.BigEndian.Uint32(a.Data[:4]), true
+		case a.Type&0x3fff == attrPayload:
+			payload = a.Data
 		}
 	}
-	return 0, false
+	return id, payload, found
 }
 
-func (d *delayer) enqueue(id uint32, now time.Time) {
+// holds says whether a packet waits, and of which gated connection it is: every packet without a gate; with one, a
+// packet of a connection held now, or one that starts a request of the gate's API key (which holds its connection).
+func (d *delayer) holds(packet []byte, now time.Time) (string, bool) {
+	if d.gate < 0 {
+		return "", true
+	}
+	conn, data, ok := tcpData(packet)
+	if !ok {
+		return "", false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if until, held := d.held[conn]; held && now.Before(until) {
+		return conn, true
+	}
+	delete(d.held, conn)
+	// a request starts with its size (int32), then its API key and version (int16 each)
+	if len(data) >= 8 && int(binary.BigEndian.Uint16(data[4:6])) == d.gate && int32(binary.BigEndian.Uint32(data[:4])) > 4 {
+		d.stats.Gated++
+		return conn, true
+	}
+	return "", false
+}
+
+// tcpData is a TCP packet's connection (source address and port) and the start of its data, for IPv4 and for
+// IPv6 without extension headers.
+func tcpData(p []byte) (string, []byte, bool) {
+	var src []byte
+	var tcp []byte
+	switch {
+	case len(p) >= 20 && p[0]>>4 == 4 && p[9] == 6:
+		ihl := int(p[0]&0x0f) * 4
+		if len(p) < ihl+20 {
+			return "", nil, false
+		}
+		src, tcp = p[12:16], p[ihl:]
+	case len(p) >= 60 && p[0]>>4 == 6 && p[6] == 6:
+		src, tcp = p[8:24], p[40:]
+	default:
+		return "", nil, false
+	}
+	off := int(tcp[12]>>4) * 4
+	if off < 20 || len(tcp) < off {
+		return "", nil, false
+	}
+	return fmt.Sprintf("%x:%d", src, binary.BigEndian.Uint16(tcp[0:2])), tcp[off:], true
+}
+
+// pass lets a packet through at once (a gated queue's packets before their connection's hold).
+func (d *delayer) pass(id uint32) {
+	verdict := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, nfAccept), id)
+	if _, err := d.conn.Send(d.message(msgVerdict, netlink.Request, []netlink.Attribute{{Type: attrVerdictHdr, Data: verdict}})); err != nil {
+		d.noteError(err)
+	}
+}
+
+// enqueue queues a packet's release, returning when it will be.
+func (d *delayer) enqueue(id uint32, now time.Time) time.Time {
 	d.mu.Lock()
 	release := now.Add(d.delay)
 	if d.jitter > 0 {
@@ -177,6 +266,7 @@ func (d *delayer) enqueue(id uint32, now time.Time) {
 	case d.wake <- struct{}{}:
 	default:
 	}
+	return release
 }
 
 // release sends each waiting packet's accept verdict at its release time.
