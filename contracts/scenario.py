@@ -22,6 +22,7 @@ from contracts.fields import (
 )
 from contracts.share import ShareSpec, share_problem
 from contracts.topic import TopicSpec, setting
+from contracts.transactions import transaction_problem
 from contracts.versions import (
     DEFAULT_VERSION,
     OLDEST,
@@ -134,6 +135,9 @@ class ProducerSpec(Strict):
     transaction_timeout_ms: int = Field(60000, ge=1000, le=900_000)
     # 2: each transaction's sends are spread over topic.name and a second topic
     txn_topics: int = Field(1, ge=1, le=2)
+    # how long each transaction stays open once its sends are acknowledged (an application's
+    # processing) before it commits or aborts
+    txn_open_ms: int = Field(0, ge=0, le=600_000)
     client: ClientName = "librdkafka"
 
     @field_validator("acks", mode="before")
@@ -264,7 +268,8 @@ class Scenario(Strict):
         problem = self.version_problem(self.kafka.version)
         if problem:
             raise ValueError(problem)
-        self._transaction_limits()
+        if problem := transaction_problem(self.producer):
+            raise ValueError(problem)
         p = self.producer
         if p.txn_topics > 1 and (not p.transactional or self.workload != "produce-consume"):
             raise ValueError(f"producer.txn_topics={p.txn_topics} needs "
@@ -277,22 +282,6 @@ class Scenario(Strict):
                              "transactional producer is idempotent); remove "
                              "producer.idempotence=false")
         return self
-
-    def _transaction_limits(self) -> None:
-        """Client timeouts librdkafka refuses for a transactional producer."""
-        p = self.producer
-        if not p.transactional:
-            return
-        if p.message_timeout_ms > p.transaction_timeout_ms:
-            raise ValueError(f"producer.message_timeout_ms={p.message_timeout_ms} exceeds "
-                             f"producer.transaction_timeout_ms={p.transaction_timeout_ms} "
-                             "(librdkafka refuses a transactional producer whose messages outlive "
-                             "its transactions); lower message_timeout_ms")
-        if p.socket_timeout_ms is not None and p.socket_timeout_ms > p.transaction_timeout_ms + 100:
-            raise ValueError(f"producer.socket_timeout_ms={p.socket_timeout_ms} exceeds "
-                             f"producer.transaction_timeout_ms={p.transaction_timeout_ms} + 100 "
-                             "(librdkafka refuses such a transactional producer); lower "
-                             "socket_timeout_ms or leave it unset")
 
     def _broker_target(self, i: int, f: FaultSpec) -> None:
         """Node ids a fault names must be brokers of this cluster."""

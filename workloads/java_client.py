@@ -44,7 +44,8 @@ def producer_settings(spec: ProducerSpec, cid: int, bootstrap: str) -> dict[str,
         "kchaos.kind": "txn-producer" if spec.transactional else "producer",
         "kchaos.rate": spec.rate, "kchaos.payload_bytes": spec.payload_bytes,
         "kchaos.keyed": int(spec.keyed), "kchaos.txn_sends": spec.txn_sends,
-        "kchaos.abort_ratio": spec.abort_ratio, "kchaos.message_timeout_ms": conf[
+        "kchaos.abort_ratio": spec.abort_ratio, "kchaos.txn_open_ms": spec.txn_open_ms,
+        "kchaos.message_timeout_ms": conf[
             "delivery.timeout.ms"], "kchaos.transaction_timeout_ms": spec.transaction_timeout_ms}
 
 

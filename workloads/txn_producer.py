@@ -177,6 +177,9 @@ class TxnProducerClient(Worker):
         def sends() -> None:
             for _ in range(n):
                 self._send(producer, txn)
+            if self.spec.txn_open_ms:  # the application's processing, its sends acknowledged
+                producer.flush(CALL_S)
+                self._stop.wait(self.spec.txn_open_ms / 1000)
         try:
             transaction(producer, sends, abort, row, self._call)
         finally:

@@ -88,6 +88,11 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
                                                  "'kill' fault (only 'hold-requests' reads it); "
                                                  "remove it"),
     ("producer: {rate: -1}", "Expected producer.rate >= 0.0 but got producer.rate=-1"),
+    ("producer: {txn_open_ms: 100}", "producer.txn_open_ms=100 needs producer.transactional=true; "
+                                     "remove it"),
+    ("producer: {transactional: true, transaction_timeout_ms: 30000, txn_open_ms: 30000}",
+     "producer.txn_open_ms=30000 must stay under producer.transaction_timeout_ms=30000, or every "
+     "transaction times out; lower it"),
     ("producer: {transactional: true, idempotence: false}", "producer.transactional=true needs "
                                                             "producer.idempotence=true"),
     ("producer: {transactional: true, transaction_timeout_ms: 10000}",

@@ -21,6 +21,7 @@ final class Transactions extends Role {
     private final int size;
     private final int txnSends;
     private final double abortRatio;
+    private final long openMs;
     private final Calls calls;
     private long seq;
     private long txn;
@@ -43,6 +44,7 @@ final class Transactions extends Role {
         size = (int) num("payload_bytes");
         txnSends = (int) num("txn_sends");
         abortRatio = real("abort_ratio");
+        openMs = num("txn_open_ms");
         calls = new Calls(num("transaction_timeout_ms"));
     }
 
@@ -156,6 +158,10 @@ final class Transactions extends Role {
             end = run(producer, calls, abort, commit, () -> {
                 for (int i = 0; i < n; i++) {
                     send(producer, t);
+                }
+                if (openMs > 0) {  // the application's processing, its sends acknowledged
+                    producer.flush();
+                    pause(openMs);
                 }
             });
         } catch (KafkaException | Unfinished exc) {
