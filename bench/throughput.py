@@ -16,7 +16,7 @@ from harness import jars
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 from workloads.client_process import ClientProcess
-from workloads.java_client import JAVA_SOURCES, JavaClientProcess
+from workloads.java_client import JavaClientProcess, java_sources
 
 REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
 JAVA = "java"  # the side of two producers on the Java worker
@@ -36,7 +36,7 @@ def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_00
     Brokers run faster once their JIT has warmed up, so every side first runs unmeasured until
     ProducerPerformance's rate settles, and each round rotates which side goes first."""
     sides = {"theirs": [], 1: [], 2: [], JAVA: []}
-    java_classpath = jars.worker_classpath(DEFAULT_VERSION, JAVA_SOURCES)
+    java_classpath = jars.worker_classpath(DEFAULT_VERSION, java_sources(DEFAULT_VERSION))
     with Cluster(ClusterSpec()) as c, tempfile.TemporaryDirectory() as tmp:
         c.metadata.create_topic("bench", 3, 3, {"min.insync.replicas": "2"})
         spec = ProducerSpec(rate=0, payload_bytes=payload, linger_ms=5)

@@ -8,13 +8,11 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
-from contracts.versions import JAVA_CLIENT_FROM, release
+from contracts.versions import JAVA_CLIENT_FROM, SHARE_FROM, release
 
 LIBRDKAFKA, JAVA = "librdkafka", "java"
 CLIENT = re.compile(r"^(librdkafka|java(:\d+\.\d+\.\d+)?)$")
 EXPECTED = "'librdkafka', 'java' or 'java:X.Y.Z' (a kafka-clients release, e.g. 'java:4.4.0')"
-# the roles the Java worker plays; share members are librdkafka's alone
-JAVA_ROLES = ("producer", "consumer", "copier")
 
 
 def _client(value: str) -> str:
@@ -35,16 +33,18 @@ def java_release(client: str, kafka_version: str) -> str | None:
 
 
 def client_problem(role: str, client: str, kafka_version: str) -> str | None:
-    """Why a role cannot run on `client` (a role the Java worker lacks, or a client too old)."""
+    """Why a role cannot run on `client`: a kafka-clients release too old for the worker, or for
+    the share consumer."""
     java = java_release(client, kafka_version)
     if java is None:
         return None
-    if role not in JAVA_ROLES:
-        return (f"{role}.client={client!r}: the Java worker plays the "
-                f"{', '.join(JAVA_ROLES[:-1])} and {JAVA_ROLES[-1]} roles, not the {role}'s; use "
-                "'librdkafka'")
     if release(java) < JAVA_CLIENT_FROM:
         floor = ".".join(map(str, JAVA_CLIENT_FROM))
         return (f"{role}.client={client!r} runs kafka-clients {java}, older than {floor}, the "
                 f"oldest the Java worker builds against; name one, e.g. 'java:{floor}.0'")
+    if role == "share" and release(java) < SHARE_FROM:
+        floor = ".".join(map(str, SHARE_FROM))
+        return (f"share.client={client!r} runs kafka-clients {java}, whose share consumer is "
+                f"older than {floor} (share groups production-ready); name 'java' or "
+                f"'java:{floor}.0' or later")
     return None

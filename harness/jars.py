@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -279,11 +280,12 @@ def config_names(version: str, say=progress) -> ConfigNames:
                        frozenset(n for k, n in rows if k == "topic"))
 
 
-def worker_classpath(version: str, sources: Path, say=progress) -> str:
-    """The classpath of Java sources (the workload's Java worker) compiled against kafka-clients
-    <version>: built once per release and sources digest, and cached beside those jars."""
+def worker_classpath(version: str, sources: Sequence[Path], say=progress) -> str:
+    """The classpath of Java sources (the workload's Java worker, from each folder of `sources`)
+    compiled against kafka-clients <version>: built once per release and sources digest, and cached
+    beside those jars."""
     libs = client_jars(version, say)
-    files = sorted(sources.glob("*.java"))
+    files = sorted(f for folder in sources for f in folder.glob("*.java"))
     digest = hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
     classes = cache_dir() / CLIENTS_ARTIFACT / version / f"worker-{digest}"
     if not classes.is_dir():
@@ -291,7 +293,7 @@ def worker_classpath(version: str, sources: Path, say=progress) -> str:
         done = subprocess.run(["javac", "-nowarn", "-cp", f"{libs}/*", "-d", str(tmp),
                                *map(str, files)], capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
-            raise ImageError(f"Compiling {sources} against kafka-clients {version} failed: "
+            raise ImageError(f"Compiling {sources[0]} against kafka-clients {version} failed: "
                              f"{done.stderr.strip()[-400:]}")
         tmp.replace(classes)
     return f"{libs}/*:{classes}"

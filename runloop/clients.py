@@ -12,7 +12,7 @@ from contracts.scenario import Scenario, copier_id, transactional_id
 from faults.ports import Clients
 from harness import jars
 from workloads.client_process import ClientProcess
-from workloads.java_client import JAVA_SOURCES, JavaClientProcess
+from workloads.java_client import JavaClientProcess, java_sources
 from workloads.worker import Worker
 
 CLIENT_START_S = 60.0
@@ -45,7 +45,7 @@ def start(scenario: Scenario, boot: str, history: HistoryWriter) -> Clients:
 
     def spawn(kind, spec, n: int) -> list[ClientProcess | JavaClientProcess]:
         if java := java_release(spec.client, scenario.kafka.version):
-            path = jars.worker_classpath(java, JAVA_SOURCES)
+            path = jars.worker_classpath(java, java_sources(java))
             return [JavaClientProcess(kind, i, spec, topics, parts, boot, history.dir,
                                       path).start() for i in range(n)]
         return [ClientProcess(kind, i, spec, topics, parts, boot, history.dir).start()

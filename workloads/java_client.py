@@ -13,9 +13,20 @@ from typing import Self
 
 from contracts.history import NUMBERING_STRIDE
 from contracts.scenario import ConsumerSpec, CopierSpec, ProducerSpec, copier_id, transactional_id
+from contracts.share import ShareSpec
+from contracts.versions import SHARE_FROM, release
 from workloads.client_process import FLUSH_S, POLL_S, ClientProcessBase, Kind, join_seconds
 
 JAVA_SOURCES = Path(__file__).parent / "java"
+
+
+def java_sources(version: str) -> tuple[Path, ...]:
+    """The worker's source folders for kafka-clients `version`: share/ where it has a share
+    consumer."""
+    return (JAVA_SOURCES, JAVA_SOURCES / "share") if release(version) >= SHARE_FROM else (
+        JAVA_SOURCES,)
+
+
 # the client's heap and one GC thread: two cores carry the brokers, the harness and every client
 JVM = ("-Xmx256m", "-XX:+UseSerialGC",
        # the client's INFO log (connections, request timeouts, epoch bumps) goes to the worker's log
@@ -82,6 +93,16 @@ def copier_settings(spec: CopierSpec, cid: int, bootstrap: str) -> dict[str, obj
         "kchaos.transaction_timeout_ms": spec.transaction_timeout_ms}
 
 
+def share_settings(spec: ShareSpec, cid: int, bootstrap: str) -> dict[str, object]:
+    """kafka-clients settings of a share group member, as workloads.share.share_config's: explicit
+    acknowledgement; the broker holds the lock and delivery limit."""
+    conf = {"group.id": spec.group, "share.acknowledgement.mode": "explicit",
+            "client.id": f"chaos-share-{cid}"}
+    return _common(conf, bootstrap) | {
+        "kchaos.kind": "share", "kchaos.release": spec.release, "kchaos.reject": spec.reject,
+        "kchaos.process_ms": spec.process_ms, "kchaos.accept": spec.accept}
+
+
 def _common(conf: dict, bootstrap: str, prefix: str = "client.") -> dict[str, str]:
     conf |= {"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 5000,
              "reconnect.backoff.max.ms": 1000}
@@ -90,7 +111,8 @@ def _common(conf: dict, bootstrap: str, prefix: str = "client.") -> dict[str, st
 
 
 # each role's settings, by the kind of client process that plays it
-SETTINGS = {"producer": producer_settings, "consumer": consumer_settings, "copier": copier_settings}
+SETTINGS = {"producer": producer_settings, "consumer": consumer_settings,
+            "copier": copier_settings, "share": share_settings}
 
 
 def _properties(settings: dict[str, object]) -> bytes:
@@ -105,7 +127,8 @@ class JavaClientProcess(ClientProcessBase):
     is a new JVM, same client name. It stops on a `stop` line or when its stdin closes (the runner
     died)."""
 
-    def __init__(self, kind: Kind, cid: int, spec: ProducerSpec | ConsumerSpec | CopierSpec,
+    def __init__(self, kind: Kind, cid: int,
+                 spec: ProducerSpec | ConsumerSpec | CopierSpec | ShareSpec,
                  topics: tuple[str, ...], partitions: int, bootstrap: str, history_dir: Path,
                  classpath: str) -> None:
         """`classpath`: the worker built against the kafka-clients release it runs

@@ -1,9 +1,10 @@
 """A share group (KIP-932) on real brokers: members are killed, the records they held are delivered
-again to the others, and the run passes."""
+again to the others, and the run passes, on librdkafka's share consumer and on kafka-clients'."""
 
 from __future__ import annotations
 
 import pyarrow.parquet as pq
+import pytest
 
 from contracts.history import Event
 from contracts.scenario import Scenario
@@ -36,10 +37,13 @@ def _timeline(history) -> str:
     return f"first records {handed}, kills at {[round((t - t0) / 1e9, 1) for t in kills]}"
 
 
-def test_a_killed_members_records_are_delivered_again_and_the_run_passes(tmp_path):
-    out = run_and_check(Scenario.model_validate(SCENARIO), tmp_path / "runs")
+@pytest.mark.parametrize("client", ["librdkafka", pytest.param("java", marks=pytest.mark.slow)])
+def test_a_killed_members_records_are_delivered_again_and_the_run_passes(tmp_path, client):
+    scenario = Scenario.model_validate(SCENARIO | {"share": SCENARIO["share"] | {"client": client}})
+    out = run_and_check(scenario, tmp_path / "runs")
     r = out.result
     assert r.verdict is True, "\n".join([str(r.forbidden), *r.unknown_because])
+    assert r.consumer_client.library == ("java kafka-clients" if client == "java" else "librdkafka")
     assert r.facts.ops == {"fired": 3}, r.facts.ops
     history = out.run_dir / "history"
     shares = pq.read_table(history / "shares.parquet").to_pylist()

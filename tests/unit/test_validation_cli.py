@@ -119,9 +119,9 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
                                          "against; name one, e.g. 'java:3.0.0'"),
     ("producer: {client: 'java:9.9.9'}", "s.yaml: producer.client='java:9.9.9': Maven Central has "
                                          "no org.apache.kafka:kafka-clients:9.9.9; nearest: "),
-    ("workload: share\nshare: {client: java}", "share.client='java': the Java worker plays the "
-                                              "producer, consumer and copier roles, not the "
-                                              "share's; use 'librdkafka'"),
+    ("workload: share\nshare: {client: 'java:4.1.0'}",
+     "share.client='java:4.1.0' runs kafka-clients 4.1.0, whose share consumer is older than 4.2 "
+     "(share groups production-ready); name 'java' or 'java:4.2.0' or later"),
     ("faults: [{fault: upgrade}]", "faults.0: fault: upgrade needs to: VERSION, the Kafka release "
                                    "the brokers roll to"),
     ("faults: [{fault: upgrade, to: '4.3.0'}]", "faults.0.to='4.3.0' is not newer than "
@@ -184,9 +184,8 @@ def test_a_bad_scenario_file(tmp_path, capsys, monkeypatch, body, says):
     (["run", "acks-all-leader-kill", "--client", "rust"],
      "Expected 'librdkafka', 'java' or 'java:X.Y.Z' (a kafka-clients release, e.g. 'java:4.4.0') "
      "but got --client 'rust'"),
-    (["run", "share-member-kill", "--client", "java"],
-     "share.client='java': the Java worker plays the producer, consumer and copier roles, not "
-     "the share's; use 'librdkafka'"),
+    (["run", "share-member-kill", "--client", "java:4.1.0"],
+     "share.client='java:4.1.0' runs kafka-clients 4.1.0, whose share consumer is older than 4.2"),
     (["suite", "smoke", "--seeds", "0"], "Expected --seeds between 1 and 1000 but got --seeds 0"),
     (["run", "acks-all-leader-kill", "--kafka", "3.9.2:zk"],
      "Expected --kafka VERSION, VERSION:kraft or VERSION:zookeeper (e.g. 3.9.2:zookeeper), or an "

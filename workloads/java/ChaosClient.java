@@ -62,8 +62,20 @@ public final class ChaosClient {
                 return new Consuming(settings, history);
             case "copier":
                 return new Copying(settings, history);
+            case "share":
+                return share(settings, history);
             default:
                 throw new IllegalArgumentException("no role " + settings.getProperty("kchaos.kind"));
+        }
+    }
+
+    /** The share group member, compiled only against kafka-clients releases with a share consumer (share/). */
+    private static Role share(Properties settings, History history) {
+        try {
+            return (Role) Class.forName("Sharing").getDeclaredConstructor(Properties.class, History.class)
+                .newInstance(settings, history);
+        } catch (ReflectiveOperationException exc) {
+            throw new IllegalArgumentException("this kafka-clients build has no share consumer: " + exc, exc);
         }
     }
 
