@@ -47,7 +47,7 @@ def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_00
                                      where, java_classpath) if side == JAVA else
                    ClientProcess("producer", k, spec, ("bench",), 3, c.bootstrap_servers(), where))
                   .start() for k in range(n)]
-            if not all(p.wait_ready(60) for p in ps):
+            if not all(p.wait_ready(60) for p in ps) or not first_ack(ps, 60):
                 raise RuntimeError("a producer process did not start")
             before = sum(p.acked for p in ps)
             time.sleep(seconds)
@@ -71,6 +71,17 @@ def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_00
             for side in order[i % len(order):] + order[:i % len(order)]:
                 sides[side].append(run(side, i))
     return _throughput_lines(sides, warm, seconds, payload, records)
+
+
+def first_ack(processes: list, timeout: float) -> bool:
+    """Wait until the processes' first send is acknowledged (the count starts there, as
+    ProducerPerformance's starts at its first send, after its own start-up); False if none was."""
+    deadline = time.monotonic() + timeout
+    while sum(p.acked for p in processes) == 0:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def producer_performance(c: Cluster, records: int, payload: int) -> float:
@@ -112,7 +123,8 @@ def _throughput_lines(sides: dict, warm: dict, seconds: float, payload: int,
             "Command: `BENCH=throughput make bench`. 3 brokers, topic of 3 partitions, RF 3, "
             f"acks=all, idempotence on, {payload}-byte values, linger.ms=5. Ours: the "
             "workload's producers as a run starts them (one process each), every send "
-            f"recorded to the history, counted over {seconds:.0f} s; ProducerPerformance "
+            f"recorded to the history, counted over {seconds:.0f} s from the first "
+            "acknowledgement; ProducerPerformance "
             f"({records:,} records) runs in broker 1's container on the same cluster. After "
             f"{len(warm['theirs'])} unmeasured warm-up rounds of every side (the brokers' JIT; "
             f"until ProducerPerformance's rate moved by under {WARM_SETTLED:.0%}), {REPEAT} "

@@ -27,8 +27,9 @@ def java_sources(version: str) -> tuple[Path, ...]:
         JAVA_SOURCES,)
 
 
-# the client's heap and one GC thread: two cores carry the brokers, the harness and every client
-JVM = ("-Xmx256m", "-XX:+UseSerialGC",
+# one GC thread, since two cores carry the brokers, the harness and every client; a heap that holds
+# buffer.memory's worth of records in flight, with their callbacks, without back-to-back full GCs
+JVM = ("-Xmx1g", "-XX:+UseSerialGC",
        # the client's INFO log (connections, request timeouts, epoch bumps) goes to the worker's log
        "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
        "-Dorg.slf4j.simpleLogger.showDateTime=true")

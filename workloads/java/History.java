@@ -85,7 +85,7 @@ final class History {
 
     /** One flat JSON object, built column by column. */
     static final class Json {
-        private final StringBuilder b = new StringBuilder("{");
+        private final StringBuilder b = new StringBuilder(256).append('{');
 
         Json num(String name, long value) {
             key(name).append(value);
@@ -104,6 +104,10 @@ final class History {
                 return this;
             }
             k.append('"');
+            if (plain(value)) {
+                k.append(value).append('"');
+                return this;
+            }
             for (int i = 0; i < value.length(); i++) {
                 char c = value.charAt(i);
                 if (c == '"' || c == '\\') {
@@ -116,6 +120,17 @@ final class History {
             }
             k.append('"');
             return this;
+        }
+
+        /** True when value needs no escaping, the common case: it is appended whole. */
+        private static boolean plain(String value) {
+            for (int i = 0; i < value.length(); i++) {
+                char c = value.charAt(i);
+                if (c == '"' || c == '\\' || c < 0x20) {
+                    return false;
+                }
+            }
+            return true;
         }
 
         private StringBuilder key(String name) {

@@ -1,23 +1,57 @@
 import java.nio.charset.StandardCharsets;
-import java.util.zip.CRC32;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /** The value every producer writes, as contracts/payload.py defines it: producer|seq|crc|padding. */
 final class Payload {
+    private static final int[] TABLE = new int[256];
+    private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
+    // a pad of each length and the crc32 state after it, which every value with that pad continues from
+    private static final Map<Integer, byte[]> PADS = new ConcurrentHashMap<>();
+    private static final Map<Integer, Integer> PAD_CRCS = new ConcurrentHashMap<>();
+
+    static {
+        for (int n = 0; n < 256; n++) {
+            int c = n;
+            for (int k = 0; k < 8; k++) {
+                c = (c & 1) != 0 ? 0xEDB88320 ^ (c >>> 1) : c >>> 1;
+            }
+            TABLE[n] = c;
+        }
+    }
+
     private Payload() {
     }
 
-    /** `producer|seq|crc|padding`, padded to at least size bytes; crc is the crc32 of padding then `producer|seq|`. */
+    /** `producer|seq|crc|padding`, padded to at least size bytes; crc is the crc32 of padding then `producer|seq|`.
+     * Built as bytes from a cached pad and its crc state: it runs once per send, on the producer's hot path. */
     static byte[] encode(int producer, long seq, int size) {
-        String head = producer + "|" + seq + "|";
-        String pad = "x".repeat(Math.max(0, size - head.length() - 9));
-        return (head + String.format("%08x", crc(pad, head)) + "|" + pad).getBytes(StandardCharsets.US_ASCII);
+        byte[] head = (producer + "|" + seq + "|").getBytes(StandardCharsets.US_ASCII);
+        int padLength = Math.max(0, size - head.length - 9);
+        byte[] pad = PADS.computeIfAbsent(padLength, n -> "x".repeat(n).getBytes(StandardCharsets.US_ASCII));
+        int crc = ~update(PAD_CRCS.computeIfAbsent(padLength, n -> update(~0, pad)), head);
+        byte[] out = new byte[head.length + 9 + pad.length];
+        System.arraycopy(head, 0, out, 0, head.length);
+        hex(crc, out, head.length);
+        out[head.length + 8] = '|';
+        System.arraycopy(pad, 0, out, head.length + 9, pad.length);
+        return out;
     }
 
-    private static long crc(String pad, String head) {
-        CRC32 crc = new CRC32();
-        crc.update(pad.getBytes(StandardCharsets.ISO_8859_1));
-        crc.update(head.getBytes(StandardCharsets.ISO_8859_1));
-        return crc.getValue();
+    /** The crc32 register after `bytes`, from register `state` (not yet inverted). */
+    private static int update(int state, byte[] bytes) {
+        int c = state;
+        for (byte b : bytes) {
+            c = TABLE[(c ^ b) & 0xff] ^ (c >>> 8);
+        }
+        return c;
+    }
+
+    /** crc's 8 lowercase hex digits into out from at. */
+    private static void hex(int crc, byte[] out, int at) {
+        for (int i = 0; i < 8; i++) {
+            out[at + i] = HEX[(crc >>> (28 - 4 * i)) & 0xf];
+        }
     }
 
     /** {producer, seq, checksum ok (1/0)}, or null when the value is not one of ours. */
@@ -29,7 +63,10 @@ final class Payload {
         if (parts.length != 4 || !digits(parts[0]) || !digits(parts[1])) {
             return null;
         }
-        boolean ok = String.format("%08x", crc(parts[3], parts[0] + "|" + parts[1] + "|")).equals(parts[2]);
+        byte[] head = (parts[0] + "|" + parts[1] + "|").getBytes(StandardCharsets.ISO_8859_1);
+        byte[] crc = new byte[8];
+        hex(~update(update(~0, parts[3].getBytes(StandardCharsets.ISO_8859_1)), head), crc, 0);
+        boolean ok = new String(crc, StandardCharsets.ISO_8859_1).equals(parts[2]);
         try {
             return new long[] {Long.parseLong(parts[0]), Long.parseLong(parts[1]), ok ? 1 : 0};
         } catch (NumberFormatException e) {
