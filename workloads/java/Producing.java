@@ -34,7 +34,6 @@ final class Producing extends Role {
 
     @Override
     public void run() {
-        positioned = true;
         KafkaProducer<byte[], byte[]> producer = open(clientConfig());
         double rate = real("rate");
         long interval = rate > 0 ? (long) (1e9 / rate) : 0;
@@ -54,6 +53,7 @@ final class Producing extends Role {
                 for (int i = 0; i < due && !stop; i++) {
                     producer = send(producer);
                 }
+                positioned = true;  // the schedule counts from here, once a send had the topic's metadata
             }
             if (clientErrors >= MAX_CLIENT_ERRORS) {
                 history.event(name, "stopped", topic, -1, -1, "after " + clientErrors + " client errors");

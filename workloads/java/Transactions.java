@@ -50,7 +50,6 @@ final class Transactions extends Role {
 
     @Override
     public void run() {
-        positioned = true;
         KafkaProducer<byte[], byte[]> producer = null;
         double rate = real("rate");
         long nextAt = System.nanoTime();
@@ -58,6 +57,7 @@ final class Transactions extends Role {
             while (!stop) {
                 if (producer == null) {
                     producer = start();
+                    positioned = true;  // the schedule counts from here, once its coordinator was found
                     continue;
                 }
                 try {
