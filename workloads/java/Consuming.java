@@ -92,12 +92,18 @@ final class Consuming extends Role implements ConsumerRebalanceListener {
         long t = History.now();
         int pos = 0;
         for (ConsumerRecord<byte[], byte[]> r : records) {
-            long[] d = Payload.decode(r.value());
-            history.row("reads", new History.Json().str("reader", name).str("phase", "live").num("poll", poll)
-                .num("t", t).str("topic", r.topic()).num("partition", r.partition()).num("offset", r.offset())
-                .num("producer", d == null ? -1 : d[0]).num("seq", d == null ? -1 : d[1])
-                .bool("checksum_ok", d != null && d[2] == 1).num("pos", pos++).end());
+            history.row("reads", readRow(name, poll, t, r).num("pos", pos++).end());
         }
+    }
+
+    /** One live record's `reads` columns up to checksum_ok, as workloads.consumer.read_rows writes them; the caller
+     * adds its own and ends the row (a share member's `shares` rows share them). */
+    static History.Json readRow(String reader, long poll, long t, ConsumerRecord<byte[], byte[]> r) {
+        long[] d = Payload.decode(r.value());
+        return new History.Json().str("reader", reader).str("phase", "live").num("poll", poll).num("t", t)
+            .str("topic", r.topic()).num("partition", r.partition()).num("offset", r.offset())
+            .num("producer", d == null ? -1 : d[0]).num("seq", d == null ? -1 : d[1])
+            .bool("checksum_ok", d != null && d[2] == 1);
     }
 
     /** Commit the next offsets (after: async; before: sync); auto commits them inside the next poll. */

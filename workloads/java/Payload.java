@@ -7,8 +7,14 @@ final class Payload {
     private static final int[] TABLE = new int[256];
     private static final byte[] HEX = "0123456789abcdef".getBytes(StandardCharsets.US_ASCII);
     // a pad of each length and the crc32 state after it, which every value with that pad continues from
-    private static final Map<Integer, byte[]> PADS = new ConcurrentHashMap<>();
-    private static final Map<Integer, Integer> PAD_CRCS = new ConcurrentHashMap<>();
+    private static final Map<Integer, Pad> PADS = new ConcurrentHashMap<>();
+
+    private record Pad(byte[] bytes, int crc) {
+        static Pad of(int length) {
+            byte[] bytes = "x".repeat(length).getBytes(StandardCharsets.US_ASCII);
+            return new Pad(bytes, update(~0, bytes));
+        }
+    }
 
     static {
         for (int n = 0; n < 256; n++) {
@@ -27,14 +33,12 @@ final class Payload {
      * Built as bytes from a cached pad and its crc state: it runs once per send, on the producer's hot path. */
     static byte[] encode(int producer, long seq, int size) {
         byte[] head = (producer + "|" + seq + "|").getBytes(StandardCharsets.US_ASCII);
-        int padLength = Math.max(0, size - head.length - 9);
-        byte[] pad = PADS.computeIfAbsent(padLength, n -> "x".repeat(n).getBytes(StandardCharsets.US_ASCII));
-        int crc = ~update(PAD_CRCS.computeIfAbsent(padLength, n -> update(~0, pad)), head);
-        byte[] out = new byte[head.length + 9 + pad.length];
+        Pad pad = PADS.computeIfAbsent(Math.max(0, size - head.length - 9), Pad::of);
+        byte[] out = new byte[head.length + 9 + pad.bytes().length];
         System.arraycopy(head, 0, out, 0, head.length);
-        hex(crc, out, head.length);
+        hex(~update(pad.crc(), head), out, head.length);
         out[head.length + 8] = '|';
-        System.arraycopy(pad, 0, out, head.length + 9, pad.length);
+        System.arraycopy(pad.bytes(), 0, out, head.length + 9, pad.bytes().length);
         return out;
     }
 

@@ -88,11 +88,7 @@ final class Sharing extends Role {
     private void record(long t, List<ConsumerRecord<byte[], byte[]>> got, List<AcknowledgeType> acks) {
         for (int i = 0; i < got.size(); i++) {
             ConsumerRecord<byte[], byte[]> r = got.get(i);
-            long[] d = Payload.decode(r.value());
-            history.row("shares", new History.Json().str("reader", name).str("phase", "live").num("poll", poll)
-                .num("t", t).str("topic", r.topic()).num("partition", r.partition()).num("offset", r.offset())
-                .num("producer", d == null ? -1 : d[0]).num("seq", d == null ? -1 : d[1])
-                .bool("checksum_ok", d != null && d[2] == 1)
+            history.row("shares", Consuming.readRow(name, poll, t, r)
                 .num("delivery", r.deliveryCount().map(Short::longValue).orElse(-1L))
                 .str("ack", acks.get(i).toString().toLowerCase()).end());
         }
