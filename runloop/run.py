@@ -161,7 +161,7 @@ class ChaosRun:
         # the schedule counts from the first sends, and from every share member's first records
         client_loop.require_ready(producers, "did not start")
         if s.workload == "share":
-            share.wait_handed(self.clients.consumers)
+            share.wait_handed(self.clients.consumers, self.history)
         nemesis = schedule.Nemesis(self.cluster, s.topic.name, s.faults, self.ops, s.seed,
                                    self.history, self.clients, self._engine_evidence).start()
         try:

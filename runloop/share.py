@@ -24,6 +24,9 @@ IDLE_PAST_LOCK_S = 5.0
 STOP_S = 30.0  # how long it may take to commit and leave once told to stop
 LAG_EVERY_S = 3.0  # how often the group's lag is read while the final share consumer runs
 HANDED_S = 60.0  # how long the schedule waits for every member's first records
+# a member with no records this long after it started is restarted once, before any fault: a
+# librdkafka share consumer subscribed as the cluster came up has stayed empty-handed past HANDED_S
+REHAND_S = 20.0
 
 
 def configure(s: Scenario, cluster: Cluster) -> None:
@@ -32,12 +35,19 @@ def configure(s: Scenario, cluster: Cluster) -> None:
                     {"share.auto.offset.reset": "earliest"})
 
 
-def wait_handed(members: list[ClientProcess]) -> None:
+def wait_handed(members: list[ClientProcess], history: HistoryWriter) -> None:
     """Wait until every member was handed records, HANDED_S at most: a fault before that finds a
-    member with nothing to lose. A member still empty-handed is the verdict's to judge."""
-    deadline = time.monotonic() + HANDED_S
+    member with nothing to lose. One still empty-handed after REHAND_S is restarted (a `recreated`
+    event); one empty-handed at the end is the verdict's to judge."""
+    begun = time.monotonic()
+    empty = [m for m in members if not m.wait_ready(max(0.0, begun + REHAND_S - time.monotonic()))]
+    for m in empty:
+        m.kill()
+        m.start()
+        history.event(f"{m.kind}-{m.cid}", Event.RECREATED,
+                      detail=f"restarted before any fault: no records in {REHAND_S:.0f} s")
     for m in members:
-        m.wait_ready(max(0.0, deadline - time.monotonic()))
+        m.wait_ready(max(0.0, begun + HANDED_S - time.monotonic()))
 
 
 def _read(s: Scenario, boot: str) -> list[SharePartition] | None:

@@ -57,13 +57,17 @@ class ShareClient(Worker):
     def _run(self) -> None:
         consumer = ShareConsumer(share_config(self.bootstrap, self.spec.group))
         consumer.subscribe(list(self.topics))
-        last = time.monotonic()
+        last, seen = time.monotonic(), set()
         try:
             while not self._stop.is_set():
                 if self.idle_s and time.monotonic() - last > self.idle_s:
                     return
                 with self.watch("poll", 1.0):
-                    msgs = [m for m in consumer.poll(0.5) if not m.error()]
+                    msgs = consumer.poll(0.5)
+                for error in {str(m.error()) for m in msgs if m.error()} - seen:
+                    seen.add(error)  # each kind once: a poll repeats its error every call
+                    self.history.event(self.name, Event.CLIENT_ERROR, detail=f"poll: {error}")
+                msgs = [m for m in msgs if not m.error()]
                 if msgs:
                     last = time.monotonic()
                     self.positioned.set()

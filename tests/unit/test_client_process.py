@@ -11,6 +11,8 @@ import pytest
 
 from contracts.history import NUMBERING_STRIDE, HistoryWriter, read_jsonl
 from contracts.scenario import CopierSpec, ProducerSpec
+from contracts.share import ShareSpec
+from runloop import share
 from workloads.client_process import ClientProcess, Launch, _client
 from workloads.worker import HUNG_S, CallWatch
 
@@ -101,3 +103,21 @@ def test_a_call_is_hung_only_once_it_outlives_its_timeout_by_the_margin():
         assert watch.hung().startswith("send_offsets_to_transaction has not returned 21 s after "
                                        "its timeout")
     assert watch.hung() == ""  # it returned
+
+
+def test_a_share_member_with_no_records_is_restarted_once_before_any_fault(tmp_path, monkeypatch):
+    monkeypatch.setattr(share, "REHAND_S", 2.0)
+    monkeypatch.setattr(share, "HANDED_S", 4.0)
+    history = HistoryWriter(tmp_path)
+    members = [ClientProcess("share", i, ShareSpec(), ("t",), 1, NOWHERE, tmp_path).start()
+               for i in range(2)]
+    try:
+        share.wait_handed(members, history)  # nothing listens: no member is ever handed a record
+        history.flush()
+        assert [m.incarnation for m in members] == [1, 1]
+        events = read_jsonl(tmp_path, "events").to_pylist()
+        assert sorted(e["source"] for e in events if e["kind"] == "recreated") == [
+            "share-0", "share-1"]
+    finally:
+        for m in members:
+            m.kill()
