@@ -87,6 +87,7 @@ def test_a_restart_is_measured_as_after_a_kill_or_after_a_clean_stop(healed, tmp
     assert (len(figures[f"{mode}:after-clean"]), len(figures[f"{mode}:after-kill"])) == (1, 2)
 
 
+@pytest.mark.slow  # make test-all: test_faults' pause covers it in CI
 def test_paused_follower_leaves_isr_and_rejoins(healed):
     c = healed
     topic = new_topic(c)
@@ -118,6 +119,7 @@ def test_a_paused_broker_thawed_from_the_host_serves_again_and_resumes(healed):
     assert node.state() == "running"
 
 
+@pytest.mark.slow  # make test-all: test_faults' partition covers it in CI
 def test_broker_partitioned_from_peers_leaves_isr_and_heal_restores(healed):
     c = healed
     topic = new_topic(c)

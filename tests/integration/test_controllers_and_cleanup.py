@@ -16,6 +16,7 @@ from harness.metadata import wait_for
 from tests.integration.test_cluster import TIMEOUT, new_topic
 
 
+@pytest.mark.slow  # make test-all: ZooKeeper releases (3.9 and older) run nightly
 def test_zookeeper_mode_comes_up_and_controller_failover_elects_another(tmp_path, monkeypatch):
     monkeypatch.setattr(measured, "_file", lambda: tmp_path / "restart-seconds.json")
     with Cluster(ClusterSpec(version="3.9.2", metadata="zookeeper")) as c:

@@ -147,6 +147,7 @@ def test_latency_delays_a_produce_round_trip_by_the_configured_amount(
     assert held["packets"] > 0 and abs(held["held_mean_ms"] - delay_ms) <= 0.2 * delay_ms, fired
 
 
+@pytest.mark.slow  # make test-all: a zombie is an isolation, as test_partition_fault in CI
 def test_zombie_leader_is_replaced_while_it_still_accepts_connections(c, topic):
     old = c.metadata.leader(topic, 0)
     t = Background(lambda: fire(c, topic, "zombie", [old], **{"for": 25}))
@@ -167,7 +168,9 @@ def test_zombie_leader_is_replaced_while_it_still_accepts_connections(c, topic):
 TAKEOVER_S = 30
 
 
-@pytest.mark.parametrize("protocol", ["classic", pytest.param("consumer", marks=pytest.mark.slow)])
+# make test-all: in CI, test_java_client and test_share kill group and share members
+@pytest.mark.slow
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_consumer_kill_crashes_a_member_and_the_group_takes_over_its_partitions(
         c, tmp_path, protocol):
     topic = f"g-{uuid.uuid4().hex[:8]}"
