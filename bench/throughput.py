@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -16,10 +17,11 @@ from harness import jars
 from harness.broker_config import ClusterSpec
 from harness.cluster import Cluster
 from workloads.client_process import ClientProcess
-from workloads.java_client import JavaClientProcess, java_sources
+from workloads.java_client import JVM, JavaClientProcess, java_sources
 
 REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
 JAVA = "java"  # the side of two producers on the Java worker
+HOST = "host"  # ProducerPerformance on this host, through the published ports, as the clients
 
 
 PERF = re.compile(r"([\d.]+) records/sec")
@@ -35,7 +37,7 @@ def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_00
     history recording vs Kafka's ProducerPerformance: same cluster, acks, payload and linger.
     Brokers run faster once their JIT has warmed up, so every side first runs unmeasured until
     ProducerPerformance's rate settles, and each round rotates which side goes first."""
-    sides = {"theirs": [], 1: [], 2: [], JAVA: []}
+    sides = {"theirs": [], HOST: [], 1: [], 2: [], JAVA: []}
     java_classpath = jars.worker_classpath(DEFAULT_VERSION, java_sources(DEFAULT_VERSION))
     with Cluster(ClusterSpec()) as c, tempfile.TemporaryDirectory() as tmp:
         c.metadata.create_topic("bench", 3, 3, {"min.insync.replicas": "2"})
@@ -59,6 +61,8 @@ def throughput(seconds: float = 15.0, payload: int = 64, records: int = 3_000_00
             return rate
 
         def run(side, i: int) -> float:
+            if side == HOST:
+                return host_producer_performance(c.bootstrap_servers(), records, payload)
             return producer_performance(c, records, payload) if side == "theirs" else run_ours(
                 side, i)
 
@@ -84,17 +88,34 @@ def first_ack(processes: list, timeout: float) -> bool:
     return True
 
 
+def _perf_args(records: int, payload: int, bootstrap: str) -> str:
+    return (f"org.apache.kafka.tools.ProducerPerformance --topic bench --num-records {records} "
+            f"--record-size {payload} --throughput -1 --producer-props bootstrap.servers="
+            f"{bootstrap} acks=all linger.ms=5 enable.idempotence=true")
+
+
+def _rate(code: int, out: str) -> float:
+    found = PERF.findall(out)
+    return float(found[-1]) if code == 0 and found else float("nan")
+
+
 def producer_performance(c: Cluster, records: int, payload: int) -> float:
     """Kafka's ProducerPerformance in broker 1's container: records/s of `records` sends, acks=all,
     idempotent."""
-    code, out = c.node(1).sh(
+    return _rate(*c.node(1).sh(
         "java -Xmx512m -cp '/opt/kafka/libs/*' "
         "-Dlog4j2.configurationFile=/etc/kafka/log4j2.properties "
-        f"org.apache.kafka.tools.ProducerPerformance --topic bench --num-records {records} "
-        f"--record-size {payload} --throughput -1 --producer-props bootstrap.servers=kafka-1:9092 "
-        "acks=all linger.ms=5 enable.idempotence=true")
-    found = PERF.findall(out)
-    return float(found[-1]) if code == 0 and found else float("nan")
+        + _perf_args(records, payload, "kafka-1:9092")))
+
+
+def host_producer_performance(bootstrap: str, records: int, payload: int) -> float:
+    """ProducerPerformance on this host, with the Java worker's JVM settings, through the published
+    ports and Docker's port proxy as every workload client."""
+    libs = jars.fetch_jars(DEFAULT_VERSION)
+    done = subprocess.run(["java", *JVM, "-cp", f"{libs}/*",
+                           *_perf_args(records, payload, bootstrap).split()],
+                          capture_output=True, text=True, timeout=600)
+    return _rate(done.returncode, done.stdout)
 
 
 def warm_rates(c: Cluster, records: int, payload: int) -> list[float]:
@@ -132,12 +153,17 @@ def _throughput_lines(sides: dict, warm: dict, seconds: float, payload: int,
             "| producer | median records/s | runs | warm-up rounds (not counted) |",
             "|---|---|---|---|",
             row("Kafka ProducerPerformance, 1 process (baseline)", "theirs"),
+            row("Kafka ProducerPerformance on this host, through the published ports (context)",
+                HOST),
             row("kafka-chaos, 1 producer + history", 1),
             row("kafka-chaos, 2 producers + history (a scenario's default)", 2),
             row("kafka-chaos, 2 producers on the Java worker (`client: java`) + history", JAVA), "",
             f"Ratio, 1 producer: {ratio(1, 0.8)}. Ratio, 2 producers: {ratio(2, 0.85)}. "
             f"Ratio, java client, 2 producers: {ratio(JAVA, 0.95)}. All of it shares this "
-            "machine's 2 cores with the 3 brokers.", ""]
+            "machine's 2 cores with the 3 brokers. The host's ProducerPerformance takes the "
+            "workload's path (Docker's port proxy, the Java worker's JVM settings): "
+            f"{med[HOST] / med['theirs']:.3f}x of the baseline, and the Java worker "
+            f"{med[JAVA] / med[HOST]:.3f}x of it.", ""]
 
 
 def settled(rates: list[float], at_least: int) -> bool:
