@@ -21,7 +21,7 @@ from workloads.java_client import JVM, JavaClientProcess, java_sources
 
 REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
 JAVA = "java"  # the side of two producers on the Java worker
-HOST = "host"  # ProducerPerformance on this host, through the published ports, as the clients
+HOST = "host"  # ProducerPerformance on this host, reaching the brokers the way the clients do
 
 
 PERF = re.compile(r"([\d.]+) records/sec")
