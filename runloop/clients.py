@@ -65,14 +65,20 @@ def start(scenario: Scenario, boot: str, history: HistoryWriter) -> Clients:
                    copier_id(0) if copying else transactional_id(0))
 
 
+def restart(c: ClientProcess, history: HistoryWriter, why: str) -> None:
+    """Replace a client process with a new incarnation (killing one still running), and say why in
+    a `recreated` event."""
+    c.kill()
+    c.start()
+    history.event(c.name, Event.RECREATED, detail=why)
+
+
 def restart_hung(clients: Clients, history: HistoryWriter) -> bool:
     """Restart the client processes that ended themselves on a hung call, as an application's
     supervisor would; True if any was."""
     hung = [c for c in everyone(clients) if c.hung]
     for c in hung:
-        c.start()
-        history.event(f"{c.kind}-{c.cid}", Event.RECREATED,
-                      detail="its process was restarted after a hung call")
+        restart(c, history, "its process was restarted after a hung call")
     return bool(hung)
 
 

@@ -15,6 +15,7 @@ from harness.share_state import (
     configure_group,
     share_offsets,
 )
+from runloop.clients import restart
 from workloads.client_process import ClientProcess
 from workloads.share import DRAIN, ShareClient
 
@@ -42,10 +43,7 @@ def wait_handed(members: list[ClientProcess], history: HistoryWriter) -> None:
     begun = time.monotonic()
     empty = [m for m in members if not m.wait_ready(max(0.0, begun + REHAND_S - time.monotonic()))]
     for m in empty:
-        m.kill()
-        m.start()
-        history.event(f"{m.kind}-{m.cid}", Event.RECREATED,
-                      detail=f"restarted before any fault: no records in {REHAND_S:.0f} s")
+        restart(m, history, f"restarted before any fault: no records in {REHAND_S:.0f} s")
     for m in members:
         m.wait_ready(max(0.0, begun + HANDED_S - time.monotonic()))
 
