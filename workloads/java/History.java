@@ -2,14 +2,17 @@ import java.io.FileOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /** A client process's own part of the history: whole JSON Lines per table, appended every flushMs (docs/history-format.md). */
 final class History {
     private final Path dir;
     private final String part;
-    private final Map<String, StringBuilder> buffers = new HashMap<>();
+    private final Map<String, List<Object>> queued = new HashMap<>();  // rows, or Suppliers of rows, in order
     private final Map<String, FileOutputStream> files = new HashMap<>();
     private final Thread flusher;
     private volatile boolean closed;
@@ -38,7 +41,12 @@ final class History {
 
     /** Queue one row, a JSON object without its newline. */
     synchronized void row(String table, String json) {
-        buffers.computeIfAbsent(table, t -> new StringBuilder()).append(json).append('\n');
+        queued.computeIfAbsent(table, t -> new ArrayList<>()).add(json);
+    }
+
+    /** Queue a row that the flushing thread formats: a client's callback thread then only keeps the values. */
+    synchronized void rowLater(String table, Supplier<Json> json) {
+        queued.computeIfAbsent(table, t -> new ArrayList<>()).add(json);
     }
 
     void event(String source, String kind, String topic, int partition, long offset, String detail) {
@@ -50,23 +58,32 @@ final class History {
      * row queued before the call is in the files: flushes run one at a time, taking and writing under one lock. */
     void flush() {
         synchronized (files) {
-            Map<String, byte[]> taken = new HashMap<>();
+            Map<String, List<Object>> taken = new HashMap<>();
             synchronized (this) {
-                for (Map.Entry<String, StringBuilder> e : buffers.entrySet()) {
-                    if (e.getValue().length() > 0) {
-                        taken.put(e.getKey(), e.getValue().toString().getBytes(StandardCharsets.UTF_8));
-                        e.getValue().setLength(0);
+                for (Map.Entry<String, List<Object>> e : queued.entrySet()) {
+                    if (!e.getValue().isEmpty()) {
+                        taken.put(e.getKey(), e.getValue());
+                        e.setValue(new ArrayList<>(e.getValue().size()));
                     }
                 }
             }
-            for (Map.Entry<String, byte[]> e : taken.entrySet()) {
+            for (Map.Entry<String, List<Object>> e : taken.entrySet()) {
                 try {
-                    files.computeIfAbsent(e.getKey(), this::open).write(e.getValue());
+                    files.computeIfAbsent(e.getKey(), this::open).write(lines(e.getValue()));
                 } catch (IOException exc) {
                     throw new IllegalStateException("writing " + e.getKey() + ": " + exc, exc);
                 }
             }
         }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static byte[] lines(List<Object> rows) {
+        StringBuilder out = new StringBuilder(rows.size() * 160);
+        for (Object row : rows) {
+            out.append(row instanceof String s ? s : ((Supplier<Json>) row).get().end()).append('\n');
+        }
+        return out.toString().getBytes(StandardCharsets.UTF_8);
     }
 
     private FileOutputStream open(String table) {
