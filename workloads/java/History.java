@@ -40,13 +40,17 @@ final class History {
     }
 
     /** Queue one row, a JSON object without its newline. */
-    synchronized void row(String table, String json) {
-        queued.computeIfAbsent(table, t -> new ArrayList<>()).add(json);
+    void row(String table, String json) {
+        queue(table, json);
     }
 
     /** Queue a row that the flushing thread formats: a client's callback thread then only keeps the values. */
-    synchronized void rowLater(String table, Supplier<Json> json) {
-        queued.computeIfAbsent(table, t -> new ArrayList<>()).add(json);
+    void rowLater(String table, Supplier<Json> json) {
+        queue(table, json);
+    }
+
+    private synchronized void queue(String table, Object row) {
+        queued.computeIfAbsent(table, t -> new ArrayList<>()).add(row);
     }
 
     void event(String source, String kind, String topic, int partition, long offset, String detail) {
