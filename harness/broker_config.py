@@ -4,9 +4,12 @@ metadata role."""
 from __future__ import annotations
 
 import base64
+import random
 import socket
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from contracts.errors import ClusterError
 from contracts.versions import DEFAULT_VERSION, default_metadata, metadata_problem, release
@@ -18,6 +21,10 @@ INTERNAL_PORT, CONTROLLER_PORT, ZK_PORT = 9092, 9093, 2181
 # restart that much sooner, see KafkaNode) and KRaft's broker session (9 s by default). Equal, so a
 # comparison of the modes compares Kafka.
 SESSION_MS = 6000
+# published ports are drawn from the span of ports below the ephemeral range
+PORT_SPAN, PORT_TRIES = 12_000, 100
+_PICKS = random.Random()  # its own generator: a seeded global one must not choose ports
+_HANDED: deque[int] = deque(maxlen=64)  # picked but perhaps not yet bound by their containers
 ZK_TICK_MS = 2000  # ZooKeeper's tickTime: it expires a session at the first tick past its timeout
 # KIP-848 groups take their session and heartbeat from the brokers (45 s and 5 s by default,
 # settings known since 3.7): the same 10 s and 1 s the harness gives classic members, so a crashed
@@ -69,11 +76,30 @@ class ClusterSpec:
         return list(range(1, self.brokers + 1)) if self.dynamic_quorum else self.controllers()
 
 
+def _ephemeral_low() -> int:
+    """The first port of the host's ephemeral range, from which connections take source ports."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port free on 127.0.0.1 right now, below the ephemeral range (a port from it can become
+    a connection's source port before a container binds it) and not handed out lately here."""
+    low = _ephemeral_low()
+    for port in _PICKS.sample(range(max(1024, low - PORT_SPAN), low), PORT_TRIES):
+        if port in _HANDED:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED.append(port)
+        return port
+    raise ClusterError(f"no free TCP port on 127.0.0.1 below {low} in {PORT_TRIES} tries. Hint: "
+                       "stop what listens there, or remove clusters left running (docker ps)")
 
 
 def cluster_id() -> str:

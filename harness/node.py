@@ -100,9 +100,9 @@ class KafkaNode(DockerContainer):
 
     def with_external_port(self, port: int) -> Self:
         """Publish the client listener on 127.0.0.1:port (same number inside, so the advertised
-        address holds). The port comes from the host's ephemeral range, so it is reserved inside the
-        container: a restarting broker's own outbound connections once took it before its listener
-        could bind ("Address already in use")."""
+        address holds). It is reserved inside the container, whose ephemeral range may hold it: a
+        restarting broker's own outbound connections once took it before its listener could bind
+        ("Address already in use")."""
         self.external_port = port
         self.ports[f"{port}/tcp"] = ("127.0.0.1", port)
         self._run_args["sysctls"] = {"net.ipv4.ip_local_reserved_ports": str(port)}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from contracts.errors import UsageError
-from harness.broker_config import ClusterSpec, broker_properties
+from harness.broker_config import ClusterSpec, broker_properties, free_port
 from kchaos.catalog import catalog, load
 from kchaos.cli import parser
 from kchaos.overrides import override, with_seeds
@@ -127,3 +127,9 @@ def test_one_brokers_overrides_reach_its_server_properties_only():
     assert (lagging["replica.fetch.max.bytes"] == "65536"
             and lagging["replica.fetch.wait.max.ms"] == "500")
     assert "replica.fetch.max.bytes" not in other and other["replica.fetch.wait.max.ms"] == "2000"
+
+
+def test_published_ports_are_distinct_and_below_the_ephemeral_range():
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    ports = [free_port() for _ in range(40)]
+    assert len(set(ports)) == 40 and max(ports) < low
