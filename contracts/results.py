@@ -59,9 +59,12 @@ class Facts:
     copy_commits: str = "none"
     copy_behind: list[int] = field(default_factory=list)
     # share workload: "none", "known" or "unknown" (the share-partitions' final state was not read),
-    # and the records its members were handed while the faults ran
+    # the records its members were handed while the faults ran and the final share consumer was
+    # handed, and the lag its share-partitions were left with
     share_state: str = "none"
     share_live: int = 0
+    share_final: int = 0
+    share_lag: int = 0
     # the transaction protocols transactional producers said they ran (`txn-protocol`: v1, v2)
     txn_protocols: list[str] = field(default_factory=list)
     # what the cluster never reached (`liveness` events): a full ISR after healing, a migration's

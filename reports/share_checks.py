@@ -37,10 +37,10 @@ def share_lost(f: Frames) -> Finding | None:
 
 @checker("share-stuck")
 def share_stuck(f: Frames) -> Finding | None:
-    """Liveness: a share-partition left with lag once every member left and a fresh one idled past
-    the lock duration."""
+    """Liveness: a share-partition left with lag once every member left and a fresh one, handed
+    records, idled past the lock duration."""
     s = f.share
-    if s is None or f.facts.share_state != "known":
+    if s is None or f.facts.share_state != "known" or not f.facts.share_final:
         return None
     pending = (F.col("offset") >= F.col("start")) & (F.col("lag") > 0)
     return Finding(_unfinished(f, s).filter(pending), POS)

@@ -67,6 +67,7 @@ def _states(events: DataFrame, facts: Facts) -> DataFrame:
               for r in known]
     facts.share_state = ("known" if known and len(known) == len(rows)
                          and all(lag >= 0 for *_, lag, _ in parsed) else "unknown")
+    facts.share_lag = sum(max(lag, 0) for *_, lag, _ in parsed)
     return events.sparkSession.createDataFrame(
         parsed, "topic string, partition long, start long, lag long, limit long")
 
@@ -90,7 +91,8 @@ def share_frames(shares: DataFrame, acks: DataFrame, events: DataFrame,
     ok = (acks.filter(F.col("outcome") == AckOutcome.OK.value).join(failed, keys, "left_anti")
           .groupBy(*keys).agg(F.min("t").alias("t_ok")))
     ours = shares.filter((F.col("producer") >= 0) & F.col("checksum_ok"))
-    facts.share_live = ours.filter(F.col("phase") == "live").count()
+    phases = {r["phase"]: r["count"] for r in ours.groupBy("phase").count().collect()}
+    facts.share_live, facts.share_final = phases.get("live", 0), phases.get("final", 0)
     deliveries = (ours.join(sent, ["reader", "poll"], "left")
                   .join(ok, keys, "left")
                   .withColumn("sent", F.coalesce("sent", F.lit(False))))

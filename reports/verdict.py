@@ -53,6 +53,10 @@ def _unknown_because(a: Analysis, loss_allowed: bool) -> list[str]:
         unknown.append("no share group member was handed a record while the faults ran: the "
                        "final share consumer alone read the topic, so the faults tested nothing "
                        "of the group")
+    if a.facts.share_state == "known" and a.facts.share_lag and not a.facts.share_final:
+        unknown.append(f"the share group was left with a lag of {a.facts.share_lag} records and no "
+                       "final share consumer was handed one, so share-stuck is not judged: a "
+                       "stuck group and a consumer never assigned look alike")
     if a.facts.share_state == "unknown":
         unknown.append("the share group's final state could not be read, so share-lost, "
                        "share-stuck and share-delivery-limit are not judged")

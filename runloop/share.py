@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from contracts.history import Event, HistoryWriter
+from contracts.history import NUMBERING_STRIDE, Event, HistoryWriter
 from contracts.scenario import Scenario
 from contracts.share import SESSION_MS, ShareState
 from harness.cluster import Cluster
@@ -20,7 +20,7 @@ from workloads.client_process import ClientProcess
 from workloads.share import DRAIN, ShareClient
 
 # the final share consumer ends this long after its last record past a dead member's session and
-# its records' locks
+# its records' locks (its first counts from its start)
 IDLE_PAST_LOCK_S = 5.0
 STOP_S = 30.0  # how long it may take to commit and leave once told to stop
 LAG_EVERY_S = 3.0  # how often the group's lag is read while the final share consumer runs
@@ -62,13 +62,17 @@ def _done(s: Scenario, parts: list[SharePartition] | None) -> bool:
             and all(p.lag == 0 for p in parts))
 
 
-def drain(s: Scenario, boot: str, history: HistoryWriter) -> None:
-    """Once the members left: a fresh member accepts every record the group still delivers, then
-    each share-partition's start offset and lag are recorded (`share-start` events). A read that
-    found no lag left is the final state: the fresh member then holds nothing."""
-    idle_s = (SESSION_MS + s.share.lock_ms) / 1000 + IDLE_PAST_LOCK_S
-    final = ShareClient(0, s.share, s.topics(), boot, history, idle_s=idle_s).start()
-    deadline = time.monotonic() + s.drain_timeout + idle_s
+def _idle_s(s: Scenario) -> float:
+    """How long the final share consumer goes on without a record: past a dead member's session
+    and its records' locks."""
+    return (SESSION_MS + s.share.lock_ms) / 1000 + IDLE_PAST_LOCK_S
+
+
+def _final_member(s: Scenario, boot: str, history: HistoryWriter, first: int,
+                  deadline: float) -> tuple[bool, list[SharePartition] | None]:
+    """One fresh member that accepts every record the group delivers, until it idles out, the
+    group has no lag left, or the deadline; whether it was handed records, and the last read."""
+    final = ShareClient(0, s.share, s.topics(), boot, history, first, _idle_s(s)).start()
     parts = _read(s, boot)
     while final.thread.is_alive() and time.monotonic() < deadline and not _done(s, parts):
         final.join(LAG_EVERY_S)
@@ -77,6 +81,22 @@ def drain(s: Scenario, boot: str, history: HistoryWriter) -> None:
     final.join(STOP_S)
     if final.died:
         history.event(DRAIN, Event.CLIENT_ERROR, detail=final.died)
+    return final.positioned.is_set(), parts
+
+
+def drain(s: Scenario, boot: str, history: HistoryWriter) -> None:
+    """Once the members left: a fresh member accepts every record the group still delivers, then
+    each share-partition's start offset and lag are recorded (`share-start` events). One handed
+    nothing while lag is left is replaced (a `recreated` event), as a member at the start is."""
+    idle_s = _idle_s(s)
+    deadline = time.monotonic() + s.drain_timeout + idle_s
+    handed, parts, n = False, None, 0
+    while not handed and time.monotonic() < deadline and not _done(s, parts):
+        if n:
+            history.event(DRAIN, Event.RECREATED, detail=f"handed no record in {idle_s:.0f} s "
+                                                         "while the group had lag left")
+        handed, parts = _final_member(s, boot, history, n * NUMBERING_STRIDE, deadline)
+        n += 1
     if not _done(s, parts):
         try:
             parts = share_offsets(s.kafka.version, boot, s.share.group)

@@ -118,10 +118,18 @@ def test_an_accept_confirmed_after_another_member_got_the_record(spark, tmp_path
 
 
 def test_records_left_in_a_partition_with_lag_are_stuck(spark, tmp_path):
-    h = acked()
-    h.share_poll("share-0", *(record(0, i) for i in range(PER_PARTITION)))
-    h.share_poll("share-1", record(1, 0))
-    assert counts(spark, tmp_path, done(h, lag=2)) == NONE | {"share-stuck": 2}
+    def died(h: History) -> History:
+        h.share_poll("share-0", *(record(0, i) for i in range(PER_PARTITION)))
+        return h.share_poll("share-1", record(1, 0), outcome=None)
+
+    # the final share consumer got share-1's record again and nothing more
+    h = died(acked()).share_poll("share-drain", record(1, 0, delivery=2))
+    assert counts(spark, tmp_path / "stuck", done(h, lag=2)) == NONE | {"share-stuck": 2}
+    # none was handed a record: a stuck group or a consumer never assigned
+    a = analyze(spark, done(died(acked()), lag=3).write(tmp_path / "unassigned"))
+    assert a.counts() == NONE and (a.facts.share_lag, a.facts.share_final) == (3, 0)
+    v = verdict(Scenario(name="share", workload="share", kafka={"version": "4.3.1"}), a)
+    assert v.valid is None and any("lag of 3 records" in u for u in v.unknown_because)
 
 
 def test_without_the_groups_final_state_the_share_checks_are_unknown(spark, tmp_path):
