@@ -3,6 +3,8 @@ again to the others, and the run passes, on librdkafka's share consumer and on k
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pyarrow.parquet as pq
 import pytest
 
@@ -25,16 +27,23 @@ SCENARIO = {
 
 
 def _timeline(history) -> str:
-    """When each member was first handed records and when each kill fired, in seconds from the
-    first send: what a failure needs to say."""
+    """When each member (and the final one) was first handed records, how many, when each kill
+    fired and which members were replaced, in seconds from the first send: what a failure needs to
+    say."""
     t0 = min(r["t_invoke"] for r in pq.read_table(history / "sends.parquet").to_pylist())
     first: dict[str, int] = {}
+    handed = Counter()
     for r in pq.read_table(history / "shares.parquet").to_pylist():
         first[r["reader"]] = min(first.get(r["reader"], r["t"]), r["t"])
+        handed[r["reader"]] += 1
     kills = [f["t_start"] for f in pq.read_table(history / "faults.parquet").to_pylist()
              if f["fault"] == "consumer-kill"]
-    handed = {k: round((v - t0) / 1e9, 1) for k, v in sorted(first.items())}
-    return f"first records {handed}, kills at {[round((t - t0) / 1e9, 1) for t in kills]}"
+    replaced = [(e["source"], round((e["t"] - t0) / 1e9, 1))
+                for e in pq.read_table(history / "events.parquet").to_pylist()
+                if e["kind"] == Event.RECREATED]
+    at = {k: (round((v - t0) / 1e9, 1), handed[k]) for k, v in sorted(first.items())}
+    return (f"first records (s, records) {at}, kills at "
+            f"{[round((t - t0) / 1e9, 1) for t in kills]}, replaced {replaced}")
 
 
 @pytest.mark.parametrize("client", ["librdkafka", pytest.param("java", marks=pytest.mark.slow)])
@@ -42,10 +51,10 @@ def test_a_killed_members_records_are_delivered_again_and_the_run_passes(tmp_pat
     scenario = Scenario.model_validate(SCENARIO | {"share": SCENARIO["share"] | {"client": client}})
     out = run_and_check(scenario, tmp_path / "runs")
     r = out.result
-    assert r.verdict is True, "\n".join([str(r.forbidden), *r.unknown_because])
+    history = out.run_dir / "history"
+    assert r.verdict is True, "\n".join([str(r.forbidden), *r.unknown_because, _timeline(history)])
     assert r.consumer_client.library == ("java kafka-clients" if client == "java" else "librdkafka")
     assert r.facts.ops == {"fired": 3}, r.facts.ops
-    history = out.run_dir / "history"
     shares = pq.read_table(history / "shares.parquet").to_pylist()
     # no record was released: a second delivery is a killed member's record come back
     again = {(s["partition"], s["offset"]) for s in shares if s["delivery"] >= 2}
