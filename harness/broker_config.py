@@ -196,10 +196,14 @@ def broker_properties(spec: ClusterSpec, node_id: int, alias: str, external_port
             "controller.listener.names": "CONTROLLER",
             "broker.session.timeout.ms": str(SESSION_MS),
         }
+    advertised = f"INTERNAL://{alias}:{INTERNAL_PORT},EXTERNAL://127.0.0.1:{external_port}"
+    if spec.dynamic_quorum and "CONTROLLER" in listeners:
+        # add-controller gives the quorum this endpoint; left out, Kafka took the listener's
+        # 0.0.0.0, and voters sent that controller's votes to themselves
+        advertised += f",CONTROLLER://{alias}:{CONTROLLER_PORT}"
     props |= {
         "listeners": ",".join(f"{name}://0.0.0.0:{port}" for name, port in listeners.items()),
-        "advertised.listeners": (f"INTERNAL://{alias}:{INTERNAL_PORT},"
-                                 f"EXTERNAL://127.0.0.1:{external_port}"),
+        "advertised.listeners": advertised,
         "listener.security.protocol.map": ("INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,"
                                            "CONTROLLER:PLAINTEXT"),
     }

@@ -16,6 +16,7 @@ from contracts.faultlines import FaultSpec
 from faults import quorum
 from faults.ops import Ctx, NoEffect, Stalled
 from faults.registry import OPS
+from harness.broker_config import ClusterSpec, broker_properties
 from kchaos.catalog import validate
 
 
@@ -142,3 +143,11 @@ def test_a_swap_line_needs_a_dynamic_quorum_release_and_a_fourth_node(kafka, say
     with pytest.raises(UsageError, match=re.escape(says)):
         validate({"name": "q", "duration": "30s", "kafka": kafka,
                   "faults": [{"fault": "quorum-swap"}]}, "q")
+
+
+def test_a_dynamic_quorums_controllers_advertise_their_controller_listener():
+    # add-controller hands the quorum the advertised endpoint; 0.0.0.0 would send votes home
+    dynamic = broker_properties(ClusterSpec(brokers=4, dynamic_quorum=True), 4, "kafka-4", 20001)
+    assert "CONTROLLER://kafka-4:9093" in dynamic["advertised.listeners"].split(",")
+    static = broker_properties(ClusterSpec(brokers=4), 1, "kafka-1", 20001)
+    assert "CONTROLLER" not in static["advertised.listeners"]
