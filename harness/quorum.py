@@ -18,6 +18,10 @@ from harness.releases import HOME, RELEASE_FILE, TOOL_JVM
 TOOL = (f'timeout 60 java {TOOL_JVM} -cp "$(cat {HOME}/{RELEASE_FILE} 2>/dev/null || '
         f'echo {HOME}/libs)/*" org.apache.kafka.tools.MetadataQuorumCommand')
 PROPERTIES = "/etc/kafka/node.properties"
+# the tool's Admin settings: a request to a controller killed or cut off mid-change is given up in
+# seconds, not held for the Admin's default minute (the op retries until the voters show it)
+ADMIN = ("request.timeout.ms=10000", "default.api.timeout.ms=15000")
+CONFIG = "/tmp/kchaos-quorum.properties"
 META = "/var/lib/kafka/data/meta.properties"
 STATUS_S = 30.0  # how long a quorum without an answer is asked again
 
@@ -57,7 +61,7 @@ class Quorum:
     def add(self, node_id: int) -> None:
         """Add a running observer controller to the voters, from inside it (the tool reads its
         directory id and endpoint from the node's own settings)."""
-        self._tool(f"--command-config {PROPERTIES} add-controller", on=node_id)
+        self._tool("add-controller", on=node_id, own_settings=True)
 
     def remove(self, node_id: int) -> None:
         """Remove a voter (running or not), from another running node."""
@@ -74,22 +78,27 @@ class Quorum:
                                        if line.startswith("directory.id="))
         return self._dirs[node_id]
 
-    def _tool(self, args: str, on: int | None = None, avoid: int | None = None) -> str:
+    def _tool(self, args: str, on: int | None = None, avoid: int | None = None,
+              own_settings: bool = False) -> str:
         """Run kafka-metadata-quorum against every controller, on node `on` (else any running one
-        but `avoid`); its output, or a ClusterError with it."""
+        but `avoid`), with the ADMIN settings (after the node's own, which add-controller reads);
+        its output, or a ClusterError with it."""
         nodes = [n for n in self._nodes() if n.node_id != avoid and (on is None or n.node_id == on)]
         bootstrap = ",".join(f"{n.alias}:{CONTROLLER_PORT}" for n in self._nodes())
+        config = (f"{{ {'cat ' + PROPERTIES + '; ' if own_settings else ''}"
+                  f"printf '%s\\n' {' '.join(ADMIN)}; }} > {CONFIG}")
         for node in nodes:
             try:
-                ran = node.sh_if_running(f"{TOOL} --bootstrap-controller {bootstrap} {args} 2>&1")
+                ran = node.sh_if_running(f"{config} && {TOOL} --bootstrap-controller {bootstrap} "
+                                         f"--command-config {CONFIG} {args} 2>&1")
             except docker.errors.APIError as exc:  # killed between the check and the exec
                 raise ClusterError(f"kafka-metadata-quorum on {node.alias}: {exc}") from exc
             if ran is None:
                 continue
             code, out = ran
             if code:
-                raise ClusterError(f"kafka-metadata-quorum {args.split()[-1]} on {node.alias} "
+                raise ClusterError(f"kafka-metadata-quorum {args.split()[0]} on {node.alias} "
                                    f"failed ({code}):\n{out[-1500:]}")
             return out
-        raise ClusterError(f"kafka-metadata-quorum {args.split()[-1]}: no running node to run it "
+        raise ClusterError(f"kafka-metadata-quorum {args.split()[0]}: no running node to run it "
                            "on")
