@@ -3,7 +3,6 @@ import java.util.Properties;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -73,13 +72,17 @@ final class Producing extends Role {
         try {
             producer.send(new ProducerRecord<>(topic, key == null ? null : key.getBytes(),
                                                Payload.encode(pid, s, size)),
-                          (meta, exc) -> delivered(s, key, t0, meta, exc));
+                          (meta, exc) -> {
+                              Sent sent = delivered(meta, exc);
+                              history.rowLater("sends", () -> sent.row(pid, s, key, topic, t0, -1));
+                              pending.remove(s);
+                          });
             return producer;
         } catch (RuntimeException exc) {
             pending.remove(s);
             errors.incrementAndGet();
             clientErrors++;
-            history.row("sends", row(s, key, -1, t0, History.now(), "fail", errorName(exc), -1).end());
+            history.row("sends", Sent.refused(exc).row(pid, s, key, topic, t0, -1).end());
             if (exc instanceof TimeoutException) {
                 return producer;
             }
@@ -95,30 +98,10 @@ final class Producing extends Role {
         return keyed ? pid + "-" + (s % 16) : null;
     }
 
-    /** The callback: counts now, and leaves formatting the row to the history's flushing thread. */
-    private void delivered(long s, String key, long t0, RecordMetadata meta, Exception exc) {
-        long t1 = History.now();
-        boolean ok = exc == null;
-        (ok ? acked : errors).incrementAndGet();
-        int partition = meta == null ? -1 : meta.partition();
-        long offset = ok && meta.hasOffset() ? meta.offset() : -1;
-        String error = ok ? null : errorName(exc);
-        history.rowLater("sends", () -> row(s, key, partition, t0, t1, ok ? "ok" : "info", error, offset));
-        pending.remove(s);
-    }
-
-    private History.Json row(long s, String key, int partition, long t0, long t1, String outcome, String error,
-                             long offset) {
-        return new History.Json().num("producer", pid).num("seq", s).str("key", key).str("topic", topic)
-            .num("partition", partition).num("t_invoke", t0).num("t_complete", t1)
-            .str("outcome", outcome).str("error", error).num("offset", offset).num("txn", -1);
-    }
-
     /** Sends whose callback never came: `info`, since they may have been written. */
     private void settlePending() {
         for (Long s : new java.util.TreeSet<>(pending.keySet())) {
-            history.row("sends", row(s, key(s), -1, pending.remove(s), History.now(),
-                                     "info", "NO_DELIVERY_REPORT", -1).end());
+            history.row("sends", Sent.unreported().row(pid, s, key(s), topic, pending.remove(s), -1).end());
         }
     }
 }

@@ -1,5 +1,6 @@
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.producer.RecordMetadata;
 
 /** One workload role on a thread of its own: run() until stop is asked; positioned once it is ready for the workload. */
 abstract class Role implements Runnable {
@@ -64,6 +65,13 @@ abstract class Role implements Runnable {
             }
         }
         return stop;
+    }
+
+    /** A producer's delivery report, counted as acknowledged or not. */
+    Sent delivered(RecordMetadata meta, Exception exc) {
+        Sent sent = Sent.reported(meta, exc);
+        (sent.ok() ? acked : errors).incrementAndGet();
+        return sent;
     }
 
     static String errorName(Throwable e) {

@@ -185,24 +185,10 @@ final class Transactions extends Role {
         pending.put(s, new long[] {t0, t, which});
         producer.send(new ProducerRecord<>(topic, partition, null, Payload.encode(pid, s, size)),
                       (meta, exc) -> {
-                          long t1 = History.now();
-                          boolean ok = exc == null;
-                          (ok ? acked : errors).incrementAndGet();
-                          int metaPartition = meta == null ? -1 : meta.partition();
-                          long offset = ok && meta.hasOffset() ? meta.offset() : -1;
-                          String error = ok ? null : errorName(exc);
-                          String outcome = ok ? "ok" : "info";
-                          history.rowLater("sends",
-                                           () -> row(s, t, topic, metaPartition, t0, t1, outcome, error, offset));
+                          Sent sent = delivered(meta, exc);
+                          history.rowLater("sends", () -> sent.row(pid, s, null, topic, t0, t));
                           pending.remove(s);
                       });
-    }
-
-    private History.Json row(long s, long t, String topic, int partition, long t0, long t1, String outcome,
-                             String error, long offset) {
-        return new History.Json().num("producer", pid).num("seq", s).str("key", null).str("topic", topic)
-            .num("partition", partition).num("t_invoke", t0).num("t_complete", t1)
-            .str("outcome", outcome).str("error", error).num("offset", offset).num("txn", t);
     }
 
     /** The protocol the client's transaction manager ran this transaction with, recorded when it changes
@@ -229,8 +215,7 @@ final class Transactions extends Role {
     private void settlePending() {
         for (Long s : new TreeSet<>(pending.keySet())) {
             long[] p = pending.remove(s);
-            history.row("sends", row(s, p[1], topics[(int) p[2]], -1, p[0], History.now(), "info",
-                                     "NO_DELIVERY_REPORT", -1).end());
+            history.row("sends", Sent.unreported().row(pid, s, null, topics[(int) p[2]], p[0], p[1]).end());
         }
     }
 }
