@@ -1,0 +1,123 @@
+"""`python -m bench.shard NAME [K]`: run slice K (default: the first not kept) of a committed
+comparison, and keep its runs trimmed in the repository, so a comparison longer than a sitting is
+measured in parts and merged once every slice is kept.
+
+Each run keeps results.json, scenario.json, schedule.json and run.json, and report.html when it
+FAILED or was UNKNOWN; histories and broker logs go (KEEP_WORK=DIR copies them there first).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from contracts.results import Badge, RunResult
+
+KCHAOS = str(Path(sys.executable).with_name("kchaos"))
+KEPT = ("results.json", "scenario.json", "schedule.json", "run.json")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A comparison's `kchaos compare` arguments, its slices, and where its page and runs live."""
+
+    args: tuple[str, ...]
+    shards: int
+    home: str
+
+    @property
+    def runs(self) -> Path:
+        return Path(self.home) / "runs"
+
+
+COMPARISONS = {
+    "catalog": Comparison(("--kafka", "4.3.1,3.9.2,3.9.2:zookeeper,2.8.2", "--suite", "nightly",
+                           "--seeds", "5"), 48, "docs/comparison"),
+    "upgrades": Comparison(("--kafka", "3.9.2->4.4.0,4.3.1->4.4.0,3.9.2:zookeeper->kraft",
+                            "--suite", "upgrades", "--seeds", "5"), 9, "docs/compare-upgrades"),
+    "clients": Comparison(("--clients", "librdkafka,java", "--suite", "transactions",
+                           "--seeds", "5"), 10, "docs/compare-clients"),
+    "kafka-4.4": Comparison(("--kafka", "4.3.1,4.4.0", "--suite", "nightly", "--seeds", "5"), 50,
+                            "docs/compare-4.4"),
+}
+
+
+def usage(message: str) -> None:
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
+def pick(argv: list[str]) -> tuple[str, Comparison, int]:
+    """The comparison and slice the command line names; a bad one exits 2 before anything runs."""
+    if not argv or argv[0] not in COMPARISONS:
+        given = repr(argv[0][:40]) if argv else "nothing"
+        usage(f"Expected one of {', '.join(COMPARISONS)} but got NAME={given}; "
+              "usage: python -m bench.shard NAME [K]")
+    name, c = argv[0], COMPARISONS[argv[0]]
+    if len(argv) == 1:
+        todo = [k for k in range(1, c.shards + 1) if not (c.runs / f"shard-{k}").exists()]
+        if not todo:
+            usage(f"every slice of {name} is kept under {c.runs}; merge them: kchaos compare "
+                  f"--merge {c.runs} --runs-dir {c.home}")
+        return name, c, todo[0]
+    k = argv[1]
+    if not k.isdigit() or not 1 <= int(k) <= c.shards:
+        usage(f"Expected a slice from 1 to {c.shards} but got K={k[:20]!r}")
+    if (c.runs / f"shard-{k}").exists():
+        usage(f"{c.runs}/shard-{k} exists: slice {k} has run; remove it to run it again")
+    return name, c, int(k)
+
+
+def trim(work: Path, dest: Path) -> int:
+    """Copy each run under work (work/SCENARIO/RUN) to dest, keeping what a merge and a reader
+    need; returns how many runs were kept."""
+    kept = 0
+    for results in sorted(work.glob("*/*/results.json")):
+        run = results.parent
+        keep = dest / run.relative_to(work)
+        keep.mkdir(parents=True)
+        names = [*KEPT, *(["report.html"] if RunResult.load(results).badge in (
+            Badge.FAIL, Badge.UNKNOWN) else [])]
+        for n in names:
+            if (run / n).exists():
+                shutil.copy2(run / n, keep / n)
+        kept += 1
+    return kept
+
+
+def commit() -> str:
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return out.stdout.strip() or "unknown"
+
+
+def main(argv: list[str]) -> int:
+    name, c, k = pick(argv)
+    dest = c.runs / f"shard-{k}"
+    Path("runs").mkdir(exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"shard-{name}-{k}-", dir="runs"))
+    started = time.monotonic()
+    try:
+        code = subprocess.run([KCHAOS, "compare", *c.args, "--shard", f"{k}/{c.shards}",
+                               "--runs-dir", str(work), "--allow-unknown"]).returncode
+        kept = trim(work, dest)  # any exit code with runs: a FAIL or UNKNOWN is a finding
+        line = (f"{k}: {kept} runs in {(time.monotonic() - started) / 60:.0f} min at {commit()}, "
+                f"exit {code}")
+        if kept:
+            with (c.runs / "shards.log").open("a") as log:
+                print(line, file=log)
+        print(line)
+        return code if kept else max(code, 1)
+    finally:
+        if keep_work := os.environ.get("KEEP_WORK"):
+            shutil.copytree(work, keep_work, dirs_exist_ok=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
