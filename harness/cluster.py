@@ -282,6 +282,7 @@ class Cluster:
         nodes = [self.node(i) for i in node_ids]
         began, after = time.monotonic(), "clean" if nodes and all(
             n.stopped_cleanly for n in nodes) else "kill"
+        alone = not set(self.stopped()) - {n.node_id for n in nodes}
         self._await_unregistered(nodes)
         for n in nodes:
             n.begin_start()
@@ -290,9 +291,9 @@ class Cluster:
             self.firewall.apply(n)
         recovering, self._power_cut = (self._power_cut & set(node_ids),
                                        self._power_cut - set(node_ids))
-        # validation plans ordinary restarts of the image's release; a power loss's recovery takes
-        # longer, a broker an upgrade rolled runs other jars, and a migration changes the mode
-        if nodes and not recovering and not self.controllers and all(
+        # validation plans ordinary restarts of the image's release: not a power loss's recovery,
+        # a rolled broker's, a migrated one's, or one beside a down node (it may await a quorum)
+        if nodes and alone and not recovering and not self.controllers and all(
                 self.releases[n.node_id] == self.spec.version for n in nodes):
             measured.record_restart(self.spec.version, self.spec.metadata, after,
                                     time.monotonic() - began)
