@@ -2,8 +2,8 @@
 comparison, and keep its runs trimmed in the repository, so a comparison longer than a sitting is
 measured in parts and merged once every slice is kept.
 
-Each run keeps results.json, scenario.json, schedule.json and run.json, and report.html when it
-FAILED or was UNKNOWN; histories and broker logs go (KEEP_WORK=DIR copies them there first).
+Each run keeps results.json, scenario.json, schedule.json and run.json, what a merge needs; its
+report (hundreds of kB), history and broker logs go (KEEP_WORK=DIR copies them there first).
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-
-from contracts.results import Badge, RunResult
 
 KCHAOS = str(Path(sys.executable).with_name("kchaos"))
 KEPT = ("results.json", "scenario.json", "schedule.json", "run.json")
@@ -82,9 +80,7 @@ def trim(work: Path, dest: Path) -> int:
         run = results.parent
         keep = dest / run.relative_to(work)
         keep.mkdir(parents=True)
-        names = [*KEPT, *(["report.html"] if RunResult.load(results).badge in (
-            Badge.FAIL, Badge.UNKNOWN) else [])]
-        for n in names:
+        for n in KEPT:
             if (run / n).exists():
                 shutil.copy2(run / n, keep / n)
         kept += 1

@@ -18,16 +18,16 @@ def run_dir(work, scenario: str, run: str, **fields) -> None:
         (d / name).write_text("{}")
 
 
-def test_trim_keeps_the_results_and_a_report_only_where_the_run_failed_or_was_unknown(tmp_path):
+def test_trim_keeps_what_a_merge_needs_of_each_run_and_not_its_report_history_or_logs(tmp_path):
     work, dest = tmp_path / "work", tmp_path / "kept"
     run_dir(work, "a", "1-42")
     run_dir(work, "a", "2-43", verdict=False, forbidden={"lost-write": 3})
     run_dir(work, "b", "3-42", verdict=None)
+    (work / "junit-compare-4.3.1.xml").write_text("<testsuite/>")
     assert shard.trim(work, dest) == 3
     kept = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
-    assert kept == [f"a/1-42/{n}" for n in sorted(shard.KEPT)] + \
-        [f"a/2-43/{n}" for n in sorted([*shard.KEPT, "report.html"])] + \
-        [f"b/3-42/{n}" for n in sorted([*shard.KEPT, "report.html"])]
+    assert kept == [f"{run}/{n}" for run in ("a/1-42", "a/2-43", "b/3-42")
+                    for n in sorted(shard.KEPT)]
     assert RunResult.load(dest / "a/2-43/results.json").forbidden == {"lost-write": 3}
 
 
