@@ -54,7 +54,10 @@ class Ctx:
     @contextlib.contextmanager
     def holding(self, broker: int, every_s: float = 0.5) -> Iterator[bool]:
         """Hold one broker from other lines' ops, once the op that holds it now lets go; yields
-        False when the run ended first."""
+        False once the run ended (a roll's next step would run with no workload)."""
+        if self.stop.is_set():
+            yield False
+            return
         while self.claim([broker]):
             if self.stop.wait(every_s):
                 yield False

@@ -21,7 +21,7 @@ SCENARIO = {
     "consumer": {"count": 2, "mode": "subscribe", "commit": "after"},
     "faults": [{"fault": "migrate", "after": "5s", "for": "0s"},
                {"fault": "kill", "target": "leader", "every": "30s", "for": "4s", "after": "10s"}],
-    "duration": "150s",
+    "duration": "300s",
 }
 
 

@@ -21,7 +21,7 @@ SCENARIO = {
     "consumer": {"count": 2, "mode": "subscribe", "commit": "after"},
     "faults": [{"fault": "upgrade", "to": "4.3.1", "after": "5s", "for": "0s"},
                {"fault": "kill", "target": "leader", "every": "20s", "for": "4s", "after": "8s"}],
-    "duration": "90s",
+    "duration": "240s",
 }
 
 

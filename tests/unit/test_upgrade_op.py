@@ -104,6 +104,29 @@ def test_a_roll_the_run_ended_halfway_had_no_effect_and_finalized_nothing(tmp_pa
     assert cluster.finalized == 0
 
 
+def test_no_broker_rolls_and_nothing_is_finalized_once_the_run_ended(tmp_path):
+    history = HistoryWriter(tmp_path)
+    nemesis = None
+    cluster = RollingCluster(lambda: nemesis.held)
+    rolled = cluster.upgrade_node
+
+    def upgrade_node(node_id: int, version: str) -> None:
+        rolled(node_id, version)
+        if node_id == 2:
+            nemesis.stop_event.set()  # the workload ends while broker 2 rolls, no line holding 3
+    cluster.upgrade_node = upgrade_node
+    faults = [fault_spec(fault="upgrade", to="4.4.0", **{"for": 0})]
+    op = plan.PlannedOp(1.0, 0, "upgrade", 0.0)
+    nemesis = schedule.Nemesis(cluster, "chaos", faults, [op], 1, history)
+    nemesis.t0_ns = 0
+    nemesis.fire(op)
+    history.close(compact=False)
+    (row,) = read_jsonl(tmp_path, "faults").to_pylist()
+    assert row["outcome"] == "no-effect", row
+    assert "brokers [3] not yet on 4.4.0 (rolled: [1, 2])" in row["detail"]
+    assert cluster.releases[3] == "3.9.2" and cluster.finalized == 0
+
+
 def test_a_rollback_rolls_each_broker_forward_then_back_and_finalizes_nothing(tmp_path):
     history = HistoryWriter(tmp_path)
     nemesis = None
