@@ -14,6 +14,8 @@ from faults import plan, schedule
 from harness import releases
 from kchaos.catalog import fault_spec
 
+UPGRADE = fault_spec(fault="upgrade", to="4.4.0", **{"for": 0})
+
 
 class RollingCluster:
     """Brokers 1-3 on 3.9.2; says which brokers the nemesis held while each one rolled."""
@@ -40,6 +42,24 @@ class RollingCluster:
         return {"metadata.version": "33"}
 
 
+def _fire(tmp_path, line: dict, before=None) -> tuple[dict, RollingCluster]:
+    """Fire the upgrade `line`'s op beside a kill line, `before(nemesis, cluster)` first; its
+    faults row and the cluster."""
+    history = HistoryWriter(tmp_path)
+    nemesis = None
+    cluster = RollingCluster(lambda: nemesis.held)
+    op = plan.PlannedOp(1.0, 0, "upgrade", 0.0)
+    nemesis = schedule.Nemesis(cluster, "chaos", [line, fault_spec(fault="kill")], [op], 1,
+                               history)
+    nemesis.t0_ns = 0
+    if before:
+        before(nemesis, cluster)
+    nemesis.fire(op)
+    history.close(compact=False)
+    (row,) = read_jsonl(tmp_path, "faults").to_pylist()
+    return row, cluster
+
+
 def test_an_upgrade_line_plans_one_op_however_long_the_run():
     line = fault_spec(fault="upgrade", to="4.4.0", every=10, after=5, **{"for": 0})
     kill = fault_spec(fault="kill", every=10, after=5)
@@ -49,24 +69,16 @@ def test_an_upgrade_line_plans_one_op_however_long_the_run():
 
 
 def test_an_upgrade_holds_each_broker_in_turn_and_waits_for_one_another_line_holds(tmp_path):
-    history = HistoryWriter(tmp_path)
-    nemesis = None
-    cluster = RollingCluster(lambda: nemesis.held)
-    faults = [fault_spec(fault="upgrade", to="4.4.0", **{"for": 0}), fault_spec(fault="kill")]
-    op = plan.PlannedOp(1.0, 0, "upgrade", 0.0)
-    nemesis = schedule.Nemesis(cluster, "chaos", faults, [op], 1, history)
-    nemesis.t0_ns = 0
-    assert nemesis.claim(1, [2]) == []  # the kill line holds broker 2 ...
-    threading.Timer(0.8, nemesis.release, args=(1,)).start()  # ... and lets go a moment later
-    nemesis.fire(op)
-    history.close(compact=False)
-    (row,) = read_jsonl(tmp_path, "faults").to_pylist()
+    def kill_line_holds_2(nemesis, cluster):
+        assert nemesis.claim(1, [2]) == []  # the kill line holds broker 2 ...
+        threading.Timer(0.8, nemesis.release, args=(1,)).start()  # ... and lets go a moment later
+    row, cluster = _fire(tmp_path, UPGRADE, kill_line_holds_2)
     assert row["outcome"] == "fired", row
     # broker 1 rolls beside the kill line's hold of 2; 2 rolls once that hold is gone
     # and the finalize holds the broker it runs Kafka's tool on
     assert cluster.held_while == {1: {1: 0, 2: 1}, 2: {2: 0}, 3: {3: 0}, "finalize": {1: 0}}
     assert cluster.releases == dict.fromkeys([1, 2, 3], "4.4.0") and cluster.finalized == 1
-    assert nemesis.held == {}
+    assert cluster.nemesis_held() == {}
     assert '"finalized": {"metadata.version": "33"}' in row["detail"]
 
 
@@ -87,57 +99,33 @@ def test_the_levels_a_finalize_printed_are_read_and_nothing_else():
 
 
 def test_a_roll_the_run_ended_halfway_had_no_effect_and_finalized_nothing(tmp_path):
-    history = HistoryWriter(tmp_path)
-    nemesis = None
-    cluster = RollingCluster(lambda: nemesis.held)
-    faults = [fault_spec(fault="upgrade", to="4.4.0", **{"for": 0})]
-    op = plan.PlannedOp(1.0, 0, "upgrade", 0.0)
-    nemesis = schedule.Nemesis(cluster, "chaos", faults, [op], 1, history)
-    nemesis.t0_ns = 0
-    nemesis.claim(5, [3])  # another line holds broker 3 past the run's end
-    threading.Timer(0.5, nemesis.stop_event.set).start()
-    nemesis.fire(op)
-    history.close(compact=False)
-    (row,) = read_jsonl(tmp_path, "faults").to_pylist()
+    def another_line_holds_3(nemesis, cluster):
+        nemesis.claim(5, [3])  # another line holds broker 3 past the run's end
+        threading.Timer(0.5, nemesis.stop_event.set).start()
+    row, cluster = _fire(tmp_path, UPGRADE, another_line_holds_3)
     assert row["outcome"] == "no-effect", row
     assert "brokers [3] not yet on 4.4.0 (rolled: [1, 2])" in row["detail"]
     assert cluster.finalized == 0
 
 
 def test_no_broker_rolls_and_nothing_is_finalized_once_the_run_ended(tmp_path):
-    history = HistoryWriter(tmp_path)
-    nemesis = None
-    cluster = RollingCluster(lambda: nemesis.held)
-    rolled = cluster.upgrade_node
+    def run_ends_while_2_rolls(nemesis, cluster):
+        rolled = cluster.upgrade_node
 
-    def upgrade_node(node_id: int, version: str) -> None:
-        rolled(node_id, version)
-        if node_id == 2:
-            nemesis.stop_event.set()  # the workload ends while broker 2 rolls, no line holding 3
-    cluster.upgrade_node = upgrade_node
-    faults = [fault_spec(fault="upgrade", to="4.4.0", **{"for": 0})]
-    op = plan.PlannedOp(1.0, 0, "upgrade", 0.0)
-    nemesis = schedule.Nemesis(cluster, "chaos", faults, [op], 1, history)
-    nemesis.t0_ns = 0
-    nemesis.fire(op)
-    history.close(compact=False)
-    (row,) = read_jsonl(tmp_path, "faults").to_pylist()
+        def upgrade_node(node_id: int, version: str) -> None:
+            rolled(node_id, version)
+            if node_id == 2:
+                nemesis.stop_event.set()  # the workload ends while broker 2 rolls, 3 unheld
+        cluster.upgrade_node = upgrade_node
+    row, cluster = _fire(tmp_path, UPGRADE, run_ends_while_2_rolls)
     assert row["outcome"] == "no-effect", row
     assert "brokers [3] not yet on 4.4.0 (rolled: [1, 2])" in row["detail"]
     assert cluster.releases[3] == "3.9.2" and cluster.finalized == 0
 
 
 def test_a_rollback_rolls_each_broker_forward_then_back_and_finalizes_nothing(tmp_path):
-    history = HistoryWriter(tmp_path)
-    nemesis = None
-    cluster = RollingCluster(lambda: nemesis.held)
-    faults = [fault_spec(fault="upgrade", to="4.4.0", rollback=True, **{"for": 0})]
-    op = plan.PlannedOp(1.0, 0, "upgrade", 0.0)
-    nemesis = schedule.Nemesis(cluster, "chaos", faults, [op], 1, history)
-    nemesis.t0_ns = 0
-    nemesis.fire(op)
-    history.close(compact=False)
-    (row,) = read_jsonl(tmp_path, "faults").to_pylist()
+    row, cluster = _fire(tmp_path, fault_spec(fault="upgrade", to="4.4.0", rollback=True,
+                                              **{"for": 0}))
     assert row["outcome"] == "fired", row
     detail = json.loads(row["detail"])
     assert [(r["broker"], r["from"], r["to"]) for r in detail["rolled"]] == [
