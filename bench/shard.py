@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from contracts import provenance
+
 KCHAOS = str(Path(sys.executable).with_name("kchaos"))
 KEPT = ("results.json", "scenario.json", "schedule.json", "run.json")
 
@@ -87,11 +89,6 @@ def trim(work: Path, dest: Path) -> int:
     return kept
 
 
-def commit() -> str:
-    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return out.stdout.strip() or "unknown"
-
-
 def main(argv: list[str]) -> int:
     name, c, k = pick(argv)
     dest = c.runs / f"shard-{k}"
@@ -102,8 +99,8 @@ def main(argv: list[str]) -> int:
         code = subprocess.run([KCHAOS, "compare", *c.args, "--shard", f"{k}/{c.shards}",
                                "--runs-dir", str(work), "--allow-unknown"]).returncode
         kept = trim(work, dest)  # any exit code with runs: a FAIL or UNKNOWN is a finding
-        line = (f"{k}: {kept} runs in {(time.monotonic() - started) / 60:.0f} min at {commit()}, "
-                f"exit {code}")
+        line = (f"{k}: {kept} runs in {(time.monotonic() - started) / 60:.0f} min at "
+                f"{provenance.commit()}, exit {code}")
         if kept:
             with (c.runs / "shards.log").open("a") as log:
                 print(line, file=log)
