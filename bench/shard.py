@@ -3,7 +3,8 @@ comparison, and keep its runs trimmed in the repository, so a comparison longer 
 measured in parts and merged once every slice is kept.
 
 Each run keeps results.json, scenario.json, schedule.json and run.json, what a merge needs; its
-report (hundreds of kB), history and broker logs go (KEEP_WORK=DIR copies them there first).
+report (hundreds of kB), history and broker logs go, but a run that did not pass keeps all of it
+under runs/ (not committed) to be traced (KEEP_WORK=DIR copies every run there first).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contracts import provenance
+from contracts.results import RunResult
 
 KCHAOS = str(Path(sys.executable).with_name("kchaos"))
 KEPT = ("results.json", "scenario.json", "schedule.json", "run.json")
@@ -89,6 +91,16 @@ def trim(work: Path, dest: Path) -> int:
     return kept
 
 
+def keep_unpassed(work: Path, into: Path) -> list[Path]:
+    """Copy each run under work whose verdict is not a pass, whole, to into; the copies."""
+    kept = []
+    for results in sorted(work.glob("*/*/results.json")):
+        if RunResult.load(results).verdict is not True:
+            run = results.parent
+            kept.append(Path(shutil.copytree(run, into / run.relative_to(work))))
+    return kept
+
+
 def main(argv: list[str]) -> int:
     name, c, k = pick(argv)
     dest = c.runs / f"shard-{k}"
@@ -99,6 +111,8 @@ def main(argv: list[str]) -> int:
         code = subprocess.run([KCHAOS, "compare", *c.args, "--shard", f"{k}/{c.shards}",
                                "--runs-dir", str(work), "--allow-unknown"]).returncode
         kept = trim(work, dest)  # any exit code with runs: a FAIL or UNKNOWN is a finding
+        for run in keep_unpassed(work, Path("runs") / f"unpassed-{name}-{k}"):
+            print(f"not a pass, kept whole to be traced: {run}")
         line = (f"{k}: {kept} runs in {(time.monotonic() - started) / 60:.0f} min at "
                 f"{provenance.commit()}, exit {code}")
         if kept:

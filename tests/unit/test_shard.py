@@ -31,6 +31,15 @@ def test_trim_keeps_what_a_merge_needs_of_each_run_and_not_its_report_history_or
     assert RunResult.load(dest / "a/2-43/results.json").forbidden == {"lost-write": 3}
 
 
+def test_a_run_that_did_not_pass_is_kept_whole_and_a_pass_is_not(tmp_path):
+    work, into = tmp_path / "work", tmp_path / "unpassed"
+    run_dir(work, "a", "1-42")
+    run_dir(work, "a", "2-43", verdict=False, forbidden={"lost-write": 3})
+    run_dir(work, "b", "3-42", verdict=None)
+    assert shard.keep_unpassed(work, into) == [into / "a/2-43", into / "b/3-42"]
+    assert (into / "b/3-42/history/sends.jsonl").exists() and not (into / "a/1-42").exists()
+
+
 def test_the_first_slice_not_kept_is_next_and_a_kept_one_is_not_run_again(tmp_path, monkeypatch,
                                                                           capsys):
     monkeypatch.chdir(tmp_path)
