@@ -97,7 +97,8 @@ def keep_unpassed(work: Path, into: Path) -> list[Path]:
     for results in sorted(work.glob("*/*/results.json")):
         if RunResult.load(results).verdict is not True:
             run = results.parent
-            kept.append(Path(shutil.copytree(run, into / run.relative_to(work))))
+            kept.append(Path(shutil.copytree(run, into / run.relative_to(work),
+                                            dirs_exist_ok=True)))
     return kept
 
 
