@@ -20,14 +20,18 @@ def version() -> str:
 @cache
 def commit() -> str:
     """The commit of the checkout kafka-chaos runs from, with '+dirty' for uncommitted changes
-    ("unknown" outside a git checkout)."""
-    top = Path(__file__).resolve().parents[1]
+    outside docs/ ("unknown" outside a git checkout)."""
+    return commit_of(Path(__file__).resolve().parents[1])
+
+
+def commit_of(top: Path) -> str:
+    """The commit checked out at top; results kept under docs/ do not make it '+dirty'."""
+    git = ["git", "-C", str(top)]
     try:
-        head = subprocess.run(["git", "-C", str(top), "rev-parse", "HEAD"], capture_output=True,
-                              text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(top), "status", "--porcelain",
-                                "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
+        head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10)
+        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no", "--",
+                                ".", ":(exclude)docs"], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     if head.returncode != 0:
