@@ -117,7 +117,8 @@ class Event(StrEnum):
     REWOUND = "rewound"
     # a share group's share-partition start offset after its final drain (-1: not read)
     SHARE_START = "share-start"
-    LIVENESS = "liveness"  # the cluster did not regain a full ISR after the final heal
+    # what the cluster never reached: a full ISR, a migration's metadata copy, a voter change
+    LIVENESS = "liveness"
     NODE_EXIT = "node-exit"  # a Kafka node ended its own process (detail: the node: its log line)
     SAMPLE_ERROR = "sample-error"  # the metadata sampler could not sample
     CLIENT_ERROR = "client-error"  # a workload client raised (recorded, the client goes on)

@@ -67,8 +67,8 @@ class Facts:
     share_lag: int = 0
     # the transaction protocols transactional producers said they ran (`txn-protocol`: v1, v2)
     txn_protocols: list[str] = field(default_factory=list)
-    # what the cluster never reached (`liveness` events): a full ISR after healing, a migration's
-    # metadata copy
+    # what the cluster never reached (`liveness` events): a full ISR after healing or after a roll's
+    # step, a migration's metadata copy, a voter change
     liveness: list[str] = field(default_factory=list)
 
 

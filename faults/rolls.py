@@ -47,7 +47,7 @@ def upgrade(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
 
 def _roll_to(ctx: Ctx, releases: dict[int, str], began: float) -> list[dict]:
     """Each broker in turn onto its release in `releases`, the ISR full before the next; raises
-    NoEffect if the run ended before every one got there."""
+    NoEffect if the run ended before every one got there, Stalled if an ISR never filled."""
     rolled: list[dict] = []
     for t, to in releases.items():
         was = ctx.cluster.releases[t]
@@ -60,7 +60,7 @@ def _roll_to(ctx: Ctx, releases: dict[int, str], began: float) -> list[dict]:
             ctx.cluster.upgrade_node(t, to)
         rolled.append({"broker": t, "from": was, "to": to,
                        "at_s": round(time.monotonic() - began, 1)})
-        ctx.cluster.metadata.wait_full_isr(ctx.topic, timeout_s=FULL_ISR_S)
+        _full_isr_after(ctx, f"upgrade: broker {t} onto {to}")
     if left := sorted(t for t, to in releases.items() if ctx.cluster.releases[t] != to):
         raise NoEffect(f"upgrade: the run ended with brokers {left} not yet on "
                        f"{releases[left[0]]} (rolled: {[r['broker'] for r in rolled]}); raise "
@@ -123,5 +123,15 @@ def _roll(ctx: Ctx, phase: str, nodes: list[int]) -> list[int]:
             ctx.cluster.migration.step(t, phase)
         rolled.append(t)
         if phase != "controller":
-            ctx.cluster.metadata.wait_full_isr(ctx.topic, timeout_s=FULL_ISR_S)
+            _full_isr_after(ctx, f"migrate: broker {t} into {phase}")
     return rolled
+
+
+def _full_isr_after(ctx: Ctx, step: str) -> None:
+    """Wait for a full ISR after a roll's step; one that never comes is a liveness finding (the
+    cluster stalled), not a harness error."""
+    try:
+        ctx.cluster.metadata.wait_full_isr(ctx.topic, timeout_s=FULL_ISR_S)
+    except ClusterError as exc:
+        raise Stalled(f"{step}, then no full ISR on {ctx.topic} within {FULL_ISR_S:.0f} s") \
+            from exc

@@ -84,6 +84,8 @@ def _verdict(r: RunResult, faults: list[dict]) -> tuple[str, str]:
             return (f"{_anomaly(r, name, faults)}: {r.known_bug} found again (Kafka {r.kafka} has "
                     f"it, {bug['fixed']} fixed it).", bug["link"])
         return f"{_anomaly(r, name, faults)}; forbidden.", docs[name]
+    if r.verdict is None and r.liveness:
+        return f"Unknown, as the cluster stalled: {_capped(r.liveness, 16)}.", ""
     if r.verdict is None:
         more = (f" (and {len(r.unknown_because) - 1} more reasons)" if len(r.unknown_because) > 1
                 else "")

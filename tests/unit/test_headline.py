@@ -76,6 +76,8 @@ def test_no_headline_runs_past_30_words_whatever_the_anomaly_span_faults_and_pla
         "no complete drain of partition chaos-0, chaos-1, chaos-2, chaos-3, chaos-4, chaos-5: a "
         "value missing there",
         "the chaos did not happen as planned: fault line 3 (pause) never took effect: 2 skipped")]
+    results.append(RunResult(**base, verdict=None, unknown_because=["x"],
+                             liveness="migrate: broker 2 into dual-write, then no full ISR " * 3))
     results.append(RunResult(**base, verdict=True,
                              missing_expect=["lost-write", "duplicate", "nonmonotonic-send"]))
     shared = Metrics(acked=1_234_567, share=ShareDeliveries(deliveries=1_234_567, records=1_234_567,
@@ -96,3 +98,18 @@ def test_a_count_of_one_reads_in_the_singular_for_every_anomaly():
     assert said["committed-unread"] == "1 record below committed offsets no member read"
     assert all(k.counted(2).startswith("2 ") and k.counted(1) != f"1 {k.phrase}" for k in KINDS)
     assert KINDS[0].counted(31_350) == "31,350 acknowledged writes lost"
+
+
+def test_an_unknown_run_whose_cluster_stalled_leads_with_the_liveness_finding():
+    """A migration Kafka wedged reads as the cluster's stall, not as the drain it left undone."""
+    s = validate({"name": "s"}, "test")
+    stalled = ("migrate: broker 2 into dual-write, then no full ISR on chaos within 180 s; no full "
+               "ISR on chaos within 120 s of the final heal")
+    r = RunResult(rules=rules(s), scenario="s", kafka="3.9.2", seed=43, run_dir="r", verdict=None,
+                  unknown_because=["no complete drain of partition chaos-0: a value missing",
+                                   "the chaos did not happen as planned: migrate had no effect"],
+                  liveness=stalled)
+    assert headline(r, [])[0] == ("Unknown, as the cluster stalled: migrate: broker 2 into "
+                                  "dual-write, then no full ISR on chaos within 180 s; no full ….")
+    assert headline(r.model_copy(update={"liveness": ""}), [])[0] == (
+        "Unknown: no complete drain of partition chaos-0 (and 1 more reasons).")

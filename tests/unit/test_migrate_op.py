@@ -131,3 +131,20 @@ def test_each_phase_gives_the_settings_kafkas_migration_docs_name():
     # the controllers elect leaders: the scenario's settings are theirs too
     assert after["min.insync.replicas"] == "2"
     assert after["unclean.leader.election.enable"] == "false"
+
+
+def test_a_migration_step_after_which_the_isr_never_fills_is_a_liveness_finding(tmp_path):
+    def isr_never_fills(held):
+        cluster = MigratingCluster(held)
+        full = iter([True, False])  # full after broker 1's step, never after broker 2's
+
+        def wait(topic, timeout_s):
+            if not next(full):
+                raise rolls.ClusterError(f"Timed out after {timeout_s:.0f}s waiting")
+        cluster.metadata.wait_full_isr = wait
+        return cluster
+    row, cluster = _fire(tmp_path, isr_never_fills)
+    assert row["outcome"] == "no-effect", row
+    assert [s[:2] for s in cluster.steps][2:] == [("dual-write", 1), ("dual-write", 2)]
+    assert _liveness(tmp_path) == ["migrate: broker 2 into dual-write, then no full ISR on chaos "
+                                   "within 180 s"]

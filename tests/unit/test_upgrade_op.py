@@ -9,6 +9,7 @@ import tarfile
 import threading
 from types import SimpleNamespace
 
+from contracts.errors import ClusterError
 from contracts.history import HistoryWriter, read_jsonl
 from faults import plan, schedule
 from harness import releases
@@ -133,3 +134,16 @@ def test_a_rollback_rolls_each_broker_forward_then_back_and_finalizes_nothing(tm
         (1, "4.4.0", "3.9.2"), (2, "4.4.0", "3.9.2"), (3, "4.4.0", "3.9.2")]
     assert cluster.releases == dict.fromkeys([1, 2, 3], "3.9.2")
     assert cluster.finalized == 0 and detail["finalized"] == {}
+
+
+def test_an_isr_that_never_fills_after_a_broker_rolls_is_a_liveness_finding(tmp_path):
+    def isr_never_fills(nemesis, cluster):
+        def timeout(topic, timeout_s):
+            raise ClusterError(f"Timed out after {timeout_s:.0f}s waiting for a full ISR")
+        cluster.metadata.wait_full_isr = timeout
+    row, cluster = _fire(tmp_path, UPGRADE, isr_never_fills)
+    assert row["outcome"] == "no-effect", row
+    assert cluster.releases == {1: "4.4.0", 2: "3.9.2", 3: "3.9.2"} and cluster.finalized == 0
+    said = [e["detail"] for e in read_jsonl(tmp_path, "events").to_pylist()
+            if e["kind"] == "liveness"]
+    assert said == ["upgrade: broker 1 onto 4.4.0, then no full ISR on chaos within 180 s"]
