@@ -26,6 +26,7 @@ from contracts.transactions import transaction_problem
 from contracts.versions import (
     DEFAULT_VERSION,
     OLDEST,
+    TXN_V2_FROM,
     Metadata,
     default_metadata,
     metadata_problem,
@@ -353,6 +354,9 @@ class Scenario(Strict):
                     f"':{metadata}'")
         if problem := self.topic.version_problem(version):
             return problem
+        if "txn-protocol-switch" in self.provokes and release(version) >= TXN_V2_FROM:
+            return (f"the scenario exists to provoke txn-protocol-switch, and Kafka {version} runs "
+                    "transactions v2 from the start: start it on a 3.x release")
         if self.workload == "share" and (problem := share_problem(version)):
             return problem
         if problem := next(filter(None, (client_problem(r, spec.client, version)

@@ -20,6 +20,8 @@ TIERED_FROM = (3, 6)
 SHARE_FROM = (4, 2)
 # Dynamic KRaft quorums, whose controllers are added and removed while it runs (KIP-853)
 DYNAMIC_QUORUM_FROM = (3, 9)
+# Transactions v2 (KIP-890 part 2): servers enable transaction.version=2, Java producers speak it
+TXN_V2_FROM = (4, 0)
 # the oldest kafka-clients the Java worker (workloads/java) compiles against
 JAVA_CLIENT_FROM = (3, 0)
 Metadata = Literal["kraft", "zookeeper"]  # the metadata modes a cluster runs in
@@ -46,11 +48,12 @@ def release(version: str) -> tuple[int, ...]:
 def transaction_defense(version: str, java_client: str | None = None) -> str:
     """What KIP-890 (Transactions Server-Side Defense) does for transactions on this version, with
     producers on librdkafka (None) or on the Java kafka-clients of `java_client`."""
-    if release(version) >= (4, 0):
+    if release(version) >= TXN_V2_FROM:
+        lacks = (f"kafka-clients {java_client} predates it" if java_client else
+                 "librdkafka has no KIP-890 (confluentinc/librdkafka#5423)")
         speaks = ("this run's Java producers (kafka-clients 4.0+) speak it" if java_client
-                  and release(java_client) >= (4, 0) else "this run's producers do not speak it: "
-                  + (f"kafka-clients {java_client} predates it" if java_client else
-                     "librdkafka has no KIP-890 (confluentinc/librdkafka#5423)"))
+                  and release(java_client) >= TXN_V2_FROM
+                  else f"this run's producers do not speak it: {lacks}")
         return ("KIP-890 on (Kafka 4.0+: part 1 verifies a partition's transaction before it takes "
                 "a write; part 2, transaction.version=2, bumps the producer epoch per transaction; "
                 f"{speaks})")

@@ -113,3 +113,13 @@ def test_an_upgrade_path_starts_at_a_and_rolls_every_upgrade_line_to_b():
         kafka_target("3.9.2->")
     with pytest.raises(UsageError, match="quote it"):
         kafka_target("3.9.2-")  # the shell cut `3.9.2->4.4.0` at its unquoted ">"
+
+
+def test_a_scenario_provoking_the_switch_to_transactions_v2_runs_only_from_a_release_without_it():
+    """From 4.3.1 the producers run transactions v2 from the start: no switch to see."""
+    txn = load(catalog()["upgrade-txn-3.9-to-4.4"])[0]
+    assert target_problem(txn, "3.9.2->4.4.0") is None
+    assert target_problem(txn, "4.3.1->4.4.0") == (
+        "the scenario exists to provoke txn-protocol-switch, and Kafka 4.3.1 runs transactions v2 "
+        "from the start: start it on a 3.x release")
+    assert target_problem(load(catalog()["upgrade-4.3-to-4.4"])[0], "4.3.1->4.4.0") is None
