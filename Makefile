@@ -31,20 +31,16 @@ lint: $(VENV)/.installed
 	$(BIN)/lint-imports
 
 unit: $(VENV)/.installed
-	$(BIN)/pytest -q -n 2 tests/unit
+	$(BIN)/pytest -q tests/unit
 
 integration: setup
 	$(BIN)/pytest -q tests/integration
 
-# The analyzer's tests run on two workers; integration tests never do, as a machine holds one cluster at a time.
-# Both halves run even when the first fails, so one CI run shows every failure.
 test: lint setup  ## the CI tier: every layer on real brokers, within 30 minutes from a fresh clone
-	$(BIN)/pytest -q -n 2 --durations=15 -m "not slow" tests/unit; unit=$$?; \
-	$(BIN)/pytest -q --durations=30 -m "not slow" tests/integration && exit $$unit
+	$(BIN)/pytest -q --durations=40 -m "not slow" tests
 
 test-all: lint setup  ## every test: the CI tier, then old releases, known bugs, five brokers, ZooKeeper faults
-	$(BIN)/pytest -q -n 2 --durations=15 tests/unit; unit=$$?; \
-	$(BIN)/pytest -q --durations=25 tests/integration && exit $$unit
+	$(BIN)/pytest -q --durations=25 tests
 	$(BIN)/python -m tests.mutate  # every curated mutant of the checkers and rules must fail the analyzer's tests
 
 bench: setup
