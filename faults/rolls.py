@@ -133,5 +133,4 @@ def _full_isr_after(ctx: Ctx, step: str) -> None:
     try:
         ctx.cluster.metadata.wait_full_isr(ctx.topic, timeout_s=FULL_ISR_S)
     except ClusterError as exc:
-        raise Stalled(f"{step}, then no full ISR on {ctx.topic} within {FULL_ISR_S:.0f} s") \
-            from exc
+        raise Stalled(f"{step}, then no full ISR on {ctx.topic}: {exc}") from exc

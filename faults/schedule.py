@@ -9,7 +9,6 @@ import time
 import traceback
 from collections.abc import Callable
 
-from contracts.errors import ClusterError
 from contracts.faultkinds import FAULT_KINDS
 from contracts.history import Event, HistoryWriter, Outcome, now_ns
 from contracts.scenario import FaultSpec
@@ -167,9 +166,7 @@ def heal_all(cluster: ClusterControl, topic: str, history: HistoryWriter, timeou
     except Exception as exc:  # noqa: BLE001 - never hang, never crash: record what was seen
         recovered = False
         detail["not_recovered"] = str(exc)
-        why = "" if isinstance(exc, ClusterError) else f": {exc}"  # else a timeout: said here
         history.event("nemesis", Event.LIVENESS, topic=topic,
-                      detail=f"no full ISR on {topic} within {timeout_s:.0f} s of the final "
-                             f"heal{why}")
+                      detail=f"full ISR not restored within {timeout_s:.0f}s: {exc}")
     history.fault("heal", t_start, stopped, detail)
     return recovered

@@ -103,13 +103,15 @@ def test_a_count_of_one_reads_in_the_singular_for_every_anomaly():
 def test_an_unknown_run_whose_cluster_stalled_leads_with_the_liveness_finding():
     """A migration Kafka wedged reads as the cluster's stall, not as the drain it left undone."""
     s = validate({"name": "s"}, "test")
-    stalled = ("migrate: broker 2 into dual-write, then no full ISR on chaos within 180 s; no full "
-               "ISR on chaos within 120 s of the final heal")
+    stalled = ("migrate: broker 2 into dual-write, then no full ISR on chaos: Timed out after 180s "
+               "waiting for a full ISR on every partition of chaos (last seen: False); full ISR "
+               "not restored within 120s: Timed out after 120s")
     r = RunResult(rules=rules(s), scenario="s", kafka="3.9.2", seed=43, run_dir="r", verdict=None,
                   unknown_because=["no complete drain of partition chaos-0: a value missing",
                                    "the chaos did not happen as planned: migrate had no effect"],
                   liveness=stalled)
     assert headline(r, [])[0] == ("Unknown, as the cluster stalled: migrate: broker 2 into "
-                                  "dual-write, then no full ISR on chaos within 180 s; no full ….")
+                                  "dual-write, then no full ISR on chaos: Timed out after 180s "
+                                  "waiting ….")
     assert headline(r.model_copy(update={"liveness": ""}), [])[0] == (
         "Unknown: no complete drain of partition chaos-0 (and 1 more reasons).")

@@ -146,5 +146,5 @@ def test_a_migration_step_after_which_the_isr_never_fills_is_a_liveness_finding(
     row, cluster = _fire(tmp_path, isr_never_fills)
     assert row["outcome"] == "no-effect", row
     assert [s[:2] for s in cluster.steps][2:] == [("dual-write", 1), ("dual-write", 2)]
-    assert _liveness(tmp_path) == ["migrate: broker 2 into dual-write, then no full ISR on chaos "
-                                   "within 180 s"]
+    assert _liveness(tmp_path) == ["migrate: broker 2 into dual-write, then no full ISR on chaos: "
+                                   "Timed out after 180s waiting"]

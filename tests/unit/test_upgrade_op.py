@@ -146,4 +146,5 @@ def test_an_isr_that_never_fills_after_a_broker_rolls_is_a_liveness_finding(tmp_
     assert cluster.releases == {1: "4.4.0", 2: "3.9.2", 3: "3.9.2"} and cluster.finalized == 0
     said = [e["detail"] for e in read_jsonl(tmp_path, "events").to_pylist()
             if e["kind"] == "liveness"]
-    assert said == ["upgrade: broker 1 onto 4.4.0, then no full ISR on chaos within 180 s"]
+    assert said == ["upgrade: broker 1 onto 4.4.0, then no full ISR on chaos: Timed out after 180s "
+                    "waiting for a full ISR"]
