@@ -82,6 +82,9 @@ def _finalize(ctx: Ctx, to: str) -> dict[str, str]:
 
 
 COPY_S = 180.0  # how long the controllers may take to copy the metadata, every broker registered
+# refusals by one controller that mean a driver retrying a stale version, not a write fenced once
+# as leadership moved
+WEDGED = 10
 
 
 def migrate(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
@@ -91,24 +94,38 @@ def migrate(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     began, m, brokers = time.monotonic(), ctx.cluster.migration, ctx.cluster.node_ids()
     before = m.inventory(plant=True)
     done: dict[str, object] = {"controllers": m.start_quorum()}
-    for phase, nodes in (("dual-write", brokers), ("kraft", brokers),
-                         ("controller", done["controllers"])):
-        rolled = _roll(ctx, phase, nodes)
-        done[phase] = rolled
-        if len(rolled) < len(nodes):
-            raise NoEffect(f"migrate: the run ended with {phase} rolled on {rolled} of {nodes}; "
-                           f"raise duration (done: {done})")
-        if phase == "dual-write":
-            try:
-                ctx.cluster.metadata.wait_for("the controllers to copy the metadata from ZooKeeper",
-                                              m.copied, COPY_S)
-            except ClusterError as exc:
-                raise Stalled(f"migrate: {exc}") from exc
-            done["copied_at_s"] = round(time.monotonic() - began, 1)
-        elif phase == "kraft":
-            m.brokers_on_kraft()
-    return done | {"took_s": round(time.monotonic() - began, 1),
+    try:
+        for phase, nodes in (("dual-write", brokers), ("kraft", brokers),
+                             ("controller", done["controllers"])):
+            rolled = _roll(ctx, phase, nodes)
+            done[phase] = rolled
+            if len(rolled) < len(nodes):
+                raise NoEffect(f"migrate: the run ended with {phase} rolled on {rolled} of "
+                               f"{nodes}; raise duration (done: {done})")
+            if phase == "dual-write":
+                try:
+                    ctx.cluster.metadata.wait_for(
+                        "the controllers to copy the metadata from ZooKeeper", m.copied, COPY_S)
+                except ClusterError as exc:
+                    raise Stalled(f"migrate: {exc}") from exc
+                done["copied_at_s"] = round(time.monotonic() - began, 1)
+            elif phase == "kraft":
+                m.brokers_on_kraft()
+    except NoEffect as exc:  # Stalled too
+        refused = m.conflicts()
+        if max(refused.values(), default=0) >= WEDGED:  # the likelier reason it never finished
+            raise Stalled(f"migrate: {_refused(refused)}; {str(exc).removeprefix('migrate: ')}"
+                          ) from exc
+        raise
+    return done | {"took_s": round(time.monotonic() - began, 1), "conflicts": m.conflicts(),
                    "inventory": {"before": before, "after": m.inventory()}}
+
+
+def _refused(conflicts: dict[int, int]) -> str:
+    """The dual writes ZooKeeper refused on /migration's version, in all and by controller."""
+    each = ", ".join(f"{n} by controller {i}" for i, n in sorted(conflicts.items()))
+    return (f"ZooKeeper refused {sum(conflicts.values())} dual writes on /migration's version "
+            f"({each}), the migration driver's wedge (docs/findings/kraft-migration-driver-wedged)")
 
 
 def _roll(ctx: Ctx, phase: str, nodes: list[int]) -> list[int]:

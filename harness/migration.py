@@ -25,6 +25,9 @@ Phase = Literal["dual-write", "kraft", "controller"]
 CONTROLLER_IDS = (3001, 3002, 3003)  # the dedicated quorum's node ids, apart from the brokers'
 SETTINGS_DIR, SETTINGS_FILE = "/opt/kafka", "node.properties"  # start.sh prefers it to its env
 COPIED = "Completed migration of metadata from ZooKeeper to KRaft"  # the active controller's line
+# ZooKeeper refusing a dual write on /migration's version: a driver retrying it with the version it
+# had is wedged until it loses leadership (docs/findings/kraft-migration-driver-wedged)
+CONFLICT = "BadVersion for /migration"
 MIGRATION = {"zookeeper.metadata.migration.enable": "true"}
 ZK_KEYS = ("broker.id", "zookeeper.connect", "zookeeper.session.timeout.ms",
            "zookeeper.metadata.migration.enable", "inter.broker.protocol.version")
@@ -122,6 +125,12 @@ class Migration:
         """Whether a controller said the metadata was copied from ZooKeeper (the cluster then
         stays in dual writes, whichever controller leads)."""
         return any(COPIED in n.log_text() for n in self.cluster.controllers)
+
+    def conflicts(self) -> dict[int, int]:
+        """How many dual writes ZooKeeper refused on /migration's version, by controller (those
+        that logged any)."""
+        found = {n.node_id: n.log_text().count(CONFLICT) for n in self.cluster.controllers}
+        return {i: n for i, n in found.items() if n}
 
     def brokers_on_kraft(self) -> None:
         """Every broker runs KRaft: metadata queries ask the quorum from now on."""

@@ -16,9 +16,10 @@ from kchaos.catalog import fault_spec
 class MigratingCluster:
     """Brokers 1-3 in ZooKeeper mode; records each step and what the nemesis held meanwhile."""
 
-    def __init__(self, nemesis_held, copies: bool = True) -> None:
+    def __init__(self, nemesis_held, copies: bool = True, refused=None) -> None:
         self.steps: list[tuple] = []
         self.nemesis_held, self.copies, self.on_kraft = nemesis_held, copies, False
+        self.refused = refused or {}
         self.migration = self
         self.metadata = SimpleNamespace(wait_full_isr=lambda topic, timeout_s: None,
                                         wait_for=self._wait_for)
@@ -44,6 +45,9 @@ class MigratingCluster:
     def copied(self) -> bool:
         self.steps.append(("copied",))
         return self.copies
+
+    def conflicts(self) -> dict[int, int]:
+        return self.refused
 
     def brokers_on_kraft(self) -> None:
         self.steps.append(("on-kraft",))
@@ -85,6 +89,7 @@ def test_a_migration_steps_every_node_in_the_docs_order_holding_only_the_node_it
                       ("controller", 3003), ("inventory", False)]
     assert all(s[2] == {s[1]: 0} for s in cluster.steps if len(s) == 3)
     assert '"kraft": [1, 2, 3]' in row["detail"] and '"copied_at_s"' in row["detail"]
+    assert '"conflicts": {}' in row["detail"]
     assert '"inventory": {"before": ["topic chaos: partitions=3"], "after": ["topic chaos: ' in (
         row["detail"])
 
@@ -108,6 +113,35 @@ def test_a_migration_the_run_ended_halfway_had_no_effect(tmp_path):
     assert row["outcome"] == "no-effect", row
     assert "the run ended with dual-write rolled on [1, 2] of [1, 2, 3]" in row["detail"]
     assert _liveness(tmp_path) == []  # the run's end, not the cluster, cut it short
+    # a write or two fenced as leadership moved is no wedge
+    row, _ = _fire(tmp_path / "fenced", lambda held: MigratingCluster(held, refused={3001: 2}),
+                   hold_broker_3)
+    assert row["outcome"] == "no-effect" and _liveness(tmp_path / "fenced") == [], row
+
+
+def test_a_migration_cut_short_while_zookeeper_refused_dual_writes_is_a_liveness_finding(
+        tmp_path):
+    def hold_broker_3(nemesis):
+        nemesis.claim(1, [3])  # the run ends before broker 3's turn, as the wedge makes it
+        threading.Timer(0.5, nemesis.stop_event.set).start()
+    row, _ = _fire(tmp_path, lambda held: MigratingCluster(held, refused={3003: 85, 3001: 2}),
+                   hold_broker_3)
+    assert row["outcome"] == "no-effect", row
+    (found,) = _liveness(tmp_path)
+    assert found.startswith(
+        "migrate: ZooKeeper refused 87 dual writes on /migration's version (2 by controller 3001, "
+        "85 by controller 3003), the migration driver's wedge "
+        "(docs/findings/kraft-migration-driver-wedged); the run ended with dual-write rolled on "
+        "[1, 2] of [1, 2, 3]; raise duration"), found
+
+
+def test_the_controllers_refused_writes_are_counted_from_their_logs():
+    line = "org.apache.zookeeper.KeeperException$BadVersionException: KeeperErrorCode = BadVersion"
+    logs = {3001: "", 3002: f"{line} for /migration\nWill retry\n{line} for /migration\n",
+            3003: f"{line} for /brokers\n"}
+    cluster = SimpleNamespace(controllers=[SimpleNamespace(node_id=i, log_text=lambda t=t: t)
+                                           for i, t in logs.items()])
+    assert migration.Migration(cluster).conflicts() == {3002: 2}
 
 
 def test_each_phase_gives_the_settings_kafkas_migration_docs_name():
