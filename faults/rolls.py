@@ -14,7 +14,7 @@ FULL_ISR_S = 180.0  # how long a roll waits for a full ISR before the next broke
 
 def rolling(action: str) -> Op:
     """kafkatest's clean_bounce / hard_bounce: each broker in turn, waiting for a full ISR in
-    between."""
+    between (Stalled if one never fills)."""
     def run(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         bounced = []
         for t in sorted(targets or ctx.cluster.node_ids()):
@@ -23,7 +23,7 @@ def rolling(action: str) -> Op:
             break_node(ctx, action, t)
             ctx.cluster.start_node(t)
             bounced.append(t)
-            ctx.cluster.metadata.wait_full_isr(ctx.topic, timeout_s=90)
+            _full_isr_after(ctx, f"{action} roll: broker {t} restarted")
         return {"action": action, "bounced": bounced}
     return run
 

@@ -1,5 +1,6 @@
 """The upgrade fault without a cluster: one op per line, each broker held from other lines only
-while it rolls, feature levels finalized once every broker runs the release."""
+while it rolls, feature levels finalized once every broker runs the release; and the rolling
+restart's wait for a full ISR."""
 
 from __future__ import annotations
 
@@ -25,13 +26,19 @@ class RollingCluster:
         self.releases = {1: "3.9.2", 2: "3.9.2", 3: "3.9.2"}
         self.held_while, self.finalized = {}, 0
         self.nemesis_held = nemesis_held
+        self.states = dict.fromkeys(self.releases, "running")
         self.metadata = SimpleNamespace(wait_full_isr=lambda topic, timeout_s: None)
 
     def node_ids(self) -> list[int]:
         return [1, 2, 3]
 
     def node(self, node_id: int):
-        return SimpleNamespace(state=lambda: "running")
+        def stop() -> None:
+            self.states[node_id] = "exited"
+        return SimpleNamespace(state=lambda: self.states[node_id], terminate=stop, kill=stop)
+
+    def start_node(self, node_id: int) -> None:
+        self.states[node_id] = "running"
 
     def upgrade_node(self, node_id: int, version: str) -> None:
         self.held_while[node_id] = dict(self.nemesis_held())
@@ -44,12 +51,12 @@ class RollingCluster:
 
 
 def _fire(tmp_path, line: dict, before=None) -> tuple[dict, RollingCluster]:
-    """Fire the upgrade `line`'s op beside a kill line, `before(nemesis, cluster)` first; its
-    faults row and the cluster."""
+    """Fire the upgrade (or other roll) `line`'s op beside a kill line, `before(nemesis, cluster)`
+    first; its faults row and the cluster."""
     history = HistoryWriter(tmp_path)
     nemesis = None
     cluster = RollingCluster(lambda: nemesis.held)
-    op = plan.PlannedOp(1.0, 0, "upgrade", 0.0)
+    op = plan.PlannedOp(1.0, 0, line.fault, 0.0)
     nemesis = schedule.Nemesis(cluster, "chaos", [line, fault_spec(fault="kill")], [op], 1,
                                history)
     nemesis.t0_ns = 0
@@ -148,3 +155,22 @@ def test_an_isr_that_never_fills_after_a_broker_rolls_is_a_liveness_finding(tmp_
             if e["kind"] == "liveness"]
     assert said == ["upgrade: broker 1 onto 4.4.0, then no full ISR on chaos: Timed out after 180s "
                     "waiting for a full ISR"]
+
+
+def test_a_rolling_restart_whose_isr_never_fills_is_a_liveness_finding_not_a_failed_op(tmp_path):
+    waited = []
+
+    def isr_never_fills(nemesis, cluster):
+        def timeout(topic, timeout_s):
+            waited.append(timeout_s)
+            raise ClusterError(f"Timed out after {timeout_s:.0f}s waiting for a full ISR")
+        cluster.metadata.wait_full_isr = timeout
+    row, cluster = _fire(tmp_path, fault_spec(fault="rolling-restart", **{"for": 0}),
+                         isr_never_fills)
+    assert row["outcome"] == "no-effect", row
+    # broker 1 is back, brokers 2 and 3 were never stopped
+    assert waited == [180.0] and set(cluster.states.values()) == {"running"}
+    said = [e["detail"] for e in read_jsonl(tmp_path, "events").to_pylist()
+            if e["kind"] == "liveness"]
+    assert said == ["terminate roll: broker 1 restarted, then no full ISR on chaos: Timed out "
+                    "after 180s waiting for a full ISR"]
