@@ -20,5 +20,10 @@ def spark():
 
     # one JVM analyzes a few hundred histories: the long jobs' JIT compiler pays back after a dozen
     s = session(driver_memory="2g", large=True)
+    # histories of a few rows: Spark's interpreted operators, compiled by the JIT once, beat
+    # compiling generated classes for each new query; the CLI's own analyses (test_cli,
+    # test_history_builder) keep the generated code that runs use
+    s.conf.set("spark.sql.codegen.wholeStage", "false")
+    s.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN")
     yield s
     s.stop()
