@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 from contracts.errors import ClusterError
 from contracts.history import HistoryWriter, read_jsonl
+from contracts.scenario import FaultSpec
 from faults import plan, schedule
 from harness import releases
 from kchaos.catalog import fault_spec
@@ -50,7 +51,7 @@ class RollingCluster:
         return {"metadata.version": "33"}
 
 
-def _fire(tmp_path, line: dict, before=None) -> tuple[dict, RollingCluster]:
+def _fire(tmp_path, line: FaultSpec, before=None) -> tuple[dict, RollingCluster]:
     """Fire the upgrade (or other roll) `line`'s op beside a kill line, `before(nemesis, cluster)`
     first; its faults row and the cluster."""
     history = HistoryWriter(tmp_path)
