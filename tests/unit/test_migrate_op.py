@@ -167,6 +167,14 @@ def test_each_phase_gives_the_settings_kafkas_migration_docs_name():
     assert after["unclean.leader.election.enable"] == "false"
 
 
+def test_the_controllers_keep_zookeepers_default_session_unless_the_scenario_sets_one():
+    spec = ClusterSpec("3.9.2", 3, "zookeeper", {})
+    assert broker_properties(spec, 1, "kafka-1", 4000)["zookeeper.session.timeout.ms"] == "6000"
+    assert "zookeeper.session.timeout.ms" not in migration.controller(spec, 3001, migrating=True)
+    spec.config["zookeeper.session.timeout.ms"] = "6000"  # the setting the wedge was found with
+    assert migration.controller(spec, 3001, True)["zookeeper.session.timeout.ms"] == "6000"
+
+
 def test_a_migration_step_after_which_the_isr_never_fills_is_a_liveness_finding(tmp_path):
     def isr_never_fills(held):
         cluster = MigratingCluster(held)
