@@ -4,13 +4,14 @@ each node held from other lines only while it changes, and each phase's settings
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from types import SimpleNamespace
 
 from contracts.history import HistoryWriter, read_jsonl
 from faults import plan, rolls, schedule
 from harness import migration
 from harness.broker_config import ClusterSpec, broker_properties
-from kchaos.catalog import fault_spec
+from kchaos.catalog import catalog, fault_spec, load
 
 
 class MigratingCluster:
@@ -190,3 +191,14 @@ def test_a_migration_step_after_which_the_isr_never_fills_is_a_liveness_finding(
     assert [s[:2] for s in cluster.steps][2:] == [("dual-write", 1), ("dual-write", 2)]
     assert _liveness(tmp_path) == ["migrate: broker 2 into dual-write, then no full ISR on chaos: "
                                    "Timed out after 180s waiting"]
+
+
+def test_the_wedges_reproduction_is_the_migration_at_seed_43_with_the_controllers_short_session():
+    wedge = Path(__file__).parents[2] / "docs/findings/kraft-migration-driver-wedged"
+    (short,) = load(wedge / "short-session.yaml", environment=False)
+    (ours,) = load(catalog()["migrate-zk-to-kraft"], environment=False)
+    assert short.seed == 43 and short.kafka.config == {"zookeeper.session.timeout.ms": 6000}
+    assert short.kafka.model_copy(update={"config": {}}) == ours.kafka
+    same = {"topic", "producer", "consumer", "faults", "duration"}
+    assert short.model_dump(include=same) == ours.model_dump(include=same)
+    assert plan.plan(short.faults, short.duration, 43) == plan.plan(ours.faults, ours.duration, 43)
