@@ -3,6 +3,7 @@ a kind and a target per op from the seed."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -28,8 +29,20 @@ Link = Literal["clients", "replication", "controller"]
 ON_ZOOKEEPER = ("kill", "terminate", "pause")
 TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS,
            "zookeeper")
-# hold-requests: the Kafka requests (by API key) whose arrival on a connection starts its hold
-REQUEST_KEYS = {"Produce": 0, "AddPartitionsToTxn": 24, "EndTxn": 26}
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The Kafka request whose arrival on a connection starts its hold: an API key, and for EndTxn
+    whether only one that commits does."""
+
+    api_key: int
+    commits: bool = False
+
+
+# hold-requests: the requests a `request` names; a stale COMMIT is what can end a later transaction
+REQUEST_GATES = {"Produce": Gate(0), "AddPartitionsToTxn": Gate(24), "EndTxn": Gate(26),
+                 "EndTxn(commit)": Gate(26, commits=True)}
 # a line whose every op is a kind and a target drawn from the seed (Jepsen's combined nemesis)
 MIX = "mix"
 # The targets a mix draws for a kind aimed at brokers: with two replicas or more, never every
@@ -106,8 +119,8 @@ class FaultSpec(BaseModel):
     @field_validator("request")
     @classmethod
     def _request(cls, v: str) -> str:
-        if v != "any" and v not in REQUEST_KEYS:
-            raise ValueError(f"Expected one of {one_of(['any', *REQUEST_KEYS])}")
+        if v != "any" and v not in REQUEST_GATES:
+            raise ValueError(f"Expected one of {one_of(['any', *REQUEST_GATES])}")
         return v
 
     @field_validator("to")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from contracts.faultlines import REQUEST_KEYS
+from contracts.faultlines import REQUEST_GATES
 from contracts.scenario import FaultSpec
 from faults.ops import Ctx, NoEffect, expect_rules
 from harness import netdelay
@@ -73,7 +73,7 @@ def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     """Delay every packet of the client connections each target holds when the op starts by
     `latency_ms`, for the op's hold; with a `request`, each connection only from its first request
     of that kind on. The row says how many connections and packets were held."""
-    gate = REQUEST_KEYS.get(spec.request, -1)
+    gate = REQUEST_GATES.get(spec.request)
     q = netdelay.queue(spec.latency_ms, 0, gate)
     held: dict[int, list[int]] = {}
 
@@ -88,7 +88,7 @@ def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     gated = {t: max(0, a.gated - before[t].gated) for t, a in after.items()}
     if not any(packets.values()):
         raise NoEffect(f"hold-requests: no packet of a held connection reached brokers {targets}"
-                       + (f" after a {spec.request} request" if gate >= 0 else ""))
+                       + (f" after a {spec.request} request" if gate else ""))
     return {"latency_ms": spec.latency_ms, "request": spec.request,
             "held": {str(t): {"connections": len(held.get(t, [])), "packets": packets[t]}
-                     | ({"gated": gated[t]} if gate >= 0 else {}) for t in after}}
+                     | ({"gated": gated[t]} if gate else {}) for t in after}}

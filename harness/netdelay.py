@@ -11,13 +11,13 @@ from pathlib import Path
 
 from contracts.describe import progress
 from contracts.errors import ClusterError
-from contracts.faultlines import Link
+from contracts.faultlines import Gate, Link
 from harness import gobuild
 from harness.broker_config import CONTROLLER_PORT, INTERNAL_PORT, ZK_PORT
 from harness.netrules import CHAIN
 
 IN_CONTAINER = "/opt/kchaos/netdelay"
-_queues: dict[tuple[int, int, int], int] = {}
+_queues: dict[tuple[int, int, Gate | None], int] = {}
 _lock = threading.Lock()
 
 
@@ -30,7 +30,7 @@ class Delayed:
     held_mean_ms: float
     errors: int
     waiting: int = 0  # packets it holds now, not yet let through
-    gated: int = 0  # connections a request of its gate's API key started holding
+    gated: int = 0  # connections a request its gate names started holding
 
 
 def binary(say=progress) -> Path:
@@ -38,11 +38,18 @@ def binary(say=progress) -> Path:
     return gobuild.binary("netdelay", "the latency fault's packet delayer", say)
 
 
-def queue(delay_ms: int, jitter_ms: int, gate: int = -1) -> int:
-    """The NFQUEUE number of one delay, jitter and gate (the API key of the request that starts a
-    connection's hold; -1: none): one netdelay each, numbered in the order first asked for."""
+def queue(delay_ms: int, jitter_ms: int, gate: Gate | None = None) -> int:
+    """The NFQUEUE number of one delay, jitter and gate (the request that starts a connection's
+    hold, if any): one netdelay each, numbered in the order first asked for."""
     with _lock:
         return _queues.setdefault((delay_ms, jitter_ms, gate), len(_queues) + 1)
+
+
+def gate_flags(gate: Gate | None) -> str:
+    """netdelay's flags for a gate (none: hold every packet)."""
+    if gate is None:
+        return ""
+    return f"-gate {gate.api_key} " + ("-commits " if gate.commits else "")
 
 
 def port(link: Link, client_port: int, zookeeper: bool) -> int:
@@ -60,14 +67,14 @@ def stats_file(q: int) -> str:
 
 
 def fragment(q: int, delay_ms: int, jitter_ms: int, port: int, peers: list[int] | None = None,
-             gate: int = -1) -> str:
+             gate: Gate | None = None) -> str:
     """Start the queue's netdelay unless it runs, wait until it has bound the queue, then send every
     TCP packet arriving from or for `port` (loopback aside) to it; with `peers`, only the packets
     arriving for `port` from those remote ports (connections open now, not those opened later).
-    With a `gate`, a connection's packets pass until one starts a request of that API key."""
+    With a `gate`, a connection's packets pass until one starts a request it names."""
     pid, stats, log = f"/run/netdelay-{q}.pid", stats_file(q), f"/run/netdelay-{q}.log"
     start = (f"rm -f {stats}; {IN_CONTAINER} -queue {q} -delay {delay_ms} -jitter {jitter_ms} "
-             f"-gate {gate} -stats {stats} >{log} 2>&1 < /dev/null & echo $! > {pid}")
+             f"{gate_flags(gate)}-stats {stats} >{log} 2>&1 < /dev/null & echo $! > {pid}")
     return (f"[ -x {IN_CONTAINER} ] || {{ echo 'netdelay is not mounted in this container'; exit "
             "1; "
             f"}}; [ \"$(cat /proc/$(cat {pid} 2>/dev/null)/comm 2>/dev/null)\" = netdelay ] || {{ "

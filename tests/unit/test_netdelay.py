@@ -1,11 +1,15 @@
 """The latency fault's pieces that need no broker: which port a link is, which queue a delay gets,
-the row's evidence check."""
+the row's evidence check, which requests start a hold."""
 
 from __future__ import annotations
+
+import os
+import subprocess
 
 import pytest
 
 from contracts.errors import ClusterError
+from contracts.faultlines import REQUEST_GATES
 from faults.holds import peers
 from harness import netdelay
 
@@ -62,3 +66,18 @@ def test_the_hold_rule_matches_packets_for_the_port_from_the_held_peers_fifteen_
     assert len(rules) == 2 and all("--dport 60857 -m multiport --sports 4" in r for r in rules)
     assert rules[1].startswith("iptables -A KCHAOS -p tcp ! -i lo --dport 60857 -m multiport "
                                "--sports 40015 -j NFQUEUE --queue-num 4")
+
+
+def test_a_commit_gate_starts_netdelay_with_commits_and_gets_a_queue_of_its_own():
+    commit, any_end = REQUEST_GATES["EndTxn(commit)"], REQUEST_GATES["EndTxn"]
+    assert "-gate 26 -commits -stats" in netdelay.fragment(5, 3000, 0, 60857, [40000], commit)
+    assert "-gate 26 -stats" in netdelay.fragment(6, 3000, 0, 60857, [40000], any_end)
+    assert "-gate" not in netdelay.fragment(7, 3000, 0, 60857, [40000])
+    assert netdelay.queue(3000, 0, commit) != netdelay.queue(3000, 0, any_end)
+
+
+def test_netdelay_reads_an_end_txn_s_committed_field_in_each_encoding():
+    # harness/docker/netdelay/main_test.go builds EndTxn requests of versions 0 to 5, cut and whole
+    done = subprocess.run(["go", "test", "."], cwd=netdelay.gobuild.SOURCES / "netdelay",
+                          capture_output=True, text=True, env=os.environ | {"CGO_ENABLED": "0"})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -82,7 +82,8 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
                                                  "'hold-requests', 'remote-slow' read it); remove "
                                                  "it"),
     ("faults: [{fault: hold-requests, request: EndTx}]", "Expected one of 'any', 'Produce', "
-                                                         "'AddPartitionsToTxn', 'EndTxn' but got "
+                                                         "'AddPartitionsToTxn', 'EndTxn', "
+                                                         "'EndTxn(commit)' but got "
                                                          "faults.0.request='EndTx'"),
     ("faults: [{fault: kill, request: EndTxn}]", "faults.0.request='EndTxn' is not read by a "
                                                  "'kill' fault (only 'hold-requests' reads it); "

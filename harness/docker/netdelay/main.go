@@ -1,6 +1,7 @@
 // netdelay holds the packets an iptables NFQUEUE rule hands it and lets each one through after a delay with
 // jitter, in arrival order (so TCP sees latency, not reordering). With -gate K it lets a TCP connection's packets
-// pass until one starts a Kafka request of API key K, then holds that one and every later one of the connection.
+// pass until one starts a Kafka request of API key K, then holds that one and every later one of the connection;
+// with -commits as well, only an EndTxn request that commits its transaction starts the hold.
 // It speaks nfnetlink_queue over netlink itself and rewrites a stats file (the fault's evidence) several times a
 // second; the file appearing means the queue is bound.
 package main
@@ -33,7 +34,8 @@ const (
 	cmdBind         = 1
 	copyMeta        = 1
 	copyPacket      = 2
-	copyRange       = 256 // enough for the IP and TCP headers and a Kafka request header
+	copyRange       = 512 // enough for the IP and TCP headers, a Kafka request header and an EndTxn body
+	endTxnKey       = 26
 	nfAccept        = 1
 	netlinkFilter   = 12
 	queueMaxlen     = 65536
@@ -66,6 +68,8 @@ type delayer struct {
 	delay  time.Duration
 	jitter time.Duration
 	gate   int // the API key whose request starts a connection's hold; -1: hold every packet
+	// with the EndTxn gate: only a request that commits starts a hold
+	commits bool
 	// with a gate: each held connection (source address and port) and when its last held packet goes through; it is
 	// held until then, so a connection's hold ends once what it held has landed
 	held map[string]time.Time
@@ -84,9 +88,11 @@ func main() {
 	jitterMs := flag.Float64("jitter", 0, "jitter in milliseconds (uniform, plus or minus)")
 	statsPath := flag.String("stats", "", "file to keep the stats in")
 	gate := flag.Int("gate", -1, "hold a connection only from its first request of this Kafka API key on")
+	commits := flag.Bool("commits", false, "with -gate 26 (EndTxn): only from its first EndTxn that commits on")
 	flag.Parse()
-	if *queue <= 0 || *queue > 65535 || *delayMs < 0 || *jitterMs < 0 || *statsPath == "" || *gate < -1 {
-		fmt.Fprintln(os.Stderr, "usage: netdelay -queue N -delay MS [-jitter MS] [-gate API_KEY] -stats FILE")
+	if *queue <= 0 || *queue > 65535 || *delayMs < 0 || *jitterMs < 0 || *statsPath == "" || *gate < -1 ||
+		(*commits && *gate != endTxnKey) {
+		fmt.Fprintln(os.Stderr, "usage: netdelay -queue N -delay MS [-jitter MS] [-gate API_KEY [-commits]] -stats FILE")
 		os.Exit(2)
 	}
 	conn, err := netlink.Dial(netlinkFilter, nil)
@@ -94,7 +100,7 @@ func main() {
 		fail("netlink: %v", err)
 	}
 	d := &delayer{conn: conn, queue: uint16(*queue), rng: rand.New(rand.NewSource(time.Now().UnixNano())),
-		delay: ms(*delayMs), jitter: ms(*jitterMs), gate: *gate, held: map[string]time.Time{}, wake: make(chan struct{}, 1),
+		delay: ms(*delayMs), jitter: ms(*jitterMs), gate: *gate, commits: *commits, held: map[string]time.Time{}, wake: make(chan struct{}, 1),
 		stats: Stats{Queue: *queue, DelayMs: *delayMs, JitterMs: *jitterMs}}
 	if err := d.bind(); err != nil {
 		fail("binding queue %d: %v", *queue, err)
@@ -211,11 +217,67 @@ func (d *delayer) holds(packet []byte, now time.Time) (string, bool) {
 	}
 	delete(d.held, conn)
 	// a request starts with its size (int32), then its API key and version (int16 each)
-	if len(data) >= 8 && int(binary.BigEndian.Uint16(data[4:6])) == d.gate && int32(binary.BigEndian.Uint32(data[:4])) > 4 {
+	if len(data) >= 8 && int(binary.BigEndian.Uint16(data[4:6])) == d.gate && int32(binary.BigEndian.Uint32(data[:4])) > 4 &&
+		(!d.commits || endTxnCommits(data)) {
 		d.stats.Gated++
 		return conn, true
 	}
 	return "", false
+}
+
+// endTxnCommits says whether data, the start of an EndTxn request, commits its transaction: its Committed field
+// follows the header, the transactional id, the producer id and the epoch (flexible encodings from version 3 on).
+func endTxnCommits(data []byte) bool {
+	if len(data) < 14 {
+		return false
+	}
+	flexible := binary.BigEndian.Uint16(data[6:8]) >= 3
+	p := 14 + max(int(int16(binary.BigEndian.Uint16(data[12:14]))), 0) // the client id, a nullable string
+	if flexible {
+		p = skipTags(data, p)
+	}
+	if p < 0 || p+2 > len(data) {
+		return false
+	}
+	if flexible { // a compact string: its length plus one, as an unsigned varint
+		n, size := binary.Uvarint(data[p:])
+		if size <= 0 || n == 0 || n > uint64(len(data)) {
+			return false
+		}
+		p += size + int(n) - 1
+	} else {
+		p += 2 + int(int16(binary.BigEndian.Uint16(data[p:p+2])))
+	}
+	p += 8 + 2 // the producer id and epoch
+	return p >= 0 && p < len(data) && data[p] == 1
+}
+
+// skipTags is where a flexible header's tagged fields, starting at p, end; -1 if they run past data.
+func skipTags(data []byte, p int) int {
+	if p >= len(data) {
+		return -1
+	}
+	count, size := binary.Uvarint(data[p:])
+	if size <= 0 {
+		return -1
+	}
+	p += size
+	for ; count > 0; count-- {
+		for _, skip := range []bool{false, true} { // the tag, then the size of the data it skips
+			if p >= len(data) {
+				return -1
+			}
+			n, size := binary.Uvarint(data[p:])
+			if size <= 0 || n > uint64(len(data)) {
+				return -1
+			}
+			p += size
+			if skip {
+				p += int(n)
+			}
+		}
+	}
+	return p
 }
 
 // tcpData is a TCP packet's connection (source address and port) and the start of its data, for IPv4 and for
