@@ -12,6 +12,7 @@ from faults import plan, rolls, schedule
 from harness import migration
 from harness.broker_config import ClusterSpec, broker_properties
 from kchaos.catalog import catalog, fault_spec, load
+from tests.unit.test_upgrade_op import liveness
 
 
 class MigratingCluster:
@@ -58,12 +59,6 @@ class MigratingCluster:
         return ["topic chaos: partitions=3"]
 
 
-def _liveness(tmp_path) -> list[str]:
-    """The details of the history's liveness findings."""
-    return [e["detail"] for e in read_jsonl(tmp_path, "events").to_pylist()
-            if e["kind"] == "liveness"]
-
-
 def _fire(tmp_path, cluster_of, before=None) -> tuple[dict, MigratingCluster]:
     history = HistoryWriter(tmp_path)
     nemesis = None
@@ -102,7 +97,7 @@ def test_a_migration_whose_metadata_never_copied_is_a_liveness_finding_and_left_
     assert row["outcome"] == "no-effect", row
     assert "waiting for the controllers to copy the metadata from ZooKeeper" in row["detail"]
     assert not [s for s in cluster.steps if s[0] in ("kraft", "on-kraft")]
-    assert _liveness(tmp_path) == ["migrate: Timed out after 0s waiting for the "
+    assert liveness(tmp_path) == ["migrate: Timed out after 0s waiting for the "
                                    "controllers to copy the metadata from ZooKeeper"]
 
 
@@ -113,11 +108,11 @@ def test_a_migration_the_run_ended_halfway_had_no_effect(tmp_path):
     row, cluster = _fire(tmp_path, MigratingCluster, hold_broker_3)
     assert row["outcome"] == "no-effect", row
     assert "the run ended with dual-write rolled on [1, 2] of [1, 2, 3]" in row["detail"]
-    assert _liveness(tmp_path) == []  # the run's end, not the cluster, cut it short
+    assert liveness(tmp_path) == []  # the run's end, not the cluster, cut it short
     # a write or two fenced as leadership moved is no wedge
     row, _ = _fire(tmp_path / "fenced", lambda held: MigratingCluster(held, refused={3001: 2}),
                    hold_broker_3)
-    assert row["outcome"] == "no-effect" and _liveness(tmp_path / "fenced") == [], row
+    assert row["outcome"] == "no-effect" and liveness(tmp_path / "fenced") == [], row
 
 
 def test_a_migration_cut_short_while_zookeeper_refused_dual_writes_is_a_liveness_finding(
@@ -128,7 +123,7 @@ def test_a_migration_cut_short_while_zookeeper_refused_dual_writes_is_a_liveness
     row, _ = _fire(tmp_path, lambda held: MigratingCluster(held, refused={3003: 85, 3001: 2}),
                    hold_broker_3)
     assert row["outcome"] == "no-effect", row
-    (found,) = _liveness(tmp_path)
+    (found,) = liveness(tmp_path)
     assert found.startswith(
         "migrate: ZooKeeper refused 87 dual writes on /migration's version (2 by controller 3001, "
         "85 by controller 3003), the migration driver's wedge "
@@ -189,7 +184,7 @@ def test_a_migration_step_after_which_the_isr_never_fills_is_a_liveness_finding(
     row, cluster = _fire(tmp_path, isr_never_fills)
     assert row["outcome"] == "no-effect", row
     assert [s[:2] for s in cluster.steps][2:] == [("dual-write", 1), ("dual-write", 2)]
-    assert _liveness(tmp_path) == ["migrate: broker 2 into dual-write, then no full ISR on chaos: "
+    assert liveness(tmp_path) == ["migrate: broker 2 into dual-write, then no full ISR on chaos: "
                                    "Timed out after 180s waiting"]
 
 

@@ -69,7 +69,7 @@ def _fire(tmp_path, line: FaultSpec, before=None) -> tuple[dict, RollingCluster]
     return row, cluster
 
 
-def _liveness(tmp_path) -> list[str]:
+def liveness(tmp_path) -> list[str]:
     """The details of the history's liveness findings."""
     return [e["detail"] for e in read_jsonl(tmp_path, "events").to_pylist()
             if e["kind"] == "liveness"]
@@ -158,7 +158,7 @@ def test_an_isr_that_never_fills_after_a_broker_rolls_is_a_liveness_finding(tmp_
     row, cluster = _fire(tmp_path, UPGRADE, isr_never_fills)
     assert row["outcome"] == "no-effect", row
     assert cluster.releases == {1: "4.4.0", 2: "3.9.2", 3: "3.9.2"} and cluster.finalized == 0
-    assert _liveness(tmp_path) == ["upgrade: broker 1 onto 4.4.0, then no full ISR on chaos: "
+    assert liveness(tmp_path) == ["upgrade: broker 1 onto 4.4.0, then no full ISR on chaos: "
                                    "Timed out after 180s waiting for a full ISR"]
 
 
@@ -175,5 +175,5 @@ def test_a_rolling_restart_whose_isr_never_fills_is_a_liveness_finding_not_a_fai
     assert row["outcome"] == "no-effect", row
     # broker 1 is back, brokers 2 and 3 were never stopped
     assert waited == [180.0] and set(cluster.states.values()) == {"running"}
-    assert _liveness(tmp_path) == ["terminate roll: broker 1 restarted, then no full ISR on "
+    assert liveness(tmp_path) == ["terminate roll: broker 1 restarted, then no full ISR on "
                                    "chaos: Timed out after 180s waiting for a full ISR"]
