@@ -88,7 +88,7 @@ def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     gated = {t: max(0, a.gated - before[t].gated) for t, a in after.items()}
     if not any(packets.values()):
         raise NoEffect(f"hold-requests: no packet of a held connection reached brokers {targets}"
-                       + (f" after a {spec.request} request" if gate else ""))
+                       + (f" after a {spec.request} request" if gate is not None else ""))
     return {"latency_ms": spec.latency_ms, "request": spec.request,
             "held": {str(t): {"connections": len(held.get(t, [])), "packets": packets[t]}
-                     | ({"gated": gated[t]} if gate else {}) for t in after}}
+                     | ({"gated": gated[t]} if gate is not None else {}) for t in after}}

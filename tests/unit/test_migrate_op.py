@@ -98,7 +98,7 @@ def test_a_migration_whose_metadata_never_copied_is_a_liveness_finding_and_left_
     assert "waiting for the controllers to copy the metadata from ZooKeeper" in row["detail"]
     assert not [s for s in cluster.steps if s[0] in ("kraft", "on-kraft")]
     assert liveness(tmp_path) == ["migrate: Timed out after 0s waiting for the "
-                                   "controllers to copy the metadata from ZooKeeper"]
+                                  "controllers to copy the metadata from ZooKeeper"]
 
 
 def test_a_migration_the_run_ended_halfway_had_no_effect(tmp_path):
@@ -185,7 +185,7 @@ def test_a_migration_step_after_which_the_isr_never_fills_is_a_liveness_finding(
     assert row["outcome"] == "no-effect", row
     assert [s[:2] for s in cluster.steps][2:] == [("dual-write", 1), ("dual-write", 2)]
     assert liveness(tmp_path) == ["migrate: broker 2 into dual-write, then no full ISR on chaos: "
-                                   "Timed out after 180s waiting"]
+                                  "Timed out after 180s waiting"]
 
 
 def test_the_wedges_reproduction_is_the_migration_as_the_finding_ran_it():

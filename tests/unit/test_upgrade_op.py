@@ -159,7 +159,7 @@ def test_an_isr_that_never_fills_after_a_broker_rolls_is_a_liveness_finding(tmp_
     assert row["outcome"] == "no-effect", row
     assert cluster.releases == {1: "4.4.0", 2: "3.9.2", 3: "3.9.2"} and cluster.finalized == 0
     assert liveness(tmp_path) == ["upgrade: broker 1 onto 4.4.0, then no full ISR on chaos: "
-                                   "Timed out after 180s waiting for a full ISR"]
+                                  "Timed out after 180s waiting for a full ISR"]
 
 
 def test_a_rolling_restart_whose_isr_never_fills_is_a_liveness_finding_not_a_failed_op(tmp_path):
@@ -176,4 +176,4 @@ def test_a_rolling_restart_whose_isr_never_fills_is_a_liveness_finding_not_a_fai
     # broker 1 is back, brokers 2 and 3 were never stopped
     assert waited == [180.0] and set(cluster.states.values()) == {"running"}
     assert liveness(tmp_path) == ["terminate roll: broker 1 restarted, then no full ISR on "
-                                   "chaos: Timed out after 180s waiting for a full ISR"]
+                                  "chaos: Timed out after 180s waiting for a full ISR"]
