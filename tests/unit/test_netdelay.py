@@ -11,7 +11,7 @@ import pytest
 from contracts.errors import ClusterError
 from contracts.faultlines import REQUEST_GATES
 from faults.holds import peers
-from harness import netdelay
+from harness import gobuild, netdelay
 
 
 @pytest.mark.parametrize(("link", "zookeeper", "port"),
@@ -78,6 +78,6 @@ def test_a_commit_gate_starts_netdelay_with_commits_and_gets_a_queue_of_its_own(
 
 def test_netdelay_reads_an_end_txn_s_committed_field_in_each_encoding():
     # harness/docker/netdelay/main_test.go builds EndTxn requests of versions 0 to 5, cut and whole
-    done = subprocess.run(["go", "test", "."], cwd=netdelay.gobuild.SOURCES / "netdelay",
+    done = subprocess.run(["go", "test", "."], cwd=gobuild.SOURCES / "netdelay",
                           capture_output=True, text=True, env=os.environ | {"CGO_ENABLED": "0"})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
