@@ -25,7 +25,14 @@ from contracts.payload import COPY_BASE, encode
 from contracts.scenario import CopierSpec, copier_id, copy_topic
 from workloads.consumer import consumer_config
 from workloads.producer import RELEASE_S
-from workloads.txn_producer import CALL_S, Unfinished, call_retrying, recreating, transaction
+from workloads.txn_producer import (
+    CALL_S,
+    Unfinished,
+    call_retrying,
+    record_protocol,
+    recreating,
+    transaction,
+)
 from workloads.worker import Worker
 
 COPY_BYTES = 64
@@ -93,6 +100,8 @@ class CopierClient(Worker):
                            ps: self._event(Event.LOST, parts=tuple(ps)))
         if self.txn != self.first:
             self._event(Event.RECREATED, "after a fatal error or a transaction of unknown fate")
+        else:
+            record_protocol(self.history, self.name, self.topic, self.txn)
         return consumer, producer
 
     def _transaction(self, consumer: Consumer, producer: Producer, msgs: list[Message]) -> None:

@@ -36,6 +36,12 @@ def transactional_config(spec: ProducerSpec, bootstrap: str, pid: int) -> dict:
         "transaction.timeout.ms": spec.transaction_timeout_ms}
 
 
+def record_protocol(history: HistoryWriter, source: str, topic: str, txn: int) -> None:
+    """A transactional client's protocol, from its first transaction on: librdkafka implements no
+    KIP-890 (confluentinc/librdkafka#5423), so always v1."""
+    history.event(source, Event.TXN_PROTOCOL, topic=topic, offset=txn, detail="v1")
+
+
 def call_retrying(fn: Callable[[float], None], timeout_ms: int, watch: CallWatch,
                   what: str = "") -> None:
     """Call a transactional API under `watch`, repeating it on retriable errors until the
@@ -157,9 +163,8 @@ class TxnProducerClient(Worker):
             return None
         if self.txn != self.first:
             self._event(Event.RECREATED, "after a fatal error or a transaction of unknown fate")
-        else:  # librdkafka implements no KIP-890 (confluentinc/librdkafka#5423)
-            self.history.event(f"producer-{self.pid}", Event.TXN_PROTOCOL, topic=self.topics[0],
-                               offset=self.txn, detail="v1")
+        else:
+            record_protocol(self.history, f"producer-{self.pid}", self.topics[0], self.txn)
         return producer
 
     def _call(self, fn: Callable[[float], None]) -> None:

@@ -30,6 +30,7 @@ final class Copying extends Role implements ConsumerRebalanceListener {
     private final double abortRatio;
     private final boolean outside;
     private final Transactions.Calls calls;
+    private final Transactions.Protocol protocol;
     private long txn;
 
     Copying(Properties settings, History history) {
@@ -42,6 +43,7 @@ final class Copying extends Role implements ConsumerRebalanceListener {
         abortRatio = real("abort_ratio");
         outside = get("offsets").equals("outside");
         calls = new Transactions.Calls(num("transaction_timeout_ms"));
+        protocol = new Transactions.Protocol(history, name, topic);
     }
 
     private void events(String kind, Collection<TopicPartition> parts, String detail) {
@@ -121,6 +123,7 @@ final class Copying extends Role implements ConsumerRebalanceListener {
             history.row("copy_txns", new History.Json().num("copier", cid).num("txn", t).num("t_begin", begin)
                 .num("t_commit", commit[0]).num("records", records.count()).num("t_end", History.now())
                 .str("fate", end.fate()).str("error", end.error()).end());
+            protocol.note(producer, t);
         }
         if (end.fate().equals("aborted")) {
             rewind(consumer);

@@ -25,12 +25,45 @@ final class Transactions extends Role {
     private final Calls calls;
     private long seq;
     private long txn;
-    private String protocol = "";
+    private final Protocol protocol;
 
     /** A transaction whose fate is unknown: its producer must be replaced (a new one fences it). */
     static final class Unfinished extends RuntimeException {
         Unfinished(String why) {
             super(why);
+        }
+    }
+
+    /** The protocol a transactional client ran each transaction with, recorded when it changes (`txn-protocol`:
+     * offset is the transaction). A client without KIP-890's v2 has no such state: v1. */
+    static final class Protocol {
+        private final History history;
+        private final String name;
+        private final String topic;
+        private String last = "";
+
+        Protocol(History history, String name, String topic) {
+            this.history = history;
+            this.name = name;
+            this.topic = topic;
+        }
+
+        void note(KafkaProducer<byte[], byte[]> producer, long t) {
+            String now;
+            try {
+                Field field = KafkaProducer.class.getDeclaredField("transactionManager");
+                field.setAccessible(true);
+                Object manager = field.get(producer);
+                now = (Boolean) manager.getClass().getMethod("isTransactionV2Enabled").invoke(manager) ? "v2" : "v1";
+            } catch (NoSuchMethodException exc) {
+                now = "v1";
+            } catch (ReflectiveOperationException | RuntimeException exc) {
+                now = "unknown: " + errorName(exc);
+            }
+            if (!now.equals(last)) {
+                last = now;
+                history.event(name, "txn-protocol", topic, -1, t, now);
+            }
         }
     }
 
@@ -46,6 +79,7 @@ final class Transactions extends Role {
         abortRatio = real("abort_ratio");
         openMs = num("txn_open_ms");
         calls = new Calls(num("transaction_timeout_ms"));
+        protocol = new Protocol(history, name, topics[0]);
     }
 
     @Override
@@ -171,7 +205,7 @@ final class Transactions extends Role {
             history.row("txns", new History.Json().num("producer", pid).num("txn", t).num("t_begin", begin)
                 .num("t_commit", commit[0]).num("t_end", History.now()).str("fate", end.fate())
                 .str("error", end.error()).end());
-            noteProtocol(producer, t);
+            protocol.note(producer, t);
         }
         return n;
     }
@@ -189,26 +223,6 @@ final class Transactions extends Role {
                           history.rowLater("sends", () -> sent.row(pid, s, null, topic, t0, t));
                           pending.remove(s);
                       });
-    }
-
-    /** The protocol the client's transaction manager ran this transaction with, recorded when it changes
-     * (`txn-protocol`: offset is the transaction). A client without KIP-890's v2 has no such state: v1. */
-    private void noteProtocol(KafkaProducer<byte[], byte[]> producer, long t) {
-        String now;
-        try {
-            Field field = KafkaProducer.class.getDeclaredField("transactionManager");
-            field.setAccessible(true);
-            Object manager = field.get(producer);
-            now = (Boolean) manager.getClass().getMethod("isTransactionV2Enabled").invoke(manager) ? "v2" : "v1";
-        } catch (NoSuchMethodException exc) {
-            now = "v1";
-        } catch (ReflectiveOperationException | RuntimeException exc) {
-            now = "unknown: " + errorName(exc);
-        }
-        if (!now.equals(protocol)) {
-            protocol = now;
-            history.event(name, "txn-protocol", topics[0], -1, t, now);
-        }
     }
 
     /** Sends without a callback: `info` (they may have been written; their transaction decides). */
