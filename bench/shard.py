@@ -21,7 +21,8 @@ from pathlib import Path
 from contracts import provenance
 from contracts.results import RunResult
 
-KCHAOS = str(Path(sys.executable).with_name("kchaos"))
+# `-m` from here: the runs use the code of the tree shards.log names, whichever tree is installed
+KCHAOS = (sys.executable, "-m", "kchaos")
 KEPT = ("results.json", "scenario.json", "schedule.json", "run.json")
 
 
@@ -109,7 +110,7 @@ def main(argv: list[str]) -> int:
     work = Path(tempfile.mkdtemp(prefix=f"shard-{name}-{k}-", dir="runs"))
     started = time.monotonic()
     try:
-        code = subprocess.run([KCHAOS, "compare", *c.args, "--shard", f"{k}/{c.shards}",
+        code = subprocess.run([*KCHAOS, "compare", *c.args, "--shard", f"{k}/{c.shards}",
                                "--runs-dir", str(work), "--allow-unknown"]).returncode
         kept = trim(work, dest)  # any exit code with runs: a FAIL or UNKNOWN is a finding
         for run in keep_unpassed(work, Path("runs") / f"unpassed-{name}-{k}"):
