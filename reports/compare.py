@@ -1,4 +1,5 @@
-"""The version × scenario table of `kchaos compare`, as HTML and Markdown."""
+"""The scenario × column table of `kchaos compare` (versions, upgrade paths or clients), as HTML
+and Markdown."""
 
 from __future__ import annotations
 
@@ -73,6 +74,16 @@ def client(r: RunResult) -> str:
     return (r.settings.get("producer") or {}).get("client", "librdkafka")
 
 
+def subject(results: list[RunResult], columns: list[str]) -> tuple[str, str]:
+    """What the columns are, as (one, many): clients under `--clients`, upgrade paths when a column
+    names one, else versions."""
+    if len({client(r) for r in results}) > 1:
+        return "client", "clients"
+    if any("->" in c for c in columns):
+        return "upgrade", "upgrade paths"
+    return "version", "versions"
+
+
 def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list[RunResult]]]]:
     """(columns newest version first, each in its metadata modes, and per client when the runs had
     more than one; scenario -> column -> its runs)."""
@@ -93,43 +104,43 @@ def figures(runs: list[RunResult], spread: dict[str, Spread]) -> str:
     return "; ".join(f"{name} {sp.text}" for name, sp in spread.items() if sp.values)
 
 
-def summary(tests: Tests, trends: tuple[int, list[Tendency]], runs: int,
-            can_test: bool) -> tuple[list[str],
-                                                                                                   list[str]]:
-    """What differs between the versions: (each difference unlikely to be noise once every test the
-    comparison made is counted, or that no cell has seeds enough for the test, then the versions'
-    tendencies across scenarios; the differences only suggestive, for a fold)."""
+def summary(tests: Tests, trends: tuple[int, list[Tendency]], runs: int, can_test: bool,
+            noun: tuple[str, str]) -> tuple[list[str], list[str]]:
+    """What differs between the columns (`noun`, one and many): (each difference unlikely to be
+    noise once every test is counted, or that no cell has seeds enough, then tendencies across
+    scenarios; the differences only suggestive, for a fold)."""
+    one, many = noun
     sure, maybe = tests.beyond_noise, tests.suggestive
     how = (f"{tests.made} Mann-Whitney U tests over {runs} runs, each of one figure of one "
            "scenario "
-           f"between two versions whose seeds could reach p < {SIGNIFICANT}; a difference counts "
+           f"between two {many} whose seeds could reach p < {SIGNIFICANT}; a difference counts "
            "when its p-value corrected for their number (Benjamini-Hochberg q) stays under "
            f"{SIGNIFICANT}")
     if not can_test:
-        out = [f"Too few seeds for a rank test to tell versions apart in one scenario ({runs} "
+        out = [f"Too few seeds for a rank test to tell {many} apart in one scenario ({runs} "
                "runs; "
-               f"Mann-Whitney U reaches p < {SIGNIFICANT} only with 4 seeds a version): compare "
+               f"Mann-Whitney U reaches p < {SIGNIFICANT} only with 4 seeds a {one}): compare "
                "the "
                "figures by eye, or run `kchaos compare --seeds 4` or more."]
     elif sure:
-        out = [f"What differs between versions beyond its seeds' spread ({how}):", "",
+        out = [f"What differs between {many} beyond its seeds' spread ({how}):", "",
                *(f"- {d.text}" for d in sure)]
     else:
-        out = ["No single difference between versions is beyond doubt once every test is counted "
+        out = [f"No single difference between {many} is beyond doubt once every test is counted "
                f"({how})."]
     if trends[1]:
-        out += ["", "Across scenarios (per figure and two versions, a sign test over the scenarios "
+        out += ["", f"Across scenarios (per figure and two {many}, a sign test over the scenarios "
                     f"both ran of which had the higher median, where {SIGN_MIN} or more medians "
                     f"differ; Benjamini-Hochberg q under {SIGNIFICANT} over the {trends[0]} such "
                     "tests):", "", *(f"- {t.text}" for t in trends[1])]
     if not maybe:
         return out, []
-    many = f"{len(maybe)} difference{'s' if len(maybe) > 1 else ''}"
+    count = f"{len(maybe)} difference{'s' if len(maybe) > 1 else ''}"
     return out, [f"Also p < {SIGNIFICANT}, but not beyond "
-                 f"chance among so many tests: {many}, where "
+                 f"chance among so many tests: {count}, where "
                  "chance alone gives about "
                  f"{SIGNIFICANT * tests.made:.0f} of "
-                 f"{tests.made} tests if no version differed. "
+                 f"{tests.made} tests if no {one} differed. "
                  "The more these outnumber chance's, the "
                  "more of them are real, but no one of them "
                  "is sure: more seeds tell which.", "", *(f"- {d.text}" for d in maybe)]
@@ -168,10 +179,12 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
     directory.mkdir(parents=True, exist_ok=True)
     versions, grid = table(results)
     cells = grid_spreads(grid)
-    said, suggestive = summary(differences(cells), tendencies(cells), len(results), testable(grid))
+    noun = subject(results, versions)
+    said, suggestive = summary(differences(cells), tendencies(cells), len(results), testable(grid),
+                               noun)
     parts = tables(grid, versions)
     md = directory / "comparison.md"
-    md.write_text("# kafka-chaos version comparison\n\n" + LEGEND + "\n\n" + "\n\n".join(
+    md.write_text(f"# kafka-chaos {noun[0]} comparison\n\n" + LEGEND + "\n\n" + "\n\n".join(
         _markdown(grid, cells, vs, names) for vs, names in parts) + "\n\n## What differs\n\n"
                   + "\n".join(said)
         + ("\n\n## Suggestive only\n\n" + "\n".join(suggestive) if suggestive else "") + "\n")
@@ -184,7 +197,8 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
 
     html.write_text(ENV.get_template("compare.html.j2").render(
         parts=parts, grid=grid, cells=cells, cell=cell, worst=worst, link=link, figures=figures,
-        plots=plots, summary=blocks(said), suggestive=blocks(suggestive), legend=LEGEND))
+        plots=plots, summary=blocks(said), suggestive=blocks(suggestive), legend=LEGEND,
+        noun=noun))
     return html, md
 
 

@@ -39,8 +39,11 @@ def test_clients_compared_on_one_version_are_columns_of_their_own(tmp_path):
     results[1].settings = {"producer": {"client": "java:3.9.2"}}
     for r in results:
         r.run_dir = str(tmp_path / "runs" / str(r.seed))
-    _, md = write_compare(results, tmp_path / "compare")
-    assert "| scenario | Kafka 4.4.0 librdkafka | Kafka 4.4.0 java:3.9.2 |" in md.read_text()
+    html, md = write_compare(results, tmp_path / "compare")
+    text = md.read_text()
+    assert "| scenario | Kafka 4.4.0 librdkafka | Kafka 4.4.0 java:3.9.2 |" in text
+    assert text.startswith("# kafka-chaos client comparison\n") and "tell clients apart" in text
+    assert "<h1>kafka-chaos client comparison</h1>" in html.read_text() and "version" not in text
 
 
 def test_upgrade_paths_are_columns_named_from_and_to(tmp_path):
@@ -56,6 +59,7 @@ def test_upgrade_paths_are_columns_named_from_and_to(tmp_path):
     text = md.read_text()
     assert "| scenario | Kafka 4.4.0 | Kafka 4.3.1->4.4.0 | Kafka 3.9.2->4.4.0 |" in text
     assert "| scenario | Kafka 3.9.2:zookeeper->kraft |" in text  # a table of its own: one row
+    assert text.startswith("# kafka-chaos upgrade comparison\n") and "upgrade paths apart" in text
 
 
 def test_compare_table_shows_the_worst_seed_and_sums_counts(tmp_path):
