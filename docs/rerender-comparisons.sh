@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Re-render the committed comparisons from their runs' results.json, which git keeps before b92f9d7 removed the
-# run directories: the pages change with the comparison's template, the runs do not. Run from the repository root.
+# Re-render the committed comparisons from their runs' results.json: kept beside the page, or for the first three in
+# git before b92f9d7 removed them. The pages change with the comparison's template, the runs do not. Run from the root.
 set -euo pipefail
 FROM=b92f9d7^
 EXTRACTED=$(mktemp)
@@ -12,10 +12,10 @@ done
 rm -rf docs/comparison/compare-20261129T064708Z
 .venv/bin/kchaos compare --merge docs/comparison/runs --runs-dir docs/comparison --allow-unknown > /dev/null || true
 mv docs/comparison/compare-2* docs/comparison/compare-20261129T064708Z
-for d in compare-transactions example-compare; do  # these pages sit beside their runs/, one level up
+for d in compare-transactions example-compare compare-upgrades compare-clients; do  # pages beside runs/
   .venv/bin/kchaos compare --merge "docs/$d/runs" --runs-dir "docs/$d/rendered" --allow-unknown > /dev/null || true
   for f in docs/$d/rendered/compare-*/*; do
-    if [[ $f == *.html ]]; then sed 's#href="\.\./runs/#href="runs/#g' "$f" > "docs/$d/$(basename "$f")"
+    if [[ $f == *.html ]]; then sed 's#href="\(\.\./\)*runs/#href="runs/#g' "$f" > "docs/$d/$(basename "$f")"
     else cp "$f" "docs/$d/"; fi
   done
   rm -rf "docs/$d/rendered"
