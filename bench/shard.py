@@ -1,10 +1,11 @@
 """`python -m bench.shard NAME [K]`: run slice K (default: the first not kept) of a committed
 comparison, and keep its runs trimmed in the repository, so a comparison longer than a sitting is
-measured in parts and merged once every slice is kept.
+measured in parts; `python -m bench.shard NAME merge` writes its page once every slice is kept.
 
-Each run keeps results.json, scenario.json, schedule.json and run.json, what a merge needs; its
-report (hundreds of kB), history and broker logs go, but a run that did not pass keeps all of it
-under runs/ (not committed) to be traced (KEEP_WORK=DIR copies every run there first).
+Each run keeps results.json, scenario.json, schedule.json and run.json, what a merge needs, and a
+slice is committed as one xz archive of them; its reports, histories and broker logs go, but a run
+that did not pass keeps all of it under runs/ (not committed) to be traced (KEEP_WORK=DIR copies
+every run there first).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from dataclasses import dataclass
@@ -38,6 +40,9 @@ class Comparison:
     def runs(self) -> Path:
         return Path(self.home) / "runs"
 
+    def archive(self, k: int) -> Path:
+        return self.runs / f"shard-{k}.tar.xz"
+
 
 COMPARISONS = {
     "catalog": Comparison(("--kafka", "4.3.1,3.9.2,3.9.2:zookeeper,2.8.2", "--suite", "nightly",
@@ -51,6 +56,9 @@ COMPARISONS = {
 }
 
 
+USAGE = "usage: python -m bench.shard NAME [K|merge]"
+
+
 def usage(message: str) -> None:
     print(message, file=sys.stderr)
     sys.exit(2)
@@ -60,20 +68,19 @@ def pick(argv: list[str]) -> tuple[str, Comparison, int]:
     """The comparison and slice the command line names; a bad one exits 2 before anything runs."""
     if not argv or argv[0] not in COMPARISONS:
         given = repr(argv[0][:40]) if argv else "nothing"
-        usage(f"Expected one of {', '.join(COMPARISONS)} but got NAME={given}; "
-              "usage: python -m bench.shard NAME [K]")
+        usage(f"Expected one of {', '.join(COMPARISONS)} but got NAME={given}; {USAGE}")
     name, c = argv[0], COMPARISONS[argv[0]]
     if len(argv) == 1:
-        todo = [k for k in range(1, c.shards + 1) if not (c.runs / f"shard-{k}").exists()]
+        todo = [k for k in range(1, c.shards + 1) if not c.archive(k).exists()]
         if not todo:
-            usage(f"every slice of {name} is kept under {c.runs}; merge them: kchaos compare "
-                  f"--merge {c.runs} --runs-dir {c.home}")
+            usage(f"every slice of {name} is kept under {c.runs}; merge them: python -m "
+                  f"bench.shard {name} merge")
         return name, c, todo[0]
     k = argv[1]
     if not k.isdigit() or not 1 <= int(k) <= c.shards:
-        usage(f"Expected a slice from 1 to {c.shards} but got K={k[:20]!r}")
-    if (c.runs / f"shard-{k}").exists():
-        usage(f"{c.runs}/shard-{k} exists: slice {k} has run; remove it to run it again")
+        usage(f"Expected a slice from 1 to {c.shards} or merge but got K={k[:20]!r}; {USAGE}")
+    if c.archive(int(k)).exists():
+        usage(f"{c.archive(int(k))} exists: slice {k} has run; remove it to run it again")
     return name, c, int(k)
 
 
@@ -92,6 +99,42 @@ def trim(work: Path, dest: Path) -> int:
     return kept
 
 
+def pack(kept: Path) -> Path:
+    """A trimmed slice's directory as one xz archive beside it, the form its runs are committed in
+    (JSON alike from run to run: about a twentieth of its size)."""
+    archive = kept.with_name(f"{kept.name}.tar.xz")
+    with tarfile.open(archive, "w:xz") as tar:
+        tar.add(kept, arcname=kept.name)
+    return archive
+
+
+def unpack(runs: Path) -> list[Path]:
+    """Every archive under runs unpacked beside it (git ignores the directories); the archives."""
+    archives = sorted(runs.glob("*.tar.xz"))
+    for archive in archives:
+        with tarfile.open(archive) as tar:
+            tar.extractall(runs, filter="data")
+    return archives
+
+
+def merge(c: Comparison) -> int:
+    """c's page from its kept slices: `kchaos compare --merge`, its files moved up from the
+    compare-STAMP folder into c.home with their links made relative to it."""
+    if not unpack(c.runs):
+        usage(f"no slice is kept under {c.runs}: run them first, {USAGE}")
+    home = Path(c.home)
+    before = set(home.glob("compare-*"))
+    code = subprocess.run([*KCHAOS, "compare", "--merge", str(c.runs), "--runs-dir", c.home,
+                           "--allow-unknown"]).returncode
+    for stamp in set(home.glob("compare-*")) - before:
+        for f in stamp.iterdir():
+            if f.suffix == ".html":
+                f.write_text(f.read_text().replace('href="../runs/', 'href="runs/'))
+            f.replace(home / f.name)
+        stamp.rmdir()
+    return code
+
+
 def keep_unpassed(work: Path, into: Path) -> list[Path]:
     """Copy each run under work whose verdict is not a pass, whole, to into; the copies."""
     kept = []
@@ -104,6 +147,8 @@ def keep_unpassed(work: Path, into: Path) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[1] == "merge" and argv[0] in COMPARISONS:
+        return merge(COMPARISONS[argv[0]])
     name, c, k = pick(argv)
     dest = c.runs / f"shard-{k}"
     Path("runs").mkdir(exist_ok=True)
@@ -113,6 +158,8 @@ def main(argv: list[str]) -> int:
         code = subprocess.run([*KCHAOS, "compare", *c.args, "--shard", f"{k}/{c.shards}",
                                "--runs-dir", str(work), "--allow-unknown"]).returncode
         kept = trim(work, dest)  # any exit code with runs: a FAIL or UNKNOWN is a finding
+        if kept:
+            pack(dest)
         for run in keep_unpassed(work, Path("runs") / f"unpassed-{name}-{k}"):
             print(f"not a pass, kept whole to be traced: {run}")
         line = (f"{k}: {kept} runs in {(time.monotonic() - started) / 60:.0f} min at "

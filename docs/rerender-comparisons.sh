@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Re-render the committed comparisons from their runs' results.json: kept beside the page, or for the first three in
-# git before b92f9d7 removed them. The pages change with the comparison's template, the runs do not. Run from the root.
+# Re-render the committed comparisons from their runs' results.json: in git before b92f9d7 removed them, or, for the
+# upgrades and clients comparisons, in their slices' archives. The pages change with the comparison's template, the
+# runs do not. Run from the repository root.
 set -euo pipefail
 FROM=b92f9d7^
 EXTRACTED=$(mktemp)
@@ -12,7 +13,7 @@ done
 rm -rf docs/comparison/compare-20261129T064708Z
 .venv/bin/kchaos compare --merge docs/comparison/runs --runs-dir docs/comparison --allow-unknown > /dev/null || true
 mv docs/comparison/compare-2* docs/comparison/compare-20261129T064708Z
-for d in compare-transactions example-compare compare-upgrades compare-clients; do  # pages beside runs/
+for d in compare-transactions example-compare; do  # these pages sit beside their runs/, one level up
   .venv/bin/kchaos compare --merge "docs/$d/runs" --runs-dir "docs/$d/rendered" --allow-unknown > /dev/null || true
   for f in docs/$d/rendered/compare-*/*; do
     if [[ $f == *.html ]]; then sed 's#href="\(\.\./\)*runs/#href="runs/#g' "$f" > "docs/$d/$(basename "$f")"
@@ -20,6 +21,7 @@ for d in compare-transactions example-compare compare-upgrades compare-clients; 
   done
   rm -rf "docs/$d/rendered"
 done
+for name in upgrades clients; do .venv/bin/python -m bench.shard "$name" merge > /dev/null || true; done
 xargs -d '\n' rm -f < "$EXTRACTED"
 rm -f "$EXTRACTED"
 find docs/comparison/runs docs/compare-transactions/runs docs/example-compare/runs -type d -empty -delete 2>/dev/null || true

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from bench import shard
@@ -44,13 +46,42 @@ def test_the_first_slice_not_kept_is_next_and_a_kept_one_is_not_run_again(tmp_pa
                                                                           capsys):
     monkeypatch.chdir(tmp_path)
     runs = shard.COMPARISONS["upgrades"].runs
-    (runs / "shard-1").mkdir(parents=True)
+    (runs / "shard-2").mkdir(parents=True)  # unpacked, or trimmed and never packed: not kept
+    runs.joinpath("shard-1.tar.xz").write_bytes(b"")
     assert shard.pick(["upgrades"])[2] == 2
     assert shard.pick(["upgrades", "3"])[2] == 3
-    for argv, said in ((["upgrades", "1"], "shard-1 exists: slice 1 has run"),
-                       (["upgrades", "10"], "Expected a slice from 1 to 9 but got K='10'"),
+    for argv, said in ((["upgrades", "1"], "shard-1.tar.xz exists: slice 1 has run"),
+                       (["upgrades", "10"], "Expected a slice from 1 to 9 or merge but got K='10'"),
                        (["upgrade"], "Expected one of catalog, upgrades")):
         with pytest.raises(SystemExit) as exit_:
             shard.pick(argv)
         assert exit_.value.code == 2
         assert said in capsys.readouterr().err
+
+
+def test_a_slice_is_committed_as_one_archive_and_unpacked_as_it_was_trimmed(tmp_path):
+    work, runs = tmp_path / "work", tmp_path / "runs"
+    run_dir(work, "a", "1-42")
+    run_dir(work, "b", "2-42", verdict=False, forbidden={"lost-write": 3})
+    shard.trim(work, runs / "shard-4")
+    archive = shard.pack(runs / "shard-4")
+    assert archive == runs / "shard-4.tar.xz"
+    shutil.rmtree(runs / "shard-4")
+    assert shard.unpack(runs) == [archive]
+    kept = sorted(str(p.relative_to(runs)) for p in runs.rglob("*") if p.is_file())
+    assert kept == ["shard-4.tar.xz", *(f"shard-4/{run}/{n}" for run in ("a/1-42", "b/2-42")
+                                        for n in sorted(shard.KEPT))]
+    assert RunResult.load(runs / "shard-4/b/2-42/results.json").forbidden == {"lost-write": 3}
+
+
+def test_merge_writes_the_page_beside_the_unpacked_runs_and_links_them(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    c = shard.COMPARISONS["clients"]
+    run_dir(tmp_path / "work", "a", "1-42")
+    shard.trim(tmp_path / "work", c.runs / "shard-1")
+    shard.pack(c.runs / "shard-1")
+    shutil.rmtree(c.runs / "shard-1")
+    assert shard.merge(c) == 0
+    home = tmp_path / c.home
+    assert sorted(p.name for p in home.iterdir()) == ["comparison.html", "comparison.md", "runs"]
+    assert 'href="runs/shard-1/a/1-42/results.json"' in (home / "comparison.html").read_text()
