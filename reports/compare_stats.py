@@ -5,6 +5,7 @@ from noise."""
 
 from __future__ import annotations
 
+import io
 import itertools
 import math
 import statistics
@@ -209,6 +210,7 @@ def box_plots(cells: Spreads, versions: list[str], directory: Path) -> dict[str,
     """One PNG per scenario run on several seeds: a box per version for each figure. Returns
     scenario -> file name."""
     from matplotlib.figure import Figure  # imported here: `kchaos compare` alone draws these
+    from PIL import Image
 
     files = {}
     for i, (scenario, row) in enumerate(cells.items()):
@@ -227,6 +229,10 @@ def box_plots(cells: Spreads, versions: list[str], directory: Path) -> dict[str,
         fig.suptitle(scenario, fontsize=10)
         fig.tight_layout()
         name = f"box-{i:02d}.png"
-        fig.savefig(directory / name, dpi=80)
+        drawn = io.BytesIO()
+        fig.savefig(drawn, format="png", dpi=80)
+        # black lines and orange medians: 32 colours lose nothing, in a quarter of the bytes
+        Image.open(drawn).convert("RGB").quantize(32, method=Image.Quantize.FASTOCTREE).save(
+            directory / name, optimize=True)
         files[scenario] = name
     return files

@@ -8,6 +8,7 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 import pytest
+from PIL import Image
 
 from contracts import signals
 from contracts.errors import ClusterError, UsageError
@@ -253,7 +254,11 @@ def test_compare_marks_a_difference_its_seeds_cannot_explain_and_not_one_they_ca
     assert "acknowledged writes lost 640 (600-680)" in row_a
     page = html.read_text()
     assert "p=0.00794" in page and '<img src="box-00.png"' in page
-    assert (tmp_path / "compare" / "box-00.png").stat().st_size > 0
+    # 32 colours, the medians' orange among them
+    with Image.open(tmp_path / "compare" / "box-00.png") as png:
+        colours = [c for _, c in png.convert("RGB").getcolors()]
+    assert png.mode == "P" and len(colours) <= 32
+    assert any(abs(r - 255) + abs(g - 127) + abs(b - 14) < 40 for r, g, b in colours)
 
 
 def test_among_many_tests_a_difference_seeds_show_is_only_suggestive(tmp_path):
