@@ -74,10 +74,15 @@ def client(r: RunResult) -> str:
     return (r.settings.get("producer") or {}).get("client", "librdkafka")
 
 
+def several_clients(results: list[RunResult]) -> bool:
+    """Whether the runs' producers ran more than one client: each is then a column of its own."""
+    return len({client(r) for r in results}) > 1
+
+
 def subject(results: list[RunResult], columns: list[str]) -> tuple[str, str]:
     """What the columns are, as (one, many): clients under `--clients`, upgrade paths when a column
     names one, else versions."""
-    if len({client(r) for r in results}) > 1:
+    if several_clients(results):
         return "client", "clients"
     if any("->" in c for c in columns):
         return "upgrade", "upgrade paths"
@@ -87,7 +92,7 @@ def subject(results: list[RunResult], columns: list[str]) -> tuple[str, str]:
 def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list[RunResult]]]]:
     """(columns newest version first, each in its metadata modes, and per client when the runs had
     more than one; scenario -> column -> its runs)."""
-    by_client = len({client(r) for r in results}) > 1
+    by_client = several_clients(results)
     columns = sorted({column(r, by_client) for r in results},
                      key=lambda v: (release(re.split(r"[: ]|->", v)[0]), v), reverse=True)
     grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
