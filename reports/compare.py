@@ -8,6 +8,7 @@ import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from contracts.clients import LIBRDKAFKA
 from contracts.results import Badge, RunResult
 from contracts.versions import release, target_label
 from reports.compare_stats import (
@@ -71,12 +72,23 @@ def column(r: RunResult, by_client: bool = False) -> str:
 
 def client(r: RunResult) -> str:
     """The `client` a run's producers ran (every role's, under `--clients`)."""
-    return (r.settings.get("producer") or {}).get("client", "librdkafka")
+    return (r.settings.get("producer") or {}).get("client", LIBRDKAFKA)
 
 
 def several_clients(results: list[RunResult]) -> bool:
-    """Whether the runs' producers ran more than one client: each is then a column of its own."""
-    return len({client(r) for r in results}) > 1
+    """Whether a scenario ran on more than one client in one column, as under `--clients`: each
+    client is then a column of its own. Scenarios that name their own client compare versions."""
+    ran: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for r in results:
+        ran[r.row_name, column(r)].add(client(r))
+    return any(len(clients) > 1 for clients in ran.values())
+
+
+def row(r: RunResult, by_client: bool) -> str:
+    """A run's row: its scenario, and the client it ran when no column says it and it is not
+    librdkafka (`txn-stale-requests (java)`)."""
+    name = client(r).partition(":")[0]
+    return r.row_name if by_client or name == LIBRDKAFKA else f"{r.row_name} ({name})"
 
 
 def subject(results: list[RunResult], columns: list[str]) -> tuple[str, str]:
@@ -90,14 +102,15 @@ def subject(results: list[RunResult], columns: list[str]) -> tuple[str, str]:
 
 
 def table(results: list[RunResult]) -> tuple[list[str], dict[str, dict[str, list[RunResult]]]]:
-    """(columns newest version first, each in its metadata modes, and per client when the runs had
-    more than one; scenario -> column -> its runs)."""
+    """(columns newest version first, each in its metadata modes, and per client when a scenario ran
+    on more than one in a column; scenario -> column -> its runs)."""
     by_client = several_clients(results)
     columns = sorted({column(r, by_client) for r in results},
                      key=lambda v: (release(re.split(r"[: ]|->", v)[0]), v), reverse=True)
     grid: dict[str, dict[str, list[RunResult]]] = defaultdict(lambda: defaultdict(list))
     for r in results:
-        grid[r.row_name][column(r, by_client)].append(r)  # a regression's versions share a row
+        # a regression's versions share a row
+        grid[row(r, by_client)][column(r, by_client)].append(r)
     return columns, dict(sorted(grid.items()))
 
 

@@ -47,6 +47,20 @@ def test_clients_compared_on_one_version_are_columns_of_their_own(tmp_path):
     assert "<h1>kafka-chaos client comparison</h1>" in html.read_text() and "version" not in text
 
 
+def test_a_catalog_whose_scenarios_name_their_own_client_compares_versions(tmp_path):
+    results = [result(s, v, "true", seed) for s in ("a", "t") for v in ("4.4.0", "4.3.1")
+               for seed in (1, 2)]
+    for r in results:
+        r.run_dir = str(tmp_path / "runs" / str(r.seed))
+        if r.scenario == "t":
+            r.settings = {"producer": {"client": f"java:{r.kafka}"}}
+    _, md = write_compare(results, tmp_path / "compare")
+    text = md.read_text()
+    assert text.startswith("# kafka-chaos version comparison\n")
+    assert text.count("| scenario | Kafka 4.4.0 | Kafka 4.3.1 |") == 1
+    assert "| a | PASS×2" in text and "| t (java) | PASS×2" in text
+
+
 def test_upgrade_paths_are_columns_named_from_and_to(tmp_path):
     up = {"faults": [{"fault": "kill"}, {"fault": "upgrade", "to": "4.4.0"}]}
     migrate = {"kafka": {"metadata": "zookeeper"}, "faults": [{"fault": "migrate"}]}
