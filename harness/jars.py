@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import urllib.error
 import urllib.request
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -158,64 +159,64 @@ def fetch_jars(version: str, say=progress) -> Path:
 
 
 # Kafka's own remote tier on a directory (its tiered storage tests use it), in the kafka-storage
-# test jar, which 4.4 publishes as its test fixtures. A release Central has neither of runs the
-# newest older one's of the same minor release: the plugin uses client classes that move between
-# minor releases (4.4 moved LogContext).
+# test jar, or from 4.4 its test-fixtures jar (4.4's test jar holds only the tests). A release
+# Central has neither of runs the newest older one's of the same minor release: the plugin uses
+# client classes that move between minor releases (4.4 moved LogContext).
 TIERED_PLUGIN = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
+TIERED_CLASS = TIERED_PLUGIN.replace(".", "/") + ".class"
 STORAGE_ARTIFACT = "kafka-storage"
 TEST_CLASSIFIERS = ("test", "test-fixtures")
 
 
-def _storage_jar(version: str, classifier: str) -> Path:
-    """Where a release's kafka-storage jar of `classifier` is kept here."""
-    return cache_dir() / "tiered" / version / f"{STORAGE_ARTIFACT}-{version}-{classifier}.jar"
+def _carries_plugin(jar: Path) -> bool:
+    """Whether a jar here holds LocalTieredStorage's class."""
+    try:
+        with zipfile.ZipFile(jar) as z:
+            return TIERED_CLASS in z.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
 
 
-def _test_jar(version: str) -> Path | None:
-    """Where the kafka-storage jar that carries a release's LocalTieredStorage is kept here: one
-    already fetched, else the first Central has (not fetched yet); None if neither."""
-    if cached := next((j for c in TEST_CLASSIFIERS if (j := _storage_jar(version, c)).is_file()),
-                      None):
-        return cached
-    for classifier in TEST_CLASSIFIERS:
-        jar = _storage_jar(version, classifier)
-        url = f"{CENTRAL}/org/apache/kafka/{STORAGE_ARTIFACT}/{version}/{jar.name}"
-        try:
-            with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=30):
-                return jar
-        except urllib.error.HTTPError:
-            continue
-        except (urllib.error.URLError, TimeoutError) as exc:
-            raise ImageError(f"Maven Central did not answer for {url}: {exc}") from exc
-    return None
+def _storage_jar(version: str, classifier: str, say) -> Path | None:
+    """A release's kafka-storage jar of `classifier`, fetched once; None if Central lacks it."""
+    jar = cache_dir() / "tiered" / version / f"{STORAGE_ARTIFACT}-{version}-{classifier}.jar"
+    if jar.is_file():
+        return jar
+    url = f"{CENTRAL}/org/apache/kafka/{STORAGE_ARTIFACT}/{version}/{jar.name}"
+    try:
+        with urllib.request.urlopen(url, timeout=120) as resp:
+            data = resp.read()
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise ImageError(f"Maven Central answered {exc.code} for {url}") from exc
+    except (urllib.error.URLError, TimeoutError) as exc:
+        raise ImageError(f"Maven Central did not answer for {url}: {exc}") from exc
+    say(f"Fetched {jar.name}, looking for Kafka's LocalTieredStorage")
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    tmp = jar.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(jar)
+    return jar
 
 
 def tiered_plugin(version: str, say=progress, field: str = "kafka.version") -> Path:
     """The kafka-storage jar that carries LocalTieredStorage for a release: its own, or the newest
     older release's; cached, with which one a release takes."""
     chosen = cache_dir() / "tiered" / f"{version}.jar"
-    if chosen.is_file() and Path(chosen.read_text()).is_file():
-        return Path(chosen.read_text())
+    if chosen.is_file() and _carries_plugin(cached := Path(chosen.read_text())):
+        return cached
     older = sorted((v for v in central_versions(STORAGE_ARTIFACT) if VERSION_RE.match(v)
                     and release(v)[:2] == release(version)[:2] and release(v) <= release(version)),
                    key=release, reverse=True)
-    for candidate in older:
-        if jar := _test_jar(candidate):
-            break
-    else:
+    jar = next((j for v in older for c in TEST_CLASSIFIERS
+                if (j := _storage_jar(v, c, say)) and _carries_plugin(j)), None)
+    if jar is None:
         minor = ".".join(version.split(".")[:2])
-        raise UsageError(f"{field}={version!r}: Maven Central has no kafka-storage test jar "
-                         f"(Kafka's LocalTieredStorage) of Kafka {version} or an older {minor} "
+        raise UsageError(f"{field}={version!r}: Maven Central has no kafka-storage jar with "
+                         f"Kafka's LocalTieredStorage for Kafka {version} or an older {minor} "
                          "release, so topic.remote_storage=true cannot run on it; use another "
                          "release")
-    if not jar.is_file():
-        say(f"Fetching LocalTieredStorage ({jar.name}) for Kafka {version}...")
-        jar.parent.mkdir(parents=True, exist_ok=True)
-        tmp = jar.with_suffix(f".{os.getpid()}.tmp")
-        url = f"{CENTRAL}/org/apache/kafka/{STORAGE_ARTIFACT}/{candidate}/{jar.name}"
-        with urllib.request.urlopen(url, timeout=120) as resp:
-            tmp.write_bytes(resp.read())
-        tmp.replace(jar)
     chosen.write_text(str(jar))
     return jar
 
