@@ -1,4 +1,4 @@
-"""`python -m bench.shard NAME [K]`: run slice K (default: the first not kept) of a committed
+"""`python -m bench.shard NAME [K]`: run slice K (default: the next not kept) of a committed
 comparison, and keep its runs trimmed in the repository, so a comparison longer than a sitting is
 measured in parts; `python -m bench.shard NAME merge` writes its page once every slice is kept.
 
@@ -43,6 +43,13 @@ class Comparison:
     def archive(self, k: int) -> Path:
         return self.runs / f"shard-{k}.tar.xz"
 
+    def order(self) -> list[int]:
+        """Its slices in the order to run them: when slices are a multiple of seeds, each holds one
+        seed, and every slice of the first seed goes before the next seed's."""
+        seeds = int(self.args[self.args.index("--seeds") + 1])
+        ks = range(1, self.shards + 1)
+        return sorted(ks, key=lambda k: ((k - 1) % seeds, k)) if self.shards % seeds == 0 else [*ks]
+
 
 COMPARISONS = {
     "catalog": Comparison(("--kafka", "4.3.1,3.9.2,3.9.2:zookeeper,2.8.2", "--suite", "nightly",
@@ -71,7 +78,7 @@ def pick(argv: list[str]) -> tuple[str, Comparison, int]:
         usage(f"Expected one of {', '.join(COMPARISONS)} but got NAME={given}; {USAGE}")
     name, c = argv[0], COMPARISONS[argv[0]]
     if len(argv) == 1:
-        todo = [k for k in range(1, c.shards + 1) if not c.archive(k).exists()]
+        todo = [k for k in c.order() if not c.archive(k).exists()]
         if not todo:
             usage(f"every slice of {name} is kept under {c.runs}; merge them: python -m "
                   f"bench.shard {name} merge")

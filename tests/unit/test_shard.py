@@ -59,6 +59,18 @@ def test_the_first_slice_not_kept_is_next_and_a_kept_one_is_not_run_again(tmp_pa
         assert said in capsys.readouterr().err
 
 
+def test_when_each_slice_holds_one_seed_the_first_seed_is_whole_before_the_next(tmp_path,
+                                                                               monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    c = shard.COMPARISONS["kafka-4.4"]  # 50 slices, 5 seeds: slice K holds seed 42 + (K - 1) % 5
+    assert c.order()[:11] == [1, 6, 11, 16, 21, 26, 31, 36, 41, 46, 2]
+    c.runs.mkdir(parents=True)
+    for k in (1, 6, 11, 16, 21, 26, 31, 36, 41, 46, 2):
+        c.archive(k).write_bytes(b"")
+    assert shard.pick(["kafka-4.4"])[2] == 7
+    assert shard.COMPARISONS["upgrades"].order() == list(range(1, 10))  # 9 slices mix seeds
+
+
 def test_a_slice_is_committed_as_one_archive_and_unpacked_as_it_was_trimmed(tmp_path):
     work, runs = tmp_path / "work", tmp_path / "runs"
     run_dir(work, "a", "1-42")
