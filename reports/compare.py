@@ -137,7 +137,8 @@ def summary(tests: Tests, trends: tuple[int, list[Tendency]], runs: int, can_tes
     if not can_test:
         out = [f"Too few seeds for a rank test to tell {many} apart in one scenario ({runs} "
                "runs; "
-               f"Mann-Whitney U reaches p < {SIGNIFICANT} only with 4 seeds a {one}): compare "
+               f"Mann-Whitney U reaches p < {SIGNIFICANT} only with 4 seeds "
+               f"{'an' if one[0] in 'aeiou' else 'a'} {one}): compare "
                "the "
                "figures by eye, or run `kchaos compare --seeds 4` or more."]
     elif sure:

@@ -47,3 +47,4 @@ def test_upgrade_paths_are_columns_named_from_and_to(tmp_path):
     assert "| scenario | Kafka 4.4.0 | Kafka 4.3.1->4.4.0 | Kafka 3.9.2->4.4.0 |" in text
     assert "| scenario | Kafka 3.9.2:zookeeper->kraft |" in text  # a table of its own: one row
     assert text.startswith("# kafka-chaos upgrade comparison\n") and "upgrade paths apart" in text
+    assert "only with 4 seeds an upgrade)" in text
