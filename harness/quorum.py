@@ -98,7 +98,15 @@ class Quorum:
             code, out = ran
             if code:
                 raise ClusterError(f"kafka-metadata-quorum {args.split()[0]} on {node.alias} "
-                                   f"failed ({code}):\n{out[-1500:]}")
+                                   f"failed ({code}): {reason(out)}\n{out[-1500:]}")
             return out
         raise ClusterError(f"kafka-metadata-quorum {args.split()[0]}: no running node to run it "
                            "on")
+
+
+def reason(out: str) -> str:
+    """The tool's own word on why it failed: its output's first line that is neither a log line nor
+    a stack frame, capped."""
+    said = [s for s in out.splitlines()
+            if s.strip() and not s[0].isspace() and not s.startswith(("[", "SLF4J"))]
+    return said[0][:200] if said else "no reason in its output"

@@ -17,6 +17,7 @@ from faults import quorum
 from faults.ops import Ctx, NoEffect, Stalled
 from faults.registry import OPS
 from harness.broker_config import ClusterSpec, broker_properties
+from harness.quorum import reason
 from kchaos.catalog import validate
 
 
@@ -151,3 +152,15 @@ def test_a_dynamic_quorums_controllers_advertise_their_controller_listener():
     assert "CONTROLLER://kafka-4:9093" in dynamic["advertised.listeners"].split(",")
     static = broker_properties(ClusterSpec(brokers=4), 1, "kafka-1", 20001)
     assert "CONTROLLER" not in static["advertised.listeners"]
+
+
+def test_a_failed_tool_call_is_recorded_with_the_tools_own_reason():
+    out = ("[2026-12-07 05:48:31,002] WARN [AdminClient clientId=adminclient-1] Connection to node"
+           " -2 could not be established.\n"
+           "org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node"
+           " assignment. Call: addRaftVoter\n"
+           "java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.Timeout...\n"
+           "\tat java.base/java.util.concurrent.CompletableFuture.reportGet(Unknown Source)\n")
+    assert reason(out) == ("org.apache.kafka.common.errors.TimeoutException: Timed out waiting"
+                           " for a node assignment. Call: addRaftVoter")
+    assert reason("\tat x\n[log]\n") == "no reason in its output" and len(reason("E" * 900)) == 200
