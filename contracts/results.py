@@ -123,11 +123,15 @@ class Badge(StrEnum):
         return self in (Badge.PASS, Badge.EXPECTED_ANOMALY, Badge.KNOWN_BUG)
 
 
-def expectation(s: Scenario) -> str:
-    """The badge a run of the scenario should get, and what it should show."""
+def expectation(s: Scenario, allowed: set[str]) -> str:
+    """The badge a run of the scenario should get, and what it should show; FAIL for a checker's
+    proof, whose expected anomalies its settings forbid (`allowed` are those they permit)."""
     if bug := s.bug_expected:
         return f"{Badge.KNOWN_BUG} {bug.bug} ({' or '.join(bug.shows)})"
-    return f"{Badge.EXPECTED_ANOMALY} ({', '.join(s.expect)})" if s.expect else Badge.PASS.value
+    if not s.expect:
+        return Badge.PASS.value
+    badge = Badge.EXPECTED_ANOMALY if set(s.expect) <= allowed else Badge.FAIL
+    return f"{badge} ({', '.join(s.expect)})"
 
 
 MEANINGS = {

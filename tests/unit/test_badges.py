@@ -11,6 +11,7 @@ import pytest
 from contracts.results import Badge, Durations, RunResult, expectation
 from kchaos.catalog import catalog, load, validate
 from kchaos.exits import exit_code
+from reports.guarantees import allowed
 from reports.verdict import verdict
 from tests.unit.test_guarantees import analysis
 
@@ -116,10 +117,13 @@ def test_a_schema_1_results_json_still_reads_with_its_verdict_duration_and_known
 
 def test_scenarios_list_shows_the_expected_badge_per_version():
     affected, fixed = load(catalog()["kafka7128-stale-hw-isr-join"])
-    assert expectation(affected) == "KNOWN BUG KAFKA-7128 (lost-write)"
-    assert expectation(fixed) == "PASS"
+    assert expectation(affected, allowed(affected)) == "KNOWN BUG KAFKA-7128 (lost-write)"
+    assert expectation(fixed, allowed(fixed)) == "PASS"
     (acks1,) = load(catalog()["acks1-leader-kill"])
-    assert expectation(acks1) == "EXPECTED ANOMALY (lost-write)"
+    assert expectation(acks1, allowed(acks1)) == "EXPECTED ANOMALY (lost-write)"
+    # a checker's proof: read_committed forbids what its read_uncommitted readers must return
+    (proof,) = load(catalog()["txn-judged-uncommitted"])
+    assert expectation(proof, allowed(proof)) == "FAIL (aborted-read)"
 
 
 ONE_OF_EACH = {Badge.PASS: {}, Badge.EXPECTED_ANOMALY: {"allowed_seen": {"duplicate": 2}},
