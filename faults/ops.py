@@ -133,17 +133,23 @@ def disk_fault(command: Callable[[FaultSpec], str]) -> Op:
         for t in targets:
             ctx.expect_state(t, "running", f"{spec.fault} found it not running")
         healed: dict[str, dict] = {}
+        unhealed: list[str] = []
         try:
             for t in targets:
                 ctx.cluster.node(t).lazyfs(command(spec))
             ctx.hold(spec.for_)
         finally:
             for t in set(targets) - set(ctx.cluster.stopped()):
-                # it stopped since: its lazyfs, and the fault, went with it
-                with contextlib.suppress(ClusterError):
+                try:
                     healed[str(t)] = ctx.cluster.node(t).lazyfs("heal")["faults"]
+                except ClusterError as exc:
+                    # a broker that stopped since took its lazyfs, and the fault, with it
+                    if t not in ctx.cluster.stopped():
+                        unhealed.append(str(exc).splitlines()[0])
             exited = [t for t in targets if t in ctx.cluster.stopped()]
             ctx.cluster.start_nodes(exited)
+        if unhealed:  # what the fault did is unknown, and it may still be on
+            raise ClusterError(f"{spec.fault}: the heal failed: {'; '.join(unhealed)}")
         if not exited and not any(f["refused"] or f["slowed"] for f in healed.values()):
             raise NoEffect(f"{spec.fault}: no write or fsync reached the disks of brokers "
                            f"{targets}")
