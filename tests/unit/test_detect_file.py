@@ -10,6 +10,7 @@ import pytest
 
 from bench import detect
 from contracts import signals
+from contracts.versions import DEFAULT_VERSION
 
 
 def test_rows_and_harness_errors_survive_a_rewrite(tmp_path, monkeypatch):
@@ -39,6 +40,19 @@ def test_a_regression_asked_of_one_version_runs_each_seed_once(tmp_path, monkeyp
     assert ran == [("kafka20732-tiered-retention-fresh-leader[version=4.3.2]", 0),
                    ("kafka20732-tiered-retention-fresh-leader[version=4.3.2]", 1)]
     assert list(rows) == ["kafka20732-tiered-retention-fresh-leader[version=4.3.2] on 4.3.2"]
+
+
+def test_a_row_names_the_release_it_ran_on(tmp_path, monkeypatch):
+    """A new default starts rows of its own instead of adding its seeds to the last default's."""
+    monkeypatch.setattr(detect, "run_and_check", lambda s, root: SimpleNamespace(result=None))
+    rows: dict[str, str] = {}
+    for name in ("acks-all-leader-kill", "migrate-zk-to-kraft"):
+        detect.run_rows(name, 1, tmp_path, rows, [], False, lambda: None)
+    detect.run_rows("txn-stale-requests", 1, tmp_path, rows, [], False, lambda: None,
+                    (None, "java"))
+    assert list(rows) == [f"acks-all-leader-kill on {DEFAULT_VERSION}",
+                          "migrate-zk-to-kraft on 3.9.2",
+                          f"txn-stale-requests on {DEFAULT_VERSION} with java"]
 
 
 def test_a_signal_ends_detect_instead_of_counting_a_harness_error(tmp_path, monkeypatch):
