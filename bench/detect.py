@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contracts import signals
+from contracts.errors import first_line
 from contracts.results import RunResult
 from harness.engine import ensure_engine
 from kchaos.catalog import catalog, load
@@ -115,7 +116,7 @@ def run_rows(name: str, runs: int, root: Path, rows: dict[str, str], errors: lis
                 if signals.SIGNALLED:  # the run's cleanup failed after a signal: detect ends
                     raise
                 row.count(None)
-                cause = (str(exc).splitlines() or [""])[0][:200]
+                cause = first_line(exc)[:200]
                 errors.append(f"- {s.name} seed {seed} ({time.strftime('%Y-%m-%d')}): "
                               f"{type(exc).__name__}: {cause}")
                 print(errors[-1], flush=True)

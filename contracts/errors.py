@@ -32,4 +32,9 @@ class ClusterError(ChaosError):
     exit_code = 4
 
 
+def first_line(exc: BaseException) -> str:
+    """An error's first line (a tool's reason, before the log tail some carry), else its type."""
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
 UNKNOWN_EXIT = 5  # a run's verdict was unknown (and none failed); `--allow-unknown` makes it 0

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from contracts.errors import ClusterError
+from contracts.errors import ClusterError, first_line
 from contracts.scenario import FaultSpec
 from faults.ports import Aimed, Clients, ClusterControl
 from faults.targets import pick
@@ -145,7 +145,7 @@ def disk_fault(command: Callable[[FaultSpec], str]) -> Op:
                 except ClusterError as exc:
                     # a broker that stopped since took its lazyfs, and the fault, with it
                     if t not in ctx.cluster.stopped():
-                        unhealed.append(str(exc).splitlines()[0])
+                        unhealed.append(first_line(exc))
             exited = [t for t in targets if t in ctx.cluster.stopped()]
             ctx.cluster.start_nodes(exited)
         if unhealed:  # what the fault did is unknown, and it may still be on

@@ -7,7 +7,7 @@ import concurrent.futures as cf
 import time
 from collections.abc import Callable
 
-from contracts.errors import ClusterError
+from contracts.errors import ClusterError, first_line
 from contracts.scenario import FaultSpec
 from faults.ops import Ctx, NoEffect, Stalled, break_node, isolate_grudge
 from faults.ports import QuorumControl
@@ -64,7 +64,7 @@ def _change(ctx: Ctx, spec: FaultSpec, verb: str, node: int) -> dict:
             ctx.stop.wait(ctx.rng.uniform(0.0, 1.0))
             _disrupt(ctx, spec, verb, node)
         if exc := first.exception():
-            errors.append(str(exc).splitlines()[0])
+            errors.append(first_line(exc))
     tries, deadline = 1, time.monotonic() + SETTLE_S
     while not _shows(q, verb, node, errors):  # a change begun is seen through, the run's end or not
         if time.monotonic() > deadline:
@@ -75,7 +75,7 @@ def _change(ctx: Ctx, spec: FaultSpec, verb: str, node: int) -> dict:
             tries += 1
             call(node)
         except ClusterError as exc:
-            errors.append(str(exc).splitlines()[0])
+            errors.append(first_line(exc))
     return {"tries": tries, "errors": errors[-3:],
             "disrupted": spec.disrupt if spec.disrupt == disrupt else "none"}
 
@@ -85,7 +85,7 @@ def _shows(q: QuorumControl, verb: str, node: int, errors: list[str]) -> bool:
     try:
         return (node in q.status()[1]) == (verb == "add")
     except ClusterError as exc:
-        errors.append(str(exc).splitlines()[0])
+        errors.append(first_line(exc))
         return False
 
 

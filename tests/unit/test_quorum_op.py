@@ -107,6 +107,23 @@ def test_the_removed_controller_killed_meanwhile_is_started_again_and_the_remova
     assert detail["steps"]["add"]["disrupted"] == "none"
 
 
+class Mute(Voters):
+    """The first add times out with no message and does not land."""
+
+    def add(self, node: int) -> None:
+        if not self.calls:
+            self.calls.append(("add", node))
+            raise TimeoutError
+        super().add(node)
+
+
+def test_a_failed_call_with_no_message_is_recorded_by_its_type():
+    voters = Mute()
+    detail, _ = swap(voters)
+    assert voters.calls == [("add", 4), ("add", 4), ("remove", 1)]
+    assert detail["steps"]["add"] == {"tries": 2, "disrupted": "none", "errors": ["TimeoutError"]}
+
+
 def test_the_added_controller_is_cut_off_from_every_other_node_then_the_cut_lifted():
     detail, cluster = swap(Voters(), disrupt="isolate-added")
     assert cluster.did == [("cut", [1, 2, 3, 4]), ("lift",)]
