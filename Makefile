@@ -4,7 +4,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 KAFKA ?=
-SUPPORTED := 4.3.1,3.9.2
+SUPPORTED := 4.4.0,3.9.2
 export TESTCONTAINERS_RYUK_DISABLED := true
 
 .PHONY: setup chaos nightly test test-all unit integration lint bench detect compare clean

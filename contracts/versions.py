@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Literal, get_args
 
-DEFAULT_VERSION = "4.3.1"
-SUPPORTED_VERSIONS = ("4.3.1", "3.9.2")
+DEFAULT_VERSION = "4.4.0"
+SUPPORTED_VERSIONS = ("4.4.0", "3.9.2")
 VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(\.\d+)?$")
 NO_ZOOKEEPER = "ZooKeeper mode was removed in Kafka 4.0"
 # The oldest release the harness starts: named listeners (KIP-103) and the clients' ApiVersions came

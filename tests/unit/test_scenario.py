@@ -45,7 +45,7 @@ def write(tmp_path: Path, text: str) -> Path:
      "topic.remote_storage=true needs tiered storage (KIP-405), in Kafka 3.6 and later"),
     ("name: x\nfaults: [{fault: remote-full}]", "faults.0.fault='remote-full' breaks the remote "
                                                 "tier, which only topic.remote_storage: true"),
-    ("name: x\ntopic: {segment_bytes: 1000}", "topic.segment_bytes=1000 is below Kafka 4.3.1's "
+    ("name: x\ntopic: {segment_bytes: 1000}", "topic.segment_bytes=1000 is below Kafka 4.4.0's "
                                              "minimum of 1048576"),
     ("name: x\nkafka: {version: '4.1.1'}\nworkload: share",
      "workload='share' (KIP-932 share groups) needs Kafka 4.2 or later, not kafka.version='4.1.1'"),

@@ -53,22 +53,22 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
                                      "later, not kafka.version='0.10.2.2'; set "
                                      "producer.idempotence: false"),
     ("kafka: {config: {log.retention.hour: 1}}", "Unknown config "
-                                                 "kafka.config.'log.retention.hour': Kafka 4.3.1 "
+                                                 "kafka.config.'log.retention.hour': Kafka 4.4.0 "
                                                  "defines no such broker config; did you mean "
                                                  "'log.retention.hours'?"),
     ("topic: {config: {flush.message: 1}}", "did you mean 'flush.messages'?"),
     ("kafka: {broker_overrides: {2: {replica.fetch.max.byte: 1}}}", "Unknown config "
-     "kafka.broker_overrides.2.'replica.fetch.max.byte': Kafka 4.3.1 defines no such broker "
+     "kafka.broker_overrides.2.'replica.fetch.max.byte': Kafka 4.4.0 defines no such broker "
      "config; did you mean "
      "'replica.fetch.max.bytes'?"),
     ("kafka: {broker_overrides: {4: {num.io.threads: 2}}}",
      "kafka.broker_overrides names broker 4, but the brokers are 1..3"),
     ("faults: [{fault: stale-hw-isr-join}]", "fault stale-hw-isr-join reads and triggers elections "
-                                             "through ZooKeeper; kafka.version='4.3.1' runs KRaft: "
+                                             "through ZooKeeper; kafka.version='4.4.0' runs KRaft: "
                                              "use a ZooKeeper-mode version"),
     ("faults: [{fault: fast-failover-divergence}]", "fault fast-failover-divergence reads and "
                                                     "triggers elections through ZooKeeper; "
-                                                    "kafka.version='4.3.1' runs KRaft"),
+                                                    "kafka.version='4.4.0' runs KRaft"),
     ("producer: {acks: al}", "but got producer.acks='al' (did you mean 'all'?)"),
     ("producer: {ackz: 1}", "Unknown field 'producer.ackz' (did you mean 'acks'?)"),
     ("faults: [{fault: kil}]", "but got faults.0.fault='kil' (did you mean 'kill'?)"),
@@ -126,7 +126,7 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
     ("faults: [{fault: upgrade}]", "faults.0: fault: upgrade needs to: VERSION, the Kafka release "
                                    "the brokers roll to"),
     ("faults: [{fault: upgrade, to: '4.3.0'}]", "faults.0.to='4.3.0' is not newer than "
-                                                "kafka.version='4.3.1'; an upgrade goes to a later "
+                                                "kafka.version='4.4.0'; an upgrade goes to a later "
                                                 "release (to downgrade, start on the older one "
                                                 "and add rollback: true)"),
     ("kafka: {version: '3.9.2', metadata: zookeeper}\nfaults: [{fault: upgrade, to: '4.4.0'}]",
@@ -138,7 +138,7 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
     ("faults: [{fault: kill, to: '4.4.0'}]", "faults.0.to='4.4.0' is not read by a 'kill' fault "
                                              "(only 'upgrade' reads it); remove it"),
     ("faults: [{fault: migrate}]", "faults.0: fault: migrate moves a ZooKeeper-mode cluster to "
-                                   "KRaft, and kafka.version='4.3.1' runs KRaft; use "
+                                   "KRaft, and kafka.version='4.4.0' runs KRaft; use "
                                    "kafka.version: 3.9.2 with kafka.metadata: zookeeper"),
     ("kafka: {version: '3.6.2', metadata: zookeeper}\nfaults: [{fault: migrate}]",
      "faults.0: the ZooKeeper-to-KRaft migration needs Kafka 3.8.1 or later (KAFKA-17457), not "
@@ -151,7 +151,7 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
      "fault stale-hw-isr-join reads and triggers elections through ZooKeeper, which a migration "
      "leaves behind (faults.0); run it in a scenario of its own"),
     ("faults: [{fault: pause, target: zookeeper}]", "faults.0.target='zookeeper' needs a "
-                                                    "ZooKeeper-mode cluster; kafka.version='4.3.1' "
+                                                    "ZooKeeper-mode cluster; kafka.version='4.4.0' "
                                                     "runs KRaft"),
     ("kafka: {version: '3.9.2', metadata: zookeeper}\n"
      "faults: [{fault: isolate, target: zookeeper}]",
@@ -180,7 +180,7 @@ def test_a_bad_scenario_file(tmp_path, capsys, monkeypatch, body, says):
                                    "(no spaces) but got name='a b'"),
     (["run", "acks-all-leader-kill", "--duration", "5 minutes"], "but got --duration '5 minutes'"),
     (["run", "acks-all-leader-kill", "--duration", "-5"], "but got --duration '-5'"),
-    (["run", "acks-all-leader-kill", "--kafka", "9.9"], "Expected a Kafka version like '4.3.1' but "
+    (["run", "acks-all-leader-kill", "--kafka", "9.9"], "Expected a Kafka version like '4.4.0' but "
                                                         "got --kafka='9.9'"),
     (["run", "acks-all-leader-kill", "--client", "rust"],
      "Expected 'librdkafka', 'java' or 'java:X.Y.Z' (a kafka-clients release, e.g. 'java:4.4.0') "
