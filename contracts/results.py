@@ -98,7 +98,8 @@ class Rule:
 
 
 # 2: `verdict` a boolean or null, `badge`, `known_bug`, `durations`, `client`, relative `run_dir`
-SCHEMA_VERSION = 2
+# 3: `caught`
+SCHEMA_VERSION = 3
 
 
 class Badge(StrEnum):
@@ -107,6 +108,7 @@ class Badge(StrEnum):
 
     PASS = "PASS"
     EXPECTED_ANOMALY = "EXPECTED ANOMALY"
+    CAUGHT = "CAUGHT"
     KNOWN_BUG = "KNOWN BUG"
     NOT_PROVOKED = "NOT PROVOKED"
     UNKNOWN = "UNKNOWN"
@@ -120,17 +122,17 @@ class Badge(StrEnum):
     def green(self) -> bool:
         """Whether CI passes on it; NOT PROVOKED and UNKNOWN pass only with --allow-unknown, FAIL
         never."""
-        return self in (Badge.PASS, Badge.EXPECTED_ANOMALY, Badge.KNOWN_BUG)
+        return self in (Badge.PASS, Badge.EXPECTED_ANOMALY, Badge.CAUGHT, Badge.KNOWN_BUG)
 
 
 def expectation(s: Scenario, allowed: set[str]) -> str:
-    """The badge a run of the scenario should get, and what it should show; FAIL for a checker's
+    """The badge a run of the scenario should get, and what it should show; CAUGHT for a checker's
     proof, whose expected anomalies its settings forbid (`allowed` are those they permit)."""
     if bug := s.bug_expected:
         return f"{Badge.KNOWN_BUG} {bug.bug} ({' or '.join(bug.shows)})"
     if not s.expect:
         return Badge.PASS.value
-    badge = Badge.EXPECTED_ANOMALY if set(s.expect) <= allowed else Badge.FAIL
+    badge = Badge.EXPECTED_ANOMALY if set(s.expect) <= allowed else Badge.CAUGHT
     return f"{badge} ({', '.join(s.expect)})"
 
 
@@ -138,6 +140,8 @@ MEANINGS = {
     Badge.PASS: "every guarantee held and no anomaly occurred",
     Badge.EXPECTED_ANOMALY: "only anomalies that the settings allow occurred, such as lost writes "
                             "with acks=1",
+    Badge.CAUGHT: "a checker's proof found the forbidden anomaly its deliberately wrong judgement "
+                  "plants, and no other: the checkers can fail",
     Badge.KNOWN_BUG: "a known Kafka bug was found again on the release that has it",
     Badge.NOT_PROVOKED: "the chaos did not show what the scenario exists to show: a harness miss, "
                         "not a Kafka bug",
@@ -295,6 +299,8 @@ class RunResult(BaseModel):
     verdict: bool | None  # None: unknown
     # the known bug (`regression.bug`) this run found again on the release that has it
     known_bug: str = ""
+    # a checker's proof found the forbidden anomalies it plants (its `expect`), and no others
+    caught: bool = False
     error: str = ""  # the harness could not complete the run: why
     forbidden: dict[str, int] = {}
     allowed_seen: dict[str, int] = {}
@@ -320,12 +326,12 @@ class RunResult(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _upgrade(cls, data: Any) -> Any:
-        """Read schema 1: a string verdict, `failed`, one `elapsed_s`; and drop the derived
-        badge."""
+        """Read schema 1 (a string verdict, `failed`, one `elapsed_s`) and 2 (no `caught`); and
+        drop the derived badge."""
         if not isinstance(data, dict):
             return data
         data = {k: v for k, v in data.items() if k != "badge"}
-        # every schema 1 file says so; a result made in code says nothing
+        # every older file says its schema; a result made in code says nothing
         if data.get("schema_version") == 1:
             data["verdict"] = VERDICTS.get(data.get("verdict"), data.get("verdict"))
             data.pop("failed", None)
@@ -333,6 +339,12 @@ class RunResult(BaseModel):
             bug = (data.get("settings") or {}).get("regression") or {}
             if data["verdict"] is False and bug.get("affected") == data.get("kafka"):
                 data["known_bug"] = bug.get("bug", "")
+            data["schema_version"] = 2
+        if data.get("schema_version") == 2:
+            planted = set((data.get("settings") or {}).get("expect") or []) - set(
+                data.get("allowed") or [])
+            found = set(data.get("forbidden") or {})
+            data["caught"] = not data.get("known_bug") and bool(found) and found <= planted
             data["schema_version"] = SCHEMA_VERSION
         return data
 
@@ -342,7 +354,8 @@ class RunResult(BaseModel):
         """The run's one badge: a violation, then what kept the run from a verdict, then a missed
         expectation."""
         if self.verdict is False:
-            return Badge.KNOWN_BUG if self.known_bug else Badge.FAIL
+            return (Badge.KNOWN_BUG if self.known_bug else Badge.CAUGHT if self.caught
+                    else Badge.FAIL)
         if self.verdict is None or self.error:
             return Badge.UNKNOWN
         if self.missing_expect:

@@ -28,8 +28,9 @@ out = Console(width=None if sys.stdout.isatty() else 160)  # CI logs: wide enoug
 PLAIN_EVERY_S = 10.0  # a plain progress line at least this often while a phase goes on
 
 
-COLORS = {Badge.PASS: "green", Badge.EXPECTED_ANOMALY: "blue", Badge.KNOWN_BUG: "magenta",
-          Badge.FAIL: "red", Badge.NOT_PROVOKED: "yellow", Badge.UNKNOWN: "yellow"}
+COLORS = {Badge.PASS: "green", Badge.EXPECTED_ANOMALY: "blue", Badge.CAUGHT: "cyan",
+          Badge.KNOWN_BUG: "magenta", Badge.FAIL: "red", Badge.NOT_PROVOKED: "yellow",
+          Badge.UNKNOWN: "yellow"}
 
 
 class Progress:

@@ -43,7 +43,7 @@ def leave(code: int) -> NoReturn:
 
 def exit_code(results: list[RunResult], allow_unknown: bool = False) -> int:
     """4 when the harness could not complete a run, 1 on a FAIL, 5 on UNKNOWN or NOT PROVOKED (0
-    with --allow-unknown), else 0: PASS, EXPECTED ANOMALY and KNOWN BUG are green."""
+    with --allow-unknown), else 0: PASS, EXPECTED ANOMALY, CAUGHT and KNOWN BUG are green."""
     if any(r.error for r in results):
         return ClusterError.exit_code
     if any(r.failed for r in results):

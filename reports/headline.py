@@ -83,7 +83,7 @@ def _verdict(r: RunResult, faults: list[dict]) -> tuple[str, str]:
             bug = (r.settings or {}).get("regression") or {}
             return (f"{_anomaly(r, name, faults)}: {r.known_bug} found again (Kafka {r.kafka} has "
                     f"it, {bug['fixed']} fixed it).", bug["link"])
-        return f"{_anomaly(r, name, faults)}; forbidden.", docs[name]
+        return f"{_anomaly(r, name, faults)}; {'caught' if r.caught else 'forbidden'}.", docs[name]
     if r.verdict is None and r.liveness:
         return f"Unknown, as the cluster stalled: {_capped(r.liveness, 16)}.", ""
     if r.verdict is None:

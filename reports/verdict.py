@@ -1,5 +1,6 @@
 """The verdict: a run's analysis judged by the guarantee model (false beats unknown beats true),
-what it could not establish, the expectations it missed, and the known bug it found again."""
+what it could not establish, the expectations it missed, and the known bug or planted anomaly it
+found."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from reports.guarantees import allowed
 @dataclass
 class Verdict:
     """valid (True, False or None for unknown), what was forbidden or allowed and seen, why it is
-    unknown, which expectations were missed, and the known bug found again."""
+    unknown, which expectations were missed, the known bug found again, and a proof's catch."""
 
     valid: bool | None
     forbidden: dict[str, int]
@@ -21,6 +22,7 @@ class Verdict:
     missing_expect: list[str]
     unknown_because: list[str] = field(default_factory=list)
     known_bug: str = ""
+    caught: bool = False
 
 
 def _unknown_because(a: Analysis, loss_allowed: bool) -> list[str]:
@@ -69,7 +71,8 @@ def _unknown_because(a: Analysis, loss_allowed: bool) -> list[str]:
 def verdict(s: Scenario, a: Analysis) -> Verdict:
     """false beats unknown beats true; allowed anomalies are counted but never fail a run. On the
     release a known bug affects, the bug is expected: its anomalies, and no others, are the bug
-    found again."""
+    found again. A checker's proof expects anomalies its settings forbid: they, and no others, are
+    caught."""
     ok = allowed(s)
     counts = a.counts()
     forbidden = {k: n for k, n in counts.items() if n and k not in ok}
@@ -82,5 +85,6 @@ def verdict(s: Scenario, a: Analysis) -> Verdict:
     if bug and not any(forbidden.get(e) for e in bug.shows):
         missing.append(" or ".join(bug.shows) + f" ({bug.bug})")
     found = bug.bug if bug and forbidden and set(forbidden) <= set(bug.shows) else ""
+    caught = bool(forbidden) and set(forbidden) <= set(s.expect) - ok
     valid = False if forbidden else (None if unknown else True)
-    return Verdict(valid, forbidden, seen_ok, missing, unknown, found)
+    return Verdict(valid, forbidden, seen_ok, missing, unknown, found, caught)

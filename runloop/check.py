@@ -173,7 +173,7 @@ def check(scenario: Scenario, run_dir: Path, master: str | None = None,
     identity["durations"] = before.durations if before else identity["durations"].model_copy(
         update={"analysis_s": round(time.monotonic() - started, 1)})
     result = RunResult(
-        **identity, verdict=v.valid, known_bug=v.known_bug, forbidden=v.forbidden,
+        **identity, verdict=v.valid, known_bug=v.known_bug, caught=v.caught, forbidden=v.forbidden,
         allowed_seen=v.allowed_seen, missing_expect=v.missing_expect,
                        unknown_because=v.unknown_because,
         liveness="; ".join(a.facts.liveness),

@@ -40,6 +40,7 @@ def result(**fields) -> RunResult:
     ({"verdict": False, "forbidden": {"lost-write": 1}}, Badge.FAIL),
     ({"verdict": False, "forbidden": {"lost-write": 1}, "known_bug": "KAFKA-7128"},
      Badge.KNOWN_BUG),
+    ({"verdict": False, "forbidden": {"aborted-read": 1}, "caught": True}, Badge.CAUGHT),
     ({"missing_expect": ["lost-write"]}, Badge.NOT_PROVOKED),
     # an unknown run may have hidden it
     ({"verdict": None, "missing_expect": ["lost-write"]}, Badge.UNKNOWN),
@@ -66,13 +67,31 @@ def test_a_known_bug_is_found_again_only_on_the_release_that_has_it_and_only_by_
     assert judged("2.0.1").badge is Badge.PASS
 
 
+def proof(**counts) -> RunResult:
+    """txn-judged-uncommitted, which plants aborted-read, judged on an analysis of these counts."""
+    (s,) = load(catalog()["txn-judged-uncommitted"])
+    v = verdict(s, analysis(**counts))
+    return RunResult(scenario=s.name, kafka="4.4.0", seed=1, run_dir="r", verdict=v.valid,
+                     caught=v.caught, forbidden=v.forbidden, missing_expect=v.missing_expect)
+
+
+def test_a_checkers_proof_is_caught_only_by_the_anomaly_it_plants():
+    assert (proof(aborted_read=4).badge, proof(aborted_read=4).verdict) == (Badge.CAUGHT, False)
+    # a forbidden anomaly it does not plant is Kafka's
+    assert proof(aborted_read=4, lost_write=1).badge is Badge.FAIL
+    assert proof(lost_write=1).badge is Badge.FAIL
+    missed = proof()
+    assert (missed.badge, missed.missing_expect) == (Badge.NOT_PROVOKED, ["aborted-read"])
+
+
 def test_exit_codes_fail_only_on_fail_and_count_a_harness_miss_like_unknown():
     def code(*badges: dict, allow: bool = False) -> int:
         return exit_code([result(**b) for b in badges], allow)
 
     bug = {"verdict": False, "forbidden": {"lost-write": 1}, "known_bug": "KAFKA-7128"}
-    # a regressions suite that found its bugs is green
-    assert code({}, {"allowed_seen": {"duplicate": 1}}, bug) == 0
+    caught = {"verdict": False, "forbidden": {"aborted-read": 1}, "caught": True}
+    # a regressions suite that found its bugs is green, and so is a checker's proof that caught
+    assert code({}, {"allowed_seen": {"duplicate": 1}}, bug, caught) == 0
     assert code({"missing_expect": ["lost-write"]}) == 5
     assert code({"missing_expect": ["lost-write"]}, allow=True) == 0
     assert code({"verdict": None}, allow=True) == 0
@@ -88,7 +107,7 @@ def test_results_json_says_the_badge_a_boolean_verdict_and_a_relative_run_dir(
     run_dir.mkdir(parents=True)
     result(verdict=False, forbidden={"lost-write": 1}, run_dir=str(run_dir)).save(run_dir)
     saved = json.loads((run_dir / "results.json").read_text())
-    assert (saved["schema_version"], saved["verdict"], saved["badge"]) == (2, False, "FAIL")
+    assert (saved["schema_version"], saved["verdict"], saved["badge"]) == (3, False, "FAIL")
     assert saved["run_dir"] == "runs/s/1"
     # the badge it wrote is read back
     assert RunResult.load(run_dir / "results.json").badge is Badge.FAIL
@@ -115,6 +134,17 @@ def test_a_schema_1_results_json_still_reads_with_its_verdict_duration_and_known
                                      "kafka": "2.0.1"}).badge is Badge.UNKNOWN
 
 
+def test_a_schema_2_proof_that_found_only_what_it_plants_reads_as_caught():
+    old = {"schema_version": 2, "scenario": "txn-judged-uncommitted", "kafka": "4.4.0", "seed": 42,
+           "run_dir": "r", "verdict": False, "forbidden": {"aborted-read": 998},
+           "allowed": ["unseen"], "settings": {"expect": ["aborted-read"]}}
+    assert RunResult.model_validate(old).badge is Badge.CAUGHT
+    more = {**old, "forbidden": {"aborted-read": 998, "lost-write": 1}}
+    assert RunResult.model_validate(more).badge is Badge.FAIL
+    allowed_too = {**old, "allowed": ["aborted-read"]}  # expected and allowed: no proof
+    assert RunResult.model_validate(allowed_too).badge is Badge.FAIL
+
+
 def test_scenarios_list_shows_the_expected_badge_per_version():
     affected, fixed = load(catalog()["kafka7128-stale-hw-isr-join"])
     assert expectation(affected, allowed(affected)) == "KNOWN BUG KAFKA-7128 (lost-write)"
@@ -122,11 +152,12 @@ def test_scenarios_list_shows_the_expected_badge_per_version():
     (acks1,) = load(catalog()["acks1-leader-kill"])
     assert expectation(acks1, allowed(acks1)) == "EXPECTED ANOMALY (lost-write)"
     # a checker's proof: read_committed forbids what its read_uncommitted readers must return
-    (proof,) = load(catalog()["txn-judged-uncommitted"])
-    assert expectation(proof, allowed(proof)) == "FAIL (aborted-read)"
+    (planted,) = load(catalog()["txn-judged-uncommitted"])
+    assert expectation(planted, allowed(planted)) == "CAUGHT (aborted-read)"
 
 
 ONE_OF_EACH = {Badge.PASS: {}, Badge.EXPECTED_ANOMALY: {"allowed_seen": {"duplicate": 2}},
+               Badge.CAUGHT: {"verdict": False, "forbidden": {"aborted-read": 1}, "caught": True},
                Badge.KNOWN_BUG: {"verdict": False, "forbidden": {"lost-write": 1},
                                  "known_bug": "KAFKA-7128"},
                Badge.NOT_PROVOKED: {"missing_expect": ["lost-write"]},

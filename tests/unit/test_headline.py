@@ -67,8 +67,8 @@ def test_no_headline_runs_past_30_words_whatever_the_anomaly_span_faults_and_pla
     spans = {name: Span(partitions=[0, 1, 2], first_s=1.5, last_s=123.4) for name in ANOMALIES}
     base = {"rules": rules(s), "scenario": "s", "kafka": "4.3.1", "seed": 1, "run_dir": "r",
             "facts": facts, "metrics": Metrics(acked=1_234_567), "spans": spans}
-    results = [RunResult(**base, verdict=False, counts={name: 123_456}, forbidden={name: 123_456})
-               for name in ANOMALIES]
+    results = [RunResult(**base, verdict=False, counts={name: 123_456}, forbidden={name: 123_456},
+                         caught=caught) for name in ANOMALIES for caught in (False, True)]
     results += [RunResult(**base, verdict=True, counts={name: 123_456},
                           allowed_seen={name: 123_456})
                 for name in ANOMALIES]
