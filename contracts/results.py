@@ -126,13 +126,14 @@ class Badge(StrEnum):
 
 
 def expectation(s: Scenario, allowed: set[str]) -> str:
-    """The badge a run of the scenario should get, and what it should show; CAUGHT for a checker's
-    proof, whose expected anomalies its settings forbid (`allowed` are those they permit)."""
+    """The badge a run of the scenario should get, and what it should show: expected anomalies its
+    settings forbid (`allowed` are those they permit) are CAUGHT in a checker's proof, else FAIL."""
     if bug := s.bug_expected:
         return f"{Badge.KNOWN_BUG} {bug.bug} ({' or '.join(bug.shows)})"
     if not s.expect:
         return Badge.PASS.value
-    badge = Badge.EXPECTED_ANOMALY if set(s.expect) <= allowed else Badge.CAUGHT
+    badge = (Badge.EXPECTED_ANOMALY if set(s.expect) <= allowed
+             else Badge.CAUGHT if s.proof else Badge.FAIL)
     return f"{badge} ({', '.join(s.expect)})"
 
 
@@ -340,11 +341,12 @@ class RunResult(BaseModel):
             if data["verdict"] is False and bug.get("affected") == data.get("kafka"):
                 data["known_bug"] = bug.get("bug", "")
             data["schema_version"] = 2
-        if data.get("schema_version") == 2:
-            planted = set((data.get("settings") or {}).get("expect") or []) - set(
-                data.get("allowed") or [])
+        if data.get("schema_version") == 2:  # `Scenario.proof` and `caught`, on a dict
+            settings = data.get("settings") or {}
+            planted = set(settings.get("expect") or []) - set(data.get("allowed") or [])
             found = set(data.get("forbidden") or {})
-            data["caught"] = not data.get("known_bug") and bool(found) and found <= planted
+            data["caught"] = ((settings.get("consumer") or {}).get("judged_as") is not None
+                              and bool(found) and found <= planted)
             data["schema_version"] = SCHEMA_VERSION
         return data
 

@@ -367,6 +367,12 @@ class Scenario(Strict):
                                                                     self.kafka.brokers)
 
     @property
+    def proof(self) -> bool:
+        """Whether the scenario is a checker's proof: it judges its readers by a level they do not
+        read with (`consumer.judged_as`), so its `expect`ed forbidden anomalies are planted."""
+        return self.consumer.judged_as is not None
+
+    @property
     def bug_expected(self) -> Regression | None:
         """The known bug the run should find again: the scenario's, on the release that has it."""
         bug = self.regression

@@ -71,8 +71,8 @@ def _unknown_because(a: Analysis, loss_allowed: bool) -> list[str]:
 def verdict(s: Scenario, a: Analysis) -> Verdict:
     """false beats unknown beats true; allowed anomalies are counted but never fail a run. On the
     release a known bug affects, the bug is expected: its anomalies, and no others, are the bug
-    found again. A checker's proof expects anomalies its settings forbid: they, and no others, are
-    caught."""
+    found again. A checker's proof plants the forbidden anomalies it expects: they, and no others,
+    are caught."""
     ok = allowed(s)
     counts = a.counts()
     forbidden = {k: n for k, n in counts.items() if n and k not in ok}
@@ -85,6 +85,6 @@ def verdict(s: Scenario, a: Analysis) -> Verdict:
     if bug and not any(forbidden.get(e) for e in bug.shows):
         missing.append(" or ".join(bug.shows) + f" ({bug.bug})")
     found = bug.bug if bug and forbidden and set(forbidden) <= set(bug.shows) else ""
-    caught = bool(forbidden) and set(forbidden) <= set(s.expect) - ok
+    caught = s.proof and bool(forbidden) and set(forbidden) <= set(s.expect) - ok
     valid = False if forbidden else (None if unknown else True)
     return Verdict(valid, forbidden, seen_ok, missing, unknown, found, caught)

@@ -84,6 +84,14 @@ def test_a_checkers_proof_is_caught_only_by_the_anomaly_it_plants():
     assert (missed.badge, missed.missing_expect) == (Badge.NOT_PROVOKED, ["aborted-read"])
 
 
+def test_a_forbidden_anomaly_a_scenario_expects_without_judging_wrongly_is_a_fail():
+    """Expecting lost writes under acks=all plants nothing: Kafka losing them is Kafka's bug."""
+    s = validate({"name": "k", **SAFE, "expect": ["lost-write"]}, "test")
+    assert (s.proof, expectation(s, allowed(s))) == (False, "FAIL (lost-write)")
+    v = verdict(s, analysis(lost_write=3))
+    assert (v.valid, v.caught) == (False, False)
+
+
 def test_exit_codes_fail_only_on_fail_and_count_a_harness_miss_like_unknown():
     def code(*badges: dict, allow: bool = False) -> int:
         return exit_code([result(**b) for b in badges], allow)
@@ -137,12 +145,16 @@ def test_a_schema_1_results_json_still_reads_with_its_verdict_duration_and_known
 def test_a_schema_2_proof_that_found_only_what_it_plants_reads_as_caught():
     old = {"schema_version": 2, "scenario": "txn-judged-uncommitted", "kafka": "4.4.0", "seed": 42,
            "run_dir": "r", "verdict": False, "forbidden": {"aborted-read": 998},
-           "allowed": ["unseen"], "settings": {"expect": ["aborted-read"]}}
+           "allowed": ["unseen"], "settings": {"expect": ["aborted-read"],
+                                               "consumer": {"judged_as": "read_committed"}}}
     assert RunResult.model_validate(old).badge is Badge.CAUGHT
     more = {**old, "forbidden": {"aborted-read": 998, "lost-write": 1}}
     assert RunResult.model_validate(more).badge is Badge.FAIL
-    allowed_too = {**old, "allowed": ["aborted-read"]}  # expected and allowed: no proof
+    allowed_too = {**old, "allowed": ["aborted-read"]}  # expected and allowed: nothing planted
     assert RunResult.model_validate(allowed_too).badge is Badge.FAIL
+    # expecting a forbidden anomaly without judging wrongly is no proof
+    fair = {**old, "settings": {"expect": ["aborted-read"], "consumer": {}}}
+    assert RunResult.model_validate(fair).badge is Badge.FAIL
 
 
 def test_scenarios_list_shows_the_expected_badge_per_version():
