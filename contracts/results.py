@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, computed_field, model_validator
 
 from contracts import provenance
-from contracts.scenario import Scenario
+from contracts.scenario import Scenario, only_planted
 
 SAMPLED_SENDS = 20_000  # individual sends the latency chart draws, sampled evenly
 LATE_S = 2.0  # a fault op that starts more than this after its planned time is late
@@ -341,12 +341,11 @@ class RunResult(BaseModel):
             if data["verdict"] is False and bug.get("affected") == data.get("kafka"):
                 data["known_bug"] = bug.get("bug", "")
             data["schema_version"] = 2
-        if data.get("schema_version") == 2:  # `Scenario.proof` and `caught`, on a dict
-            settings = data.get("settings") or {}
-            planted = set(settings.get("expect") or []) - set(data.get("allowed") or [])
-            found = set(data.get("forbidden") or {})
-            data["caught"] = ((settings.get("consumer") or {}).get("judged_as") is not None
-                              and bool(found) and found <= planted)
+        if data.get("schema_version") == 2:  # `Scenario.proof`, on the resolved settings
+            s = data.get("settings") or {}
+            data["caught"] = only_planted((s.get("consumer") or {}).get("judged_as") is not None,
+                                          set(data.get("forbidden") or {}), s.get("expect") or [],
+                                          set(data.get("allowed") or []))
             data["schema_version"] = SCHEMA_VERSION
         return data
 

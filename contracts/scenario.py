@@ -394,3 +394,7 @@ class Scenario(Strict):
         t = self.topic.name
         return (t, second_topic(t)) if self.producer.txn_topics > 1 else (t,)
 
+
+def only_planted(proof: bool, found: set[str], expect: list[str], allowed: set[str]) -> bool:
+    """Whether a checker's proof found forbidden anomalies, all expected and none allowed."""
+    return proof and bool(found) and found <= set(expect) - allowed

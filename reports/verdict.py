@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from contracts.scenario import Scenario
+from contracts.scenario import Scenario, only_planted
 from reports.analysis import Analysis
 from reports.guarantees import allowed
 
@@ -85,6 +85,6 @@ def verdict(s: Scenario, a: Analysis) -> Verdict:
     if bug and not any(forbidden.get(e) for e in bug.shows):
         missing.append(" or ".join(bug.shows) + f" ({bug.bug})")
     found = bug.bug if bug and forbidden and set(forbidden) <= set(bug.shows) else ""
-    caught = s.proof and bool(forbidden) and set(forbidden) <= set(s.expect) - ok
     valid = False if forbidden else (None if unknown else True)
-    return Verdict(valid, forbidden, seen_ok, missing, unknown, found, caught)
+    return Verdict(valid, forbidden, seen_ok, missing, unknown, found,
+                   only_planted(s.proof, set(forbidden), s.expect, ok))
