@@ -91,12 +91,14 @@ def row(r: RunResult, by_client: bool) -> str:
     return r.row_name if by_client or name == LIBRDKAFKA else f"{r.row_name} ({name})"
 
 
-def subject(results: list[RunResult], columns: list[str]) -> tuple[str, str]:
-    """What the columns are, as (one, many): clients under `--clients`, upgrade paths when a column
-    names one, else versions."""
+def subject(results: list[RunResult], grid: dict[str, dict[str, list[RunResult]]]
+            ) -> tuple[str, str]:
+    """What the columns are, as (one, many): clients under `--clients`, upgrade paths when a row
+    sets one beside another column (or, no row having two, a column names one), else versions."""
     if several_clients(results):
         return "client", "clients"
-    if any("->" in c for c in columns):
+    compared = [c for cells in grid.values() if len(cells) > 1 for c in cells]
+    if any("->" in c for c in compared or [c for cells in grid.values() for c in cells]):
         return "upgrade", "upgrade paths"
     return "version", "versions"
 
@@ -198,7 +200,7 @@ def write_compare(results: list[RunResult], directory: Path) -> tuple[Path, Path
     directory.mkdir(parents=True, exist_ok=True)
     versions, grid = table(results)
     cells = grid_spreads(grid)
-    noun = subject(results, versions)
+    noun = subject(results, grid)
     said, suggestive = summary(differences(cells), tendencies(cells), len(results), testable(grid),
                                noun)
     parts = tables(grid, versions)

@@ -48,3 +48,16 @@ def test_upgrade_paths_are_columns_named_from_and_to(tmp_path):
     assert "| scenario | Kafka 3.9.2:zookeeper->kraft |" in text  # a table of its own: one row
     assert text.startswith("# kafka-chaos upgrade comparison\n") and "upgrade paths apart" in text
     assert "only with 4 seeds an upgrade)" in text
+
+
+def test_versions_compared_beside_an_upgrade_of_their_own_are_a_version_comparison(tmp_path):
+    up = {"faults": [{"fault": "upgrade", "to": "4.4.0"}]}
+    results = [result("a", v, "true", seed) for v in ("4.4.0", "4.3.1") for seed in (1, 2)]
+    results += [result("u", "4.3.1", "true", 3).model_copy(update={"settings": up})]
+    for r in results:
+        r.run_dir = str(tmp_path / "runs" / str(r.seed))
+    _, md = write_compare(results, tmp_path / "compare")
+    text = md.read_text()
+    assert "| scenario | Kafka 4.3.1->4.4.0 |" in text
+    assert text.startswith("# kafka-chaos version comparison\n") and "upgrade" not in text.split(
+        "## What differs")[1]
