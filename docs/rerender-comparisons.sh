@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Re-render the committed comparisons from their runs' results.json: in git before b92f9d7 removed them, or, for the
-# upgrades and clients comparisons, in their slices' archives. The pages change with the comparison's template, the
-# runs do not. Run from the repository root.
+# upgrades, clients and kafka-4.4 comparisons, in their slices' archives. The pages change with the comparison's
+# template, the runs do not. Run from the repository root.
 set -euo pipefail
 FROM=b92f9d7^
 EXTRACTED=$(mktemp)
@@ -21,7 +21,7 @@ for d in compare-transactions example-compare; do  # these pages sit beside thei
   done
   rm -rf "docs/$d/rendered"
 done
-for name in upgrades clients; do .venv/bin/python -m bench.shard "$name" merge > /dev/null || true; done
+for name in upgrades clients kafka-4.4; do .venv/bin/python -m bench.shard "$name" merge > /dev/null || true; done
 xargs -d '\n' rm -f < "$EXTRACTED"
 rm -f "$EXTRACTED"
 find docs/comparison/runs docs/compare-transactions/runs docs/example-compare/runs -type d -empty -delete 2>/dev/null || true
