@@ -76,7 +76,7 @@ FAULT_KINDS = _kinds(
     FaultKind("packet-loss", params=frozenset({"probability"})),
     FaultKind("latency", net_delay=True, params=frozenset({"latency_ms", "jitter_ms", "link"})),
     FaultKind("hold-requests", default_target="txn-coordinator", net_delay=True,
-              params=frozenset({"latency_ms", "request"})),
+              params=frozenset({"latency_ms", "request", "link", "direction"})),
     FaultKind("bandwidth", params=frozenset({"kbit"})),
     FaultKind("tcp-reset"),
     FaultKind("block-clients"),

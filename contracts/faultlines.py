@@ -23,8 +23,12 @@ COUNTED = ("one", "all", "minority", "majority")  # targets that name members by
 # the consumer group's __consumer_offsets partition; share-coordinator: of the __share_group_state
 # partition that holds a share-partition's state (a partition of the topic, drawn per op)
 COORDINATORS = ("txn-coordinator", "group-coordinator", "share-coordinator")
-# a broker's listeners a latency fault can slow
-Link = Literal["clients", "replication", "controller"]
+# a broker's listeners a latency or hold-requests fault can act on: the clients', the inter-broker
+# one (replica fetches, transaction markers, share-state RPCs), the controllers', and on tiered
+# clusters the listener that only the remote-log-metadata producer uses
+Link = Literal["clients", "replication", "controller", "remote-metadata"]
+# hold-requests: which way it holds a listener's traffic: what arrives, or what it answers
+Direction = Literal["request", "response"]
 # zookeeper: the ZooKeeper node of a ZooKeeper-mode cluster, for the kinds that stop or freeze it
 ON_ZOOKEEPER = ("kill", "terminate", "pause")
 TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS,
@@ -40,9 +44,20 @@ class Gate:
     commits: bool = False
 
 
-# hold-requests: the requests a `request` names; a stale COMMIT is what can end a later transaction
-REQUEST_GATES = {"Produce": Gate(0), "AddPartitionsToTxn": Gate(24), "EndTxn": Gate(26),
-                 "EndTxn(commit)": Gate(26, commits=True)}
+# hold-requests: the Kafka requests a `request` can name, by API key (Kafka's ApiKeys)
+API_KEYS = {"Produce": 0, "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8,
+            "OffsetFetch": 9, "FindCoordinator": 10, "JoinGroup": 11, "Heartbeat": 12,
+            "SyncGroup": 14, "ApiVersions": 18, "InitProducerId": 22, "OffsetForLeaderEpoch": 23,
+            "AddPartitionsToTxn": 24, "AddOffsetsToTxn": 25, "EndTxn": 26, "WriteTxnMarkers": 27,
+            "TxnOffsetCommit": 28, "Vote": 52, "BeginQuorumEpoch": 53, "AlterPartition": 56,
+            "FetchSnapshot": 59, "BrokerHeartbeat": 63, "ConsumerGroupHeartbeat": 68,
+            "ShareGroupHeartbeat": 76, "ShareFetch": 78, "ShareAcknowledge": 79,
+            "InitializeShareGroupState": 83, "ReadShareGroupState": 84, "WriteShareGroupState": 85,
+            "DeleteShareGroupState": 86, "ReadShareGroupStateSummary": 87}
+API_NAMES = {key: name for name, key in API_KEYS.items()}
+# a stale COMMIT is what can end a later transaction
+REQUEST_GATES = {name: Gate(key) for name, key in API_KEYS.items()} | {
+    "EndTxn(commit)": Gate(API_KEYS["EndTxn"], commits=True)}
 # a line whose every op is a kind and a target drawn from the seed (Jepsen's combined nemesis)
 MIX = "mix"
 # The targets a mix draws for a kind aimed at brokers: with two replicas or more, never every
@@ -68,10 +83,11 @@ class FaultSpec(BaseModel):
     # disk-slow: each write and fsync; latency: each packet
     latency_ms: int = Field(100, ge=1, le=60_000)
     jitter_ms: int = Field(0, ge=0, le=60_000)  # latency: plus or minus, drawn uniformly per packet
-    link: Link = "clients"  # latency: which of the targets' links
-    # hold-requests: hold each connection from its first request of this kind on (any: from the
-    # op's start)
+    link: Link = "clients"  # latency, hold-requests: which of the targets' listeners
+    # hold-requests: hold each connection from its first request of this kind (or response to one)
+    # on (any: from the op's start)
     request: str = "any"
+    direction: Direction = "request"  # hold-requests: hold what arrives, or what the targets answer
     # mix: the kinds it picks among, one per op (and a target for each, from MIX_TARGETS)
     kinds: list[str] = []
     to: str | None = None  # upgrade: the Kafka release the brokers roll to
@@ -111,6 +127,9 @@ class FaultSpec(BaseModel):
         if (self.fault == MIX) != bool(self.kinds):
             raise ValueError("fault: mix needs kinds: [...], the fault kinds it picks among; only "
                              "a mix takes kinds")
+        if self.direction == "response" and self.request == "EndTxn(commit)":
+            raise ValueError("request: EndTxn(commit) reads the request's body; with direction: "
+                             "response use request: EndTxn")
         if self.to is None and "to" in getattr(FAULT_KINDS.get(self.fault), "params", ()):
             raise ValueError(f"fault: {self.fault} needs to: VERSION, the Kafka release the "
                              "brokers roll to")

@@ -260,6 +260,10 @@ class Scenario(Strict):
             elif kinds[0].aims == "tier" and not self.topic.remote_storage:
                 raise ValueError(f"faults.{i}.fault={f.fault!r} breaks the remote tier, which "
                                  "only topic.remote_storage: true gives; set it")
+            if f.link == "remote-metadata" and not self.topic.remote_storage:
+                raise ValueError(f"faults.{i}.link='remote-metadata' is the listener of tiered "
+                                 "storage's metadata producer, which only topic.remote_storage: "
+                                 "true starts; set it")
             self._timing(i, f)
             self._params(i, f, frozenset().union(*(k.params for k in kinds)))
         if self.producer.idempotence and (self.producer.acks != "all"

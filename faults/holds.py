@@ -1,18 +1,21 @@
 """Packets held in userspace (netdelay) for the op's hold: `latency` on one of the targets' links,
-and `hold-requests`, where what clients already sent on their connections arrives late while
-connections opened meanwhile pass. A client that gives a request up and retries it on a new
-connection is answered first, and the stale request lands later (Jepsen's KAFKA-17754 trigger)."""
+and `hold-requests` on one listener. Requests: what clients already sent on their connections
+arrives late while connections opened meanwhile pass, so a retried request is answered first and
+the stale one lands later (Jepsen's KAFKA-17754 trigger). Responses: the listener's answers arrive
+late, so the asker waits while the broker has already acted (the remote-retention copy race)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from contracts.faultlines import REQUEST_GATES
+from contracts.faultlines import API_NAMES, REQUEST_GATES
 from contracts.scenario import FaultSpec
 from faults.ops import Ctx, NoEffect, expect_rules
 from harness import netdelay
 
 ESTABLISHED = "01"  # /proc/net/tcp's state of an established connection
+EXAMPLES = 20  # frames an op's row shows whole
+EXAMPLE_FIELDS = ("api_version", "correlation_id", "client_id", "response", "held_ms")
 
 
 def peers(tcp_table: str, port: int) -> list[int]:
@@ -27,20 +30,20 @@ def peers(tcp_table: str, port: int) -> list[int]:
     return sorted(out)
 
 
-def held_for(ctx: Ctx, spec: FaultSpec, targets: list[int], q: str,
+def held_for(ctx: Ctx, spec: FaultSpec, targets: list[int], queue_of: Callable[[int], int],
              rule: Callable[[int], str | None],
              what: str) -> tuple[dict[int, netdelay.Delayed], dict[int, netdelay.Delayed]]:
-    """Each target's netdelay counts for queue `q` before and after the op's hold, during which
+    """Each target's netdelay counts for its queue before and after the op's hold, during which
     the rule `rule` gives each target (none: no rule) sends its packets there; the after counts
     are of the targets still running."""
-    before = {t: ctx.cluster.node(t).net_delay(q) for t in targets}
+    before = {t: ctx.cluster.node(t).net_delay(queue_of(t)) for t in targets}
     try:
         for t in targets:
             if (fragment := rule(t)) is not None:
                 ctx.cluster.firewall.link_fault(t, fragment, ctx.owner)
         expect_rules(ctx, targets, what)
         ctx.hold(spec.for_)
-        after = {t: ctx.cluster.node(t).net_delay(q) for t in targets
+        after = {t: ctx.cluster.node(t).net_delay(queue_of(t)) for t in targets
                  if t not in ctx.cluster.stopped()}
     finally:
         ctx.cluster.firewall.lift(ctx.owner)
@@ -57,7 +60,7 @@ def latency(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     def rule(t: int) -> str:
         port = netdelay.port(spec.link, ctx.cluster.node(t).external_port or 0, zookeeper)
         return netdelay.fragment(q, spec.latency_ms, spec.jitter_ms, port)
-    before, after = held_for(ctx, spec, targets, q, rule, "the latency rule")
+    before, after = held_for(ctx, spec, targets, lambda _: q, rule, "the latency rule")
     held = {t: a.packets - (before[t].packets if a.packets >= before[t].packets else 0) for t,
             a in after.items()}
     if not any(held.values()):
@@ -70,25 +73,53 @@ def latency(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
 
 
 def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-    """Delay every packet of the client connections each target holds when the op starts by
-    `latency_ms`, for the op's hold; with a `request`, each connection only from its first request
-    of that kind on. The row says how many connections and packets were held."""
+    """Delay by `latency_ms`, for the op's hold, the packets of the targets' listener on `link`: the
+    requests of the connections open when the op starts, or with `direction: response` every answer
+    the listener sends. With a `request`, each connection only from its first request of that kind
+    (or answer to one) on. The row says what was held, and the frames netdelay could name."""
     gate = REQUEST_GATES.get(spec.request)
-    q = netdelay.queue(spec.latency_ms, 0, gate)
+    responses = spec.direction == "response"
+    zookeeper = bool(ctx.cluster.zookeeper_ids())
     held: dict[int, list[int]] = {}
 
+    def reading(t: int) -> netdelay.Reading:  # the clients' listener has a port per broker
+        port = netdelay.port(spec.link, ctx.cluster.node(t).external_port or 0, zookeeper)
+        return netdelay.Reading(port, responses, gate)
+
     def rule(t: int) -> str | None:
-        node = ctx.cluster.node(t)
-        port = node.external_port or 0
-        held[t] = peers(node.sh("cat /proc/net/tcp /proc/net/tcp6")[1], port)
-        return netdelay.fragment(q, spec.latency_ms, 0, port, held[t], gate) if held[t] else None
-    before, after = held_for(ctx, spec, targets, q, rule, "the hold rule")
-    # what the hold took: let through already, or still waiting to land latency_ms after it came
+        r = reading(t)
+        q = netdelay.queue(spec.latency_ms, 0, r)
+        if responses:
+            return netdelay.fragment(q, spec.latency_ms, 0, r.port, reading=r)
+        held[t] = peers(ctx.cluster.node(t).sh("cat /proc/net/tcp /proc/net/tcp6")[1], r.port)
+        return netdelay.fragment(q, spec.latency_ms, 0, r.port, held[t], r) if held[t] else None
+    before, after = held_for(ctx, spec, targets,
+                             lambda t: netdelay.queue(spec.latency_ms, 0, reading(t)), rule,
+                             "the hold rule")
+    return _held_row(spec, gate is not None, held if not responses else None, before, after)
+
+
+def _held_row(spec: FaultSpec, gated: bool, connections: dict[int, list[int]] | None,
+              before: dict[int, netdelay.Delayed], after: dict[int, netdelay.Delayed]) -> dict:
+    """The op's row: per broker the packets held (let through, or still waiting to land
+    `latency_ms` after they came), the connections and frames held, and the last frames whole."""
     packets = {t: max(0, a.packets - before[t].packets) + a.waiting for t, a in after.items()}
-    gated = {t: max(0, a.gated - before[t].gated) for t, a in after.items()}
     if not any(packets.values()):
-        raise NoEffect(f"hold-requests: no packet of a held connection reached brokers {targets}"
-                       + (f" after a {spec.request} request" if gate is not None else ""))
-    return {"latency_ms": spec.latency_ms, "request": spec.request,
-            "held": {str(t): {"connections": len(held.get(t, [])), "packets": packets[t]}
-                     | ({"gated": gated[t]} if gate is not None else {}) for t in after}}
+        raise NoEffect(f"hold-requests: no {spec.direction} on the {spec.link} listener of brokers "
+                       f"{sorted(before)} was held" + (f" after a {spec.request} request" if gated
+                                                       else ""))
+    rows, examples = {}, []
+    for t, a in after.items():
+        was = dict(before[t].matched)
+        frames = {API_NAMES.get(k, str(k)): n - was.get(k, 0) for k, n in a.matched
+                  if n > was.get(k, 0)}
+        rows[str(t)] = ({"packets": packets[t], "frames": frames}
+                        | ({"connections": len(connections.get(t, []))} if connections is not None
+                           else {})
+                        | ({"gated": max(0, a.gated - before[t].gated)} if gated else {}))
+        done = sum(n for _, n in before[t].matched)
+        examples += [{"broker": t, "api": API_NAMES.get(e.get("api_key"), e.get("api_key")),
+                      **{k: e.get(k) for k in EXAMPLE_FIELDS}}
+                     for e in a.examples if e.get("n", 0) > done]
+    return {"latency_ms": spec.latency_ms, "request": spec.request, "link": spec.link,
+            "direction": spec.direction, "held": rows, "examples": examples[:EXAMPLES]}

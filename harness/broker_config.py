@@ -16,6 +16,10 @@ from contracts.versions import DEFAULT_VERSION, default_metadata, metadata_probl
 from harness.jars import TIERED_PLUGIN
 
 INTERNAL_PORT, CONTROLLER_PORT, ZK_PORT = 9092, 9093, 2181
+# tiered clusters: the listener only the remote-log-metadata producer uses, so that a request
+# fault can hold its acknowledgements (link: remote-metadata) and nothing else
+REMOTE_METADATA_PORT, REMOTE_METADATA_LISTENER = 9094, "RLMM"
+RLMM_PRODUCER_BOOTSTRAP = "rlmm.config.remote.log.metadata.producer.bootstrap.servers"
 # How long a silent broker keeps its session, so how soon its partitions move, in either metadata
 # mode: ZooKeeper's session (Kafka's default before KIP-537, 18 s since 2.5: a SIGKILLed broker can
 # restart that much sooner, see KafkaNode) and KRaft's broker session (9 s by default). Equal, so a
@@ -165,7 +169,7 @@ def harness_settings(spec: ClusterSpec) -> dict[str, str]:
     props |= CONSUMER_GROUP_TIMING if release(spec.version) >= (3, 7) else {}
     props |= tiered_defaults(spec.brokers) if spec.tiered else {}
     plumbing = {"log.dirs", "inter.broker.listener.name", "rsm.config.dir",
-                "remote.log.metadata.manager.listener.name"}
+                "remote.log.metadata.manager.listener.name", RLMM_PRODUCER_BOOTSTRAP}
     return {k: v for k, v in props.items() if k not in plumbing and k not in spec.config}
 
 
@@ -197,6 +201,12 @@ def broker_properties(spec: ClusterSpec, node_id: int, alias: str, external_port
             "broker.session.timeout.ms": str(SESSION_MS),
         }
     advertised = f"INTERNAL://{alias}:{INTERNAL_PORT},EXTERNAL://127.0.0.1:{external_port}"
+    protocols = "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    if spec.tiered:
+        listeners[REMOTE_METADATA_LISTENER] = REMOTE_METADATA_PORT
+        advertised += f",{REMOTE_METADATA_LISTENER}://{alias}:{REMOTE_METADATA_PORT}"
+        protocols += f",{REMOTE_METADATA_LISTENER}:PLAINTEXT"
+        props[RLMM_PRODUCER_BOOTSTRAP] = f"{alias}:{REMOTE_METADATA_PORT}"
     if spec.dynamic_quorum and "CONTROLLER" in listeners:
         # add-controller gives the quorum this endpoint; left out, Kafka took the listener's
         # 0.0.0.0, and voters sent that controller's votes to themselves
@@ -204,7 +214,6 @@ def broker_properties(spec: ClusterSpec, node_id: int, alias: str, external_port
     props |= {
         "listeners": ",".join(f"{name}://0.0.0.0:{port}" for name, port in listeners.items()),
         "advertised.listeners": advertised,
-        "listener.security.protocol.map": ("INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,"
-                                           "CONTROLLER:PLAINTEXT"),
+        "listener.security.protocol.map": protocols,
     }
     return props | {k: str(v) for k, v in spec.config.items()} | spec.node_config.get(node_id, {})

@@ -92,7 +92,8 @@ class Firewall:
 
     def rules(self, node_id: int) -> str:
         """The iptables and tc state inside a node (for tests and reports)."""
-        return self._node(node_id).sh(f"iptables -S {netrules.CHAIN} 2>&1; tc qdisc show dev "
+        return self._node(node_id).sh(f"iptables -S {netrules.CHAIN} 2>&1; iptables -S "
+                                      f"{netrules.CHAIN_OUT} 2>&1; tc qdisc show dev "
                                       "eth0")[1]
 
     def isolated(self) -> set[int]:

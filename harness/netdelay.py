@@ -13,12 +13,24 @@ from contracts.describe import progress
 from contracts.errors import ClusterError
 from contracts.faultlines import Gate, Link
 from harness import gobuild
-from harness.broker_config import CONTROLLER_PORT, INTERNAL_PORT, ZK_PORT
-from harness.netrules import CHAIN
+from harness.broker_config import CONTROLLER_PORT, INTERNAL_PORT, REMOTE_METADATA_PORT, ZK_PORT
+from harness.netrules import CHAIN, CHAIN_OUT
 
 IN_CONTAINER = "/opt/kchaos/netdelay"
-_queues: dict[tuple[int, int, Gate | None], int] = {}
 _lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a netdelay reads of one listener's Kafka frames: its port, whether it holds what the
+    listener answers (else what arrives), and the request that starts a connection's hold."""
+
+    port: int
+    responses: bool = False
+    gate: Gate | None = None
+
+
+_queues: dict[tuple[int, int, Reading | None], int] = {}
 
 
 @dataclass(frozen=True)
@@ -31,6 +43,8 @@ class Delayed:
     errors: int
     waiting: int = 0  # packets it holds now, not yet let through
     gated: int = 0  # connections a request its gate names started holding
+    matched: tuple[tuple[int, int], ...] = ()  # frames held, as (API key, count)
+    examples: tuple[dict, ...] = ()  # the first frames held: header, direction and time held
 
 
 def binary(say=progress) -> Path:
@@ -38,18 +52,21 @@ def binary(say=progress) -> Path:
     return gobuild.binary("netdelay", "the latency fault's packet delayer", say)
 
 
-def queue(delay_ms: int, jitter_ms: int, gate: Gate | None = None) -> int:
-    """The NFQUEUE number of one delay, jitter and gate (the request that starts a connection's
-    hold, if any): one netdelay each, numbered in the order first asked for."""
+def queue(delay_ms: int, jitter_ms: int, reading: Reading | None = None) -> int:
+    """The NFQUEUE number of one delay, jitter and reading of frames: one netdelay each, numbered
+    in the order first asked for."""
     with _lock:
-        return _queues.setdefault((delay_ms, jitter_ms, gate), len(_queues) + 1)
+        return _queues.setdefault((delay_ms, jitter_ms, reading), len(_queues) + 1)
 
 
-def gate_flags(gate: Gate | None) -> str:
-    """netdelay's flags for a gate (none: hold every packet)."""
-    if gate is None:
+def reading_flags(reading: Reading | None) -> str:
+    """netdelay's flags for what it reads (none: it holds every packet, unread)."""
+    if reading is None:
         return ""
-    return f"-gate {gate.api_key} " + ("-commits " if gate.commits else "")
+    gate = reading.gate
+    return (f"-port {reading.port} " + ("-responses " if reading.responses else "")
+            + (f"-gate {gate.api_key} " if gate else "") + ("-commits " if gate and gate.commits
+                                                            else ""))
 
 
 def port(link: Link, client_port: int, zookeeper: bool) -> int:
@@ -58,6 +75,8 @@ def port(link: Link, client_port: int, zookeeper: bool) -> int:
         return client_port
     if link == "replication":
         return INTERNAL_PORT
+    if link == "remote-metadata":
+        return REMOTE_METADATA_PORT
     return ZK_PORT if zookeeper else CONTROLLER_PORT
 
 
@@ -67,21 +86,25 @@ def stats_file(q: int) -> str:
 
 
 def fragment(q: int, delay_ms: int, jitter_ms: int, port: int, peers: list[int] | None = None,
-             gate: Gate | None = None) -> str:
+             reading: Reading | None = None) -> str:
     """Start the queue's netdelay unless it runs, wait until it has bound the queue, then send every
     TCP packet arriving from or for `port` (loopback aside) to it; with `peers`, only the packets
     arriving for `port` from those remote ports (connections open now, not those opened later).
-    With a `gate`, a connection's packets pass until one starts a request it names."""
+    A `reading` of responses sends what `port` answers instead, and what arrives for it, loopback
+    included; with a gate, a connection's packets pass until a frame it names starts."""
     pid, stats, log = f"/run/netdelay-{q}.pid", stats_file(q), f"/run/netdelay-{q}.log"
     start = (f"rm -f {stats}; {IN_CONTAINER} -queue {q} -delay {delay_ms} -jitter {jitter_ms} "
-             f"{gate_flags(gate)}-stats {stats} >{log} 2>&1 < /dev/null & echo $! > {pid}")
+             f"{reading_flags(reading)}-stats {stats} >{log} 2>&1 < /dev/null & echo $! > {pid}")
+    rules = ([f"iptables -A {CHAIN_OUT} -p tcp --sport {port} -j NFQUEUE --queue-num {q}",
+              f"iptables -A {CHAIN} -p tcp --dport {port} -j NFQUEUE --queue-num {q}"]
+             if reading and reading.responses else
+             [f"iptables -A {CHAIN} -p tcp ! -i lo {match} -j NFQUEUE --queue-num {q}"
+              for match in _matches(port, peers)])
     return (f"[ -x {IN_CONTAINER} ] || {{ echo 'netdelay is not mounted in this container'; exit "
             "1; "
             f"}}; [ \"$(cat /proc/$(cat {pid} 2>/dev/null)/comm 2>/dev/null)\" = netdelay ] || {{ "
             f"{start}; }}; i=0; while [ ! -s {stats} ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); "
-            f"done; [ -s {stats} ] || {{ cat {log}; exit 1; }}; "
-            + "; ".join(f"iptables -A {CHAIN} -p tcp ! -i lo {match} -j NFQUEUE --queue-num {q}"
-                        for match in _matches(port, peers)))
+            f"done; [ -s {stats} ] || {{ cat {log}; exit 1; }}; " + "; ".join(rules))
 
 
 def _matches(port: int, peers: list[int] | None) -> list[str]:
@@ -99,7 +122,10 @@ def read(stats: dict | None, alias: str) -> Delayed:
         return Delayed(0, 0.0, 0)
     try:
         return Delayed(int(stats["packets"]), float(stats["held_mean_ms"]), int(stats["errors"]),
-                       int(stats.get("waiting", 0)), int(stats.get("gated", 0)))
+                       int(stats.get("waiting", 0)), int(stats.get("gated", 0)),
+                       tuple(sorted((int(k), int(n))
+                                    for k, n in (stats.get("matched") or {}).items())),
+                       tuple(stats.get("examples") or ()))
     except (KeyError, TypeError, ValueError) as exc:
         raise ClusterError(f"netdelay on {alias} left no readable stats: "
                            f"{str(stats)[:300]!r}") from exc

@@ -4,10 +4,14 @@ faults."""
 from __future__ import annotations
 
 CHAIN = "KCHAOS"
-# Create our chain once and hook it into INPUT; every fault rule lives in it, so heal is one flush.
-ENSURE_CHAIN = (f"iptables -N {CHAIN} 2>/dev/null; iptables -C INPUT -j {CHAIN} 2>/dev/null "
-                f"|| iptables -I INPUT -j {CHAIN}")
-FLUSH = f"iptables -F {CHAIN} 2>/dev/null; tc qdisc del dev eth0 root 2>/dev/null; true"
+CHAIN_OUT = "KCHAOS-OUT"  # what the node sends: only the responses a hold-requests fault holds
+# Create our chains once, hooked into INPUT and OUTPUT; every fault rule lives in them, so heal is
+# one flush each.
+ENSURE_CHAIN = "; ".join(f"iptables -N {c} 2>/dev/null; iptables -C {hook} -j {c} 2>/dev/null || "
+                         f"iptables -I {hook} -j {c}"
+                         for c, hook in ((CHAIN, "INPUT"), (CHAIN_OUT, "OUTPUT")))
+FLUSH = (f"iptables -F {CHAIN} 2>/dev/null; iptables -F {CHAIN_OUT} 2>/dev/null; "
+         "tc qdisc del dev eth0 root 2>/dev/null; true")
 
 
 def drop_from(ips: list[str], port: int | None = None) -> str:

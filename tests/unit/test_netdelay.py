@@ -69,15 +69,35 @@ def test_the_hold_rule_matches_packets_for_the_port_from_the_held_peers_fifteen_
 
 
 def test_a_commit_gate_starts_netdelay_with_commits_and_gets_a_queue_of_its_own():
-    commit, any_end = REQUEST_GATES["EndTxn(commit)"], REQUEST_GATES["EndTxn"]
-    assert "-gate 26 -commits -stats" in netdelay.fragment(5, 3000, 0, 60857, [40000], commit)
-    assert "-gate 26 -stats" in netdelay.fragment(6, 3000, 0, 60857, [40000], any_end)
+    commit = netdelay.Reading(60857, gate=REQUEST_GATES["EndTxn(commit)"])
+    any_end = netdelay.Reading(60857, gate=REQUEST_GATES["EndTxn"])
+    assert "-port 60857 -gate 26 -commits -stats" in netdelay.fragment(5, 3000, 0, 60857, [40000],
+                                                                       commit)
+    assert "-port 60857 -gate 26 -stats" in netdelay.fragment(6, 3000, 0, 60857, [40000], any_end)
     assert "-gate" not in netdelay.fragment(7, 3000, 0, 60857, [40000])
     assert netdelay.queue(3000, 0, commit) != netdelay.queue(3000, 0, any_end)
 
 
+def test_a_response_hold_queues_what_the_listener_sends_and_what_it_is_asked_loopback_included():
+    reading = netdelay.Reading(9094, responses=True, gate=REQUEST_GATES["Produce"])
+    script = netdelay.fragment(8, 2000, 0, 9094, reading=reading)
+    rules = [r for r in script.split("; ") if r.startswith("iptables")]
+    assert "-port 9094 -responses -gate 0 -stats" in script
+    assert rules == ["iptables -A KCHAOS-OUT -p tcp --sport 9094 -j NFQUEUE --queue-num 8",
+                     "iptables -A KCHAOS -p tcp --dport 9094 -j NFQUEUE --queue-num 8"]
+    assert netdelay.port("remote-metadata", 40123, False) == 9094
+
+
+def test_held_frames_are_read_by_api_key_with_their_examples():
+    held = netdelay.read({"packets": 5, "held_mean_ms": 2000.0, "errors": 0,
+                          "matched": {"0": 4, "3": 1},
+                          "examples": [{"n": 1, "api_key": 0, "response": True}]}, "kafka-1")
+    assert held.matched == ((0, 4), (3, 1)) and held.examples[0]["api_key"] == 0
+
+
 def test_netdelay_reads_an_end_txn_s_committed_field_in_each_encoding():
-    # harness/docker/netdelay/main_test.go builds EndTxn requests of versions 0 to 5, cut and whole
+    # harness/docker/netdelay/*_test.go build EndTxn requests of versions 0 to 5, cut and whole, and
+    # request and response headers of every API key and version netdelay reads
     done = subprocess.run(["go", "test", "."], cwd=gobuild.SOURCES / "netdelay",
                           capture_output=True, text=True, env=os.environ | {"CGO_ENABLED": "0"})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -82,9 +82,15 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
                                                  "'hold-requests', 'remote-slow' read it); remove "
                                                  "it"),
     ("faults: [{fault: hold-requests, request: EndTx}]", "Expected one of 'any', 'Produce', "
-                                                         "'AddPartitionsToTxn', 'EndTxn', "
-                                                         "'EndTxn(commit)' but got "
-                                                         "faults.0.request='EndTx'"),
+                                                         "'Fetch', 'ListOffsets', 'Metadata', "),
+    ("faults: [{fault: hold-requests, request: EndTx}]", "but got faults.0.request='EndTx' (did "
+                                                         "you mean 'EndTxn'?)"),
+    ("faults: [{fault: hold-requests, link: remote-metadata, direction: response}]",
+     "faults.0.link='remote-metadata' is the listener of tiered storage's metadata producer, "
+     "which only topic.remote_storage: true starts; set it"),
+    ("faults: [{fault: hold-requests, direction: response, request: EndTxn(commit)}]",
+     "request: EndTxn(commit) reads the request's body; with direction: response use request: "
+     "EndTxn"),
     ("faults: [{fault: kill, request: EndTxn}]", "faults.0.request='EndTxn' is not read by a "
                                                  "'kill' fault (only 'hold-requests' reads it); "
                                                  "remove it"),

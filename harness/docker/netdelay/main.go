@@ -1,9 +1,10 @@
 // netdelay holds the packets an iptables NFQUEUE rule hands it and lets each one through after a delay with
-// jitter, in arrival order (so TCP sees latency, not reordering). With -gate K it lets a TCP connection's packets
-// pass until one starts a Kafka request of API key K, then holds that one and every later one of the connection;
-// with -commits as well, only an EndTxn request that commits its transaction starts the hold.
-// It speaks nfnetlink_queue over netlink itself and rewrites a stats file (the fault's evidence) several times a
-// second; the file appearing means the queue is bound.
+// jitter, in arrival order (so TCP sees latency, not reordering). With -port P it reads the Kafka frames that start
+// the segments of P's connections: with -gate K it lets a connection's packets pass until one starts a request of
+// API key K (with -commits, an EndTxn that commits), then holds that one and every later one of the connection;
+// with -responses it holds what the listener answers instead, gated by the API key of the request answered.
+// It speaks nfnetlink_queue over netlink itself and rewrites a stats file (the fault's evidence, with the frames it
+// held) several times a second; the file appearing means the queue is bound.
 package main
 
 import (
@@ -46,6 +47,7 @@ type packet struct {
 	id      uint32
 	arrived time.Time
 	release time.Time
+	match   *match // the frame it starts, when it starts one netdelay can name
 }
 
 // Stats is what the file says: the queue, the delay asked for, and what was done.
@@ -58,8 +60,11 @@ type Stats struct {
 	HeldMaxMs  float64 `json:"held_max_ms"`
 	Waiting    int     `json:"waiting"`
 	Gated      uint64  `json:"gated"` // connections held from a request of the gate's API key on
-	Errors     uint64  `json:"errors"`
-	LastError  string  `json:"last_error,omitempty"`
+	// frames held, by API key, and the first of them whole
+	Matched   map[string]uint64 `json:"matched,omitempty"`
+	Examples  []match           `json:"examples,omitempty"`
+	Errors    uint64            `json:"errors"`
+	LastError string            `json:"last_error,omitempty"`
 }
 
 type delayer struct {
@@ -68,6 +73,12 @@ type delayer struct {
 	delay  time.Duration
 	jitter time.Duration
 	gate   int // the API key whose request starts a connection's hold; -1: hold every packet
+	// the listener port whose connections it reads (0: none, every packet is held unread), and whether it holds
+	// the listener's responses (the requests only pass, noted in `pending`) rather than its requests
+	port      int
+	responses bool
+	pending   map[string]map[int32]header
+	seen      uint64 // frames held so far
 	// with the EndTxn gate: only a request that commits starts a hold
 	commits bool
 	// with a gate: each held connection (source address and port) and when its last held packet goes through; it is
@@ -89,10 +100,14 @@ func main() {
 	statsPath := flag.String("stats", "", "file to keep the stats in")
 	gate := flag.Int("gate", -1, "hold a connection only from its first request of this Kafka API key on")
 	commits := flag.Bool("commits", false, "with -gate 26 (EndTxn): only from its first EndTxn that commits on")
+	port := flag.Int("port", 0, "the listener port whose requests (or responses) it reads and holds")
+	responses := flag.Bool("responses", false, "with -port: hold the listener's responses, not its requests")
 	flag.Parse()
 	if *queue <= 0 || *queue > 65535 || *delayMs < 0 || *jitterMs < 0 || *statsPath == "" || *gate < -1 ||
-		(*commits && *gate != endTxnKey) {
-		fmt.Fprintln(os.Stderr, "usage: netdelay -queue N -delay MS [-jitter MS] [-gate API_KEY [-commits]] -stats FILE")
+		(*commits && (*gate != endTxnKey || *responses)) || *port < 0 || *port > 65535 ||
+		(*responses && *port == 0) || (*gate >= 0 && *port == 0) {
+		fmt.Fprintln(os.Stderr, "usage: netdelay -queue N -delay MS [-jitter MS] [-port P [-responses]] "+
+			"[-gate API_KEY [-commits]] -stats FILE (a gate needs -port; -commits, a request hold)")
 		os.Exit(2)
 	}
 	conn, err := netlink.Dial(netlinkFilter, nil)
@@ -100,7 +115,8 @@ func main() {
 		fail("netlink: %v", err)
 	}
 	d := &delayer{conn: conn, queue: uint16(*queue), rng: rand.New(rand.NewSource(time.Now().UnixNano())),
-		delay: ms(*delayMs), jitter: ms(*jitterMs), gate: *gate, commits: *commits, held: map[string]time.Time{}, wake: make(chan struct{}, 1),
+		delay: ms(*delayMs), jitter: ms(*jitterMs), gate: *gate, commits: *commits, port: *port, responses: *responses,
+		pending: map[string]map[int32]header{}, held: map[string]time.Time{}, wake: make(chan struct{}, 1),
 		stats: Stats{Queue: *queue, DelayMs: *delayMs, JitterMs: *jitterMs}}
 	if err := d.bind(); err != nil {
 		fail("binding queue %d: %v", *queue, err)
@@ -124,7 +140,7 @@ func (d *delayer) bind() error {
 	}
 	maxlen := binary.BigEndian.AppendUint32(nil, queueMaxlen)
 	params := []byte{0, 0, 0, 0, copyMeta}
-	if d.gate >= 0 {
+	if d.port > 0 {
 		params = append(binary.BigEndian.AppendUint32(nil, copyRange), copyPacket)
 	}
 	for _, attrs := range [][]netlink.Attribute{
@@ -166,8 +182,8 @@ func (d *delayer) receive() {
 			if !ok {
 				continue
 			}
-			if conn, ok := d.holds(payload, now); ok {
-				release := d.enqueue(id, now)
+			if conn, m, ok := d.holds(payload, now); ok {
+				release := d.enqueue(id, now, m)
 				if conn != "" {
 					d.mu.Lock()
 					d.held[conn] = release
@@ -200,110 +216,6 @@ func packetOf(data []byte) (uint32, []byte, bool) {
 	return id, payload, found
 }
 
-// holds says whether a packet waits, and of which gated connection it is: every packet without a gate; with one, a
-// packet of a connection held now, or one that starts a request of the gate's API key (which holds its connection).
-func (d *delayer) holds(packet []byte, now time.Time) (string, bool) {
-	if d.gate < 0 {
-		return "", true
-	}
-	conn, data, ok := tcpData(packet)
-	if !ok {
-		return "", false
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if until, held := d.held[conn]; held && now.Before(until) {
-		return conn, true
-	}
-	delete(d.held, conn)
-	// a request starts with its size (int32), then its API key and version (int16 each)
-	if len(data) >= 8 && int(binary.BigEndian.Uint16(data[4:6])) == d.gate && int32(binary.BigEndian.Uint32(data[:4])) > 4 &&
-		(!d.commits || endTxnCommits(data)) {
-		d.stats.Gated++
-		return conn, true
-	}
-	return "", false
-}
-
-// endTxnCommits says whether data, the start of an EndTxn request, commits its transaction: its Committed field
-// follows the header, the transactional id, the producer id and the epoch (flexible encodings from version 3 on).
-func endTxnCommits(data []byte) bool {
-	if len(data) < 14 {
-		return false
-	}
-	flexible := binary.BigEndian.Uint16(data[6:8]) >= 3
-	p := 14 + max(int(int16(binary.BigEndian.Uint16(data[12:14]))), 0) // the client id, a nullable string
-	if flexible {
-		p = skipTags(data, p)
-	}
-	if p < 0 || p+2 > len(data) {
-		return false
-	}
-	if flexible { // a compact string: its length plus one, as an unsigned varint
-		n, size := binary.Uvarint(data[p:])
-		if size <= 0 || n == 0 || n > uint64(len(data)) {
-			return false
-		}
-		p += size + int(n) - 1
-	} else {
-		p += 2 + int(int16(binary.BigEndian.Uint16(data[p:p+2])))
-	}
-	p += 8 + 2 // the producer id and epoch
-	return p >= 0 && p < len(data) && data[p] == 1
-}
-
-// skipTags is where a flexible header's tagged fields, starting at p, end; -1 if they run past data.
-func skipTags(data []byte, p int) int {
-	if p >= len(data) {
-		return -1
-	}
-	count, size := binary.Uvarint(data[p:])
-	if size <= 0 {
-		return -1
-	}
-	p += size
-	for ; count > 0; count-- {
-		for _, skip := range []bool{false, true} { // the tag, then the size of the data it skips
-			if p >= len(data) {
-				return -1
-			}
-			n, size := binary.Uvarint(data[p:])
-			if size <= 0 || n > uint64(len(data)) {
-				return -1
-			}
-			p += size
-			if skip {
-				p += int(n)
-			}
-		}
-	}
-	return p
-}
-
-// tcpData is a TCP packet's connection (source address and port) and the start of its data, for IPv4 and for
-// IPv6 without extension headers.
-func tcpData(p []byte) (string, []byte, bool) {
-	var src []byte
-	var tcp []byte
-	switch {
-	case len(p) >= 20 && p[0]>>4 == 4 && p[9] == 6:
-		ihl := int(p[0]&0x0f) * 4
-		if len(p) < ihl+20 {
-			return "", nil, false
-		}
-		src, tcp = p[12:16], p[ihl:]
-	case len(p) >= 60 && p[0]>>4 == 6 && p[6] == 6:
-		src, tcp = p[8:24], p[40:]
-	default:
-		return "", nil, false
-	}
-	off := int(tcp[12]>>4) * 4
-	if off < 20 || len(tcp) < off {
-		return "", nil, false
-	}
-	return fmt.Sprintf("%x:%d", src, binary.BigEndian.Uint16(tcp[0:2])), tcp[off:], true
-}
-
 // pass lets a packet through at once (a gated queue's packets before their connection's hold).
 func (d *delayer) pass(id uint32) {
 	verdict := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, nfAccept), id)
@@ -313,7 +225,7 @@ func (d *delayer) pass(id uint32) {
 }
 
 // enqueue queues a packet's release, returning when it will be.
-func (d *delayer) enqueue(id uint32, now time.Time) time.Time {
+func (d *delayer) enqueue(id uint32, now time.Time, m *match) time.Time {
 	d.mu.Lock()
 	release := now.Add(d.delay)
 	if d.jitter > 0 {
@@ -322,7 +234,7 @@ func (d *delayer) enqueue(id uint32, now time.Time) time.Time {
 	if n := len(d.waiting); n > 0 && release.Before(d.waiting[n-1].release) {
 		release = d.waiting[n-1].release
 	}
-	d.waiting = append(d.waiting, packet{id: id, arrived: now, release: release})
+	d.waiting = append(d.waiting, packet{id: id, arrived: now, release: release, match: m})
 	d.mu.Unlock()
 	select {
 	case d.wake <- struct{}{}:
@@ -367,6 +279,9 @@ func (d *delayer) accept(p packet) {
 		return
 	}
 	d.stats.Packets++
+	if p.match != nil {
+		d.record(p.match, held)
+	}
 	d.heldSum += held
 	d.stats.HeldMeanMs = d.heldSum / float64(d.stats.Packets)
 	if held > d.stats.HeldMaxMs {
@@ -387,8 +302,8 @@ func (d *delayer) report(path string) {
 		d.mu.Lock()
 		s := d.stats
 		s.Waiting = len(d.waiting)
-		d.mu.Unlock()
 		body, _ := json.Marshal(s)
+		d.mu.Unlock()
 		tmp := path + ".tmp"
 		if os.WriteFile(tmp, body, 0o644) == nil {
 			_ = os.Rename(tmp, path)

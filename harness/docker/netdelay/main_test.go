@@ -58,12 +58,14 @@ func TestACutOrMangledRequestStartsNoHold(t *testing.T) {
 	}
 }
 
-// ipv4 wraps a request in IPv4 and TCP headers (no options) from 172.25.0.3, port 40000.
+// ipv4 wraps a request in IPv4 and TCP headers (no options) from 172.25.0.3, port 40000, to port 9092.
 func ipv4(request []byte) []byte {
 	p := make([]byte, 40, 40+len(request))
 	p[0], p[9] = 0x45, 6
 	copy(p[12:16], []byte{172, 25, 0, 3})
+	copy(p[16:20], []byte{172, 25, 0, 4})
 	binary.BigEndian.PutUint16(p[20:22], 40000)
+	binary.BigEndian.PutUint16(p[22:24], 9092)
 	p[32] = 5 << 4
 	return append(p, request...)
 }
@@ -73,15 +75,15 @@ func TestTheCommitGateLetsAbortsPassAndHoldsACommit(t *testing.T) {
 	if whole[len(whole)-2] != 1 || !endTxnCommits(whole) {
 		t.Fatal("the whole request not seen as a commit")
 	}
-	d := &delayer{gate: endTxnKey, commits: true, held: map[string]time.Time{}}
-	if _, held := d.holds(ipv4(endTxn(3, false, []byte{0})), time.Now()); held {
+	d := &delayer{gate: endTxnKey, commits: true, port: 9092, held: map[string]time.Time{}}
+	if _, _, held := d.holds(ipv4(endTxn(3, false, []byte{0})), time.Now()); held {
 		t.Error("an abort started a hold")
 	}
-	if conn, held := d.holds(ipv4(endTxn(3, true, []byte{0})), time.Now()); !held || conn != "ac190003:40000" {
+	if conn, _, held := d.holds(ipv4(endTxn(3, true, []byte{0})), time.Now()); !held || conn != "ac190003:40000" {
 		t.Errorf("a commit did not start a hold of its connection: %q, %v", conn, held)
 	}
 	d.commits = false
-	if _, held := d.holds(ipv4(endTxn(3, false, []byte{0})), time.Now()); !held {
+	if _, _, held := d.holds(ipv4(endTxn(3, false, []byte{0})), time.Now()); !held {
 		t.Error("without -commits an abort did not start a hold")
 	}
 }

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+)
+
+// request builds a frame of a request header (version 1, or 2 with an empty tag buffer) and a short body.
+func request(key, version uint16, corr uint32, client string, flexible bool) []byte {
+	b := binary.BigEndian.AppendUint16(nil, key)
+	b = binary.BigEndian.AppendUint16(b, version)
+	b = binary.BigEndian.AppendUint32(b, corr)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(client)))
+	b = append(b, client...)
+	if flexible {
+		b = append(b, 0)
+	}
+	b = append(b, 1, 2, 3, 4)
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
+
+// response builds a frame of a response header (version 0, or 1 with an empty tag buffer) and a short body.
+func response(corr uint32, flexible bool) []byte {
+	b := binary.BigEndian.AppendUint32(nil, corr)
+	if flexible {
+		b = append(b, 0)
+	}
+	b = append(b, 0, 0, 0, 0)
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
+
+// answer wraps a response in IPv4 and TCP headers from 172.25.0.4, port 9092, to the client of ipv4.
+func answer(frame []byte) []byte {
+	p := ipv4(frame)
+	copy(p[12:16], []byte{172, 25, 0, 4})
+	copy(p[16:20], []byte{172, 25, 0, 3})
+	binary.BigEndian.PutUint16(p[20:22], 9092)
+	binary.BigEndian.PutUint16(p[22:24], 40000)
+	return p
+}
+
+func TestEveryRequestHeaderVersionIsRead(t *testing.T) {
+	for key := uint16(0); key <= maxAPIKey; key++ {
+		for version := uint16(0); version <= maxVersion; version++ {
+			for _, flexible := range []bool{false, true} {
+				h, ok := requestHeader(request(key, version, 77, "rlmm-producer", flexible))
+				if !ok || h.APIKey != int(key) || h.Version != int(version) || h.Corr != 77 || h.Client != "rlmm-producer" {
+					t.Fatalf("key %d v%d flexible %v read as %+v, %v", key, version, flexible, h, ok)
+				}
+			}
+		}
+	}
+	for _, flexible := range []bool{false, true} {
+		if corr, ok := responseCorrelation(response(1<<31+5, flexible)); !ok || corr != -(1<<31)+5 {
+			t.Errorf("response header (flexible %v) read as %d, %v", flexible, corr, ok)
+		}
+	}
+}
+
+func TestCutAndMalformedFramesAreNotRead(t *testing.T) {
+	whole := request(0, 11, 9, "c", true)
+	for n := 0; n < requestFixed; n++ {
+		if _, ok := requestHeader(whole[:n]); ok {
+			t.Fatalf("a request cut at %d bytes was read", n)
+		}
+	}
+	if h, ok := requestHeader(whole[:requestFixed]); !ok || h.Client != "" {
+		t.Errorf("a header whose client id is cut off read as %+v, %v", h, ok)
+	}
+	for name, bad := range map[string][]byte{
+		"negative key":         request(0xffff, 1, 1, "c", false),
+		"key past the table":   request(maxAPIKey+1, 1, 1, "c", false),
+		"version past the max": request(0, maxVersion+1, 1, "c", false),
+		"size below a header":  append([]byte{0, 0, 0, 3}, whole[4:]...),
+		"size past the limit":  append([]byte{0x7f, 0xff, 0xff, 0xff}, whole[4:]...),
+		"client id past size":  append(append([]byte{}, whole[:12]...), append([]byte{0x7f, 0}, whole[14:]...)...),
+	} {
+		if _, ok := requestHeader(bad); ok {
+			t.Errorf("%s was read as a request", name)
+		}
+	}
+	for n := 0; n < 8; n++ {
+		if _, ok := responseCorrelation(response(3, false)[:n]); ok {
+			t.Fatalf("a response cut at %d bytes was read", n)
+		}
+	}
+	if _, ok := responseCorrelation([]byte{0, 0, 0, 2, 0, 0, 0, 1}); ok {
+		t.Error("a response too small for its correlation id was read")
+	}
+	if _, ok := tcpSegment([]byte{0x45, 0, 0}, 9092); ok {
+		t.Error("a cut IPv4 header was read")
+	}
+}
+
+func TestAResponseHoldTakesOnlyTheAnswersToItsAPIKey(t *testing.T) {
+	d := &delayer{gate: 0, port: 9092, responses: true, held: map[string]time.Time{},
+		pending: map[string]map[int32]header{}}
+	now := time.Now()
+	for corr, key := range map[uint32]uint16{1: 3, 2: 0} { // a Metadata request, then a Produce
+		if _, _, held := d.holds(ipv4(request(key, 9, corr, "rlmm", true)), now); held {
+			t.Fatalf("request %d of key %d was held on a response hold", corr, key)
+		}
+	}
+	if _, _, held := d.holds(answer(response(1, true)), now); held {
+		t.Error("the Metadata response was held")
+	}
+	conn, m, held := d.holds(answer(response(2, false)), now)
+	if !held || conn != "ac190003:40000" || m == nil || m.APIKey != 0 || !m.Response || m.Client != "rlmm" {
+		t.Fatalf("the Produce response was not held as a match: %q %+v %v", conn, m, held)
+	}
+	if _, _, held := d.holds(answer(response(2, false)), now); held {
+		t.Error("a response whose request was answered already was held")
+	}
+	if d.stats.Gated != 1 {
+		t.Errorf("gated %d connections, not 1", d.stats.Gated)
+	}
+}
+
+func TestAnUngatedHoldTakesEveryPacketAndNamesWhatItCan(t *testing.T) {
+	d := &delayer{gate: -1, port: 9092, responses: true, held: map[string]time.Time{},
+		pending: map[string]map[int32]header{}}
+	d.holds(ipv4(request(0, 12, 40, "p", true)), time.Now())
+	if _, m, held := d.holds(answer(response(40, true)), time.Now()); !held || m == nil || m.Corr != 40 {
+		t.Errorf("the answer was not held and named: %+v %v", m, held)
+	}
+	if _, m, held := d.holds(answer([]byte("the middle of a large response")), time.Now()); !held || m != nil {
+		t.Errorf("a packet inside a frame was not held unnamed: %+v %v", m, held)
+	}
+	for i := 0; i < maxExamples+5; i++ {
+		d.record(&match{header: header{APIKey: i % 2}}, float64(i))
+	}
+	e := d.stats.Examples
+	if d.stats.Matched["0"] != 13 || d.stats.Matched["1"] != 12 || len(e) != maxExamples || e[0].N != 6 ||
+		e[maxExamples-1].N != maxExamples+5 || e[0].HeldMs != 5 {
+		t.Errorf("the held frames were not counted, or the last %d not kept: %+v", maxExamples, d.stats)
+	}
+}
