@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from contracts.faultkinds import FAULT_KINDS
-from contracts.fields import Seconds, one_of
+from contracts.fields import FAULT_PARAMS, Seconds, one_of
 from contracts.versions import (
     DYNAMIC_QUORUM_FROM,
     VERSION_RE,
@@ -148,6 +148,26 @@ class FaultSpec(BaseModel):
         if v is not None and not VERSION_RE.match(v):
             raise ValueError("Expected a Kafka version like '4.4.0'")
         return v
+
+    def check_line(self, i: int, duration: float) -> None:
+        """Raise for line `i` of a run of `duration` s: it must plan an op within the run, its
+        jitter must not reverse its period, and it may set no field that only other kinds read
+        (kbit on a pause, link on a kill), which would be ignored silently."""
+        if self.after + min(self.for_, duration) > duration:
+            raise ValueError(f"faults.{i}: after={self.after:g} s plus for={self.for_:g} s exceeds "
+                             f"duration={duration:g} s, so the line would never fire; lower "
+                             "after or raise duration")
+        if self.jitter >= self.every:
+            raise ValueError(f"faults.{i}.jitter={self.jitter:g} s must be below "
+                             f"every={self.every:g} s")
+        params = frozenset().union(*(FAULT_KINDS[k].params for k in self.fired_kinds()))
+        fields = type(self).model_fields
+        changed = {n for n in FAULT_PARAMS if getattr(self, n) != fields[n].default}
+        for name in sorted(changed - params):
+            readers = [k for k, other in FAULT_KINDS.items() if name in other.params]
+            raise ValueError(f"faults.{i}.{name}={getattr(self, name)!r} is not read by a "
+                             f"{self.fault!r} fault (only {one_of(readers)} "
+                             f"{'reads' if len(readers) == 1 else 'read'} it); remove it")
 
     def fired_kinds(self) -> list[str]:
         """The fault kinds this line's ops may be: a mix's kinds, else its own."""

@@ -12,7 +12,6 @@ from contracts.clients import ClientName, client_problem
 from contracts.faultkinds import FAULT_KINDS
 from contracts.faultlines import COUNTED, MIX, FaultSpec, lines_problem
 from contracts.fields import (
-    FAULT_PARAMS,
     Anomaly,
     Regression,
     ScenarioName,
@@ -257,15 +256,14 @@ class Scenario(Strict):
                 self._client_target(i, f, kinds[0].aims)
             elif f.fault != MIX and kinds[0].aims == "brokers":
                 self._broker_target(i, f)
-            elif kinds[0].aims == "tier" and not self.topic.remote_storage:
+            if (kinds[0].aims == "tier" or f.link == "remote-metadata") and not (
+                    self.topic.remote_storage):
                 raise ValueError(f"faults.{i}.fault={f.fault!r} breaks the remote tier, which "
-                                 "only topic.remote_storage: true gives; set it")
-            if f.link == "remote-metadata" and not self.topic.remote_storage:
-                raise ValueError(f"faults.{i}.link='remote-metadata' is the listener of tiered "
-                                 "storage's metadata producer, which only topic.remote_storage: "
-                                 "true starts; set it")
-            self._timing(i, f)
-            self._params(i, f, frozenset().union(*(k.params for k in kinds)))
+                                 "only topic.remote_storage: true gives; set it" if f.link !=
+                                 "remote-metadata" else f"faults.{i}.link='remote-metadata' is "
+                                 "tiered storage's metadata producer's listener, which only "
+                                 "topic.remote_storage: true starts; set it")
+            f.check_line(i, self.duration)
         if self.producer.idempotence and (self.producer.acks != "all"
                                           or self.producer.max_in_flight > 5):
             raise ValueError("producer.idempotence=true needs producer.acks='all' and "
@@ -299,26 +297,6 @@ class Scenario(Strict):
                 isinstance(f.target, list) and not ids):
             raise ValueError(f"faults.{i}.target={f.target!r} must name brokers among "
                              f"1..{self.kafka.brokers} (kafka.brokers={self.kafka.brokers})")
-
-    def _params(self, i: int, f: FaultSpec, params: frozenset[str]) -> None:
-        """A field that only other fault kinds read (kbit on a pause, link on a kill) would be
-        ignored silently; `params`: those the line's kinds read."""
-        changed = {n for n in FAULT_PARAMS if getattr(f, n) != FaultSpec.model_fields[n].default}
-        for name in sorted(changed - params):
-            readers = [k for k, other in FAULT_KINDS.items() if name in other.params]
-            raise ValueError(f"faults.{i}.{name}={getattr(f, name)!r} is not read by a {f.fault!r} "
-                             f"fault (only {one_of(readers)} "
-                             f"{'reads' if len(readers) == 1 else 'read'} it); remove it")
-
-    def _timing(self, i: int, f: FaultSpec) -> None:
-        """A fault line must plan at least one op within the run, and its jitter must not reverse
-        its period."""
-        if f.after + min(f.for_, self.duration) > self.duration:
-            raise ValueError(f"faults.{i}: after={f.after:g} s plus for={f.for_:g} s exceeds "
-                             f"duration={self.duration:g} s, so the line would never fire; lower "
-                             "after or raise duration")
-        if f.jitter >= f.every:
-            raise ValueError(f"faults.{i}.jitter={f.jitter:g} s must be below every={f.every:g} s")
 
     def _client_target(self, i: int, f: FaultSpec, aims: str) -> None:
         """A fault aimed at the workload's clients names them by count (one, all, minority,

@@ -86,8 +86,8 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
     ("faults: [{fault: hold-requests, request: EndTx}]", "but got faults.0.request='EndTx' (did "
                                                          "you mean 'EndTxn'?)"),
     ("faults: [{fault: hold-requests, link: remote-metadata, direction: response}]",
-     "faults.0.link='remote-metadata' is the listener of tiered storage's metadata producer, "
-     "which only topic.remote_storage: true starts; set it"),
+     "faults.0.link='remote-metadata' is tiered storage's metadata producer's listener, which "
+     "only topic.remote_storage: true starts; set it"),
     ("faults: [{fault: hold-requests, direction: response, request: EndTxn(commit)}]",
      "request: EndTxn(commit) reads the request's body; with direction: response use request: "
      "EndTxn"),
