@@ -81,8 +81,8 @@ def _missing(ok, live, final, reads, rep, ends, events) -> tuple[pd.DataFrame, .
     lost = (covered | (missing.reached.fillna(False).astype(bool) & ~missing.in_rep & dumped)
             ) & ~expired
     gone = ok.merge(ends, how="inner")
-    return (missing[lost], missing[~missing.live & ~lost & ~expired],
-            _within_retention(gone[(gone.offset >= 0) & (gone.offset < gone.start)], events))
+    gone = _when_gone(gone[(gone.offset >= 0) & (gone.offset < gone.start)], ok, events)
+    return missing[lost], missing[~missing.live & ~lost & ~expired], _within_retention(gone, events)
 
 
 def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
@@ -139,14 +139,31 @@ def _anomalies(sends, reads, replicas, events) -> dict[str, pd.DataFrame]:
     return found
 
 
+def _when_gone(gone: pd.DataFrame, ok: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """`gone` with the first sampled log start past each value (else the drain's end), and the
+    least offset of a value sent after that, else the drain's end, as the log's end then."""
+    moves = events[events.kind == "log-start"].rename(columns={"offset": "moved_to",
+                                                               "t": "t_moved"})
+    pairs = gone.merge(moves[["topic", "partition", "moved_to", "t_moved"]])
+    first = pairs[pairs.moved_to > pairs.offset].groupby("v").t_moved.min()
+    gone = gone.assign(t_gone=gone.v.map(first).fillna(gone.t_start))
+    sent = ok.loc[ok.offset >= 0, ["topic", "partition", "t_invoke", "offset"]]
+    at = gone[["topic", "partition", "t_gone"]].drop_duplicates().merge(
+        sent.rename(columns={"offset": "o", "t_invoke": "t_sent"}))
+    later = at[at.t_sent > at.t_gone].groupby(["topic", "partition", "t_gone"]).o.min()
+    gone = gone.merge(later.rename("sent_after").reset_index(), how="left")
+    return gone.assign(end_then=np.fmin(gone.end, gone.sent_after.fillna(gone.end)))
+
+
 def _within_retention(gone: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
-    """The acked values below the final log start that their topic's retention still keeps."""
+    """The acked values below the final log start that their topic's retention kept when they
+    went."""
     cfg = events[events.kind == "topic-config"]
     limits = pd.DataFrame([json.loads(d) for d in cfg.detail],
                           columns=[f.name for f in fields(Retention)])
     rows = gone.merge(limits.assign(topic=cfg.topic.to_numpy()), on="topic")
-    after = (rows.end - rows.offset - 1) * rows.record_bytes_max
-    age_ms = (rows.t_start - rows.t_invoke) / 1e6
+    after = (rows.end_then - rows.offset - 1) * rows.record_bytes_max
+    age_ms = (rows.t_gone - rows.t_invoke) / 1e6
     return rows[((rows.bytes < 0) | (after < rows.bytes))
                 & ((rows.ms < 0) | (age_ms < rows.ms - CLOCK_MARGIN_MS))]
 

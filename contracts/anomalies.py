@@ -42,9 +42,10 @@ KINDS = (
          'final read did not reach the end of the log (unknown, not false)'),
     Kind('retention-breach', 'acknowledged writes deleted within retention',
          "an `ok` send (of a committed transaction, if in one) below its partition's log start "
-         "offset at the drain's end (read before it went or not), although retention should keep "
-         "it: the bytes after it are below the topic's `retention.bytes` and its age below "
-         "`retention.ms`"),
+         "offset at the drain's end (read before it went or not), although retention kept it "
+         "when it went: the bytes after it then are below the topic's `retention.bytes` and its "
+         "age below `retention.ms` (then: when the sampler first saw the log start past it, else "
+         "the drain's end)"),
     Kind('duplicate', 'values written twice',
          "one value at more than one position (an ack's offset counts)"),
     Kind('timeout-duplicate', 'values re-sent after a message timeout and written twice',

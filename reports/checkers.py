@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from contracts.anomalies import ANOMALIES
 from contracts.history import CLOCK_MARGIN_MS, Event, Fate, Retention
-from reports import resends
+from reports import resends, retention
 from reports.finding import CHECKERS, Finding, checker
 from reports.frames import POSITION, REPLICA, SOURCES, VALUE, Frames, with_tid
 
@@ -88,9 +88,9 @@ def unseen(f: Frames) -> Finding:
 @checker("retention-breach")
 def retention_breach(f: Frames) -> Finding:
     """An acknowledged send (of a committed transaction, if in one) below the final log start
-    although its topic's retention keeps it: the bytes after it, at most `record_bytes_max` an
-    offset up to the drain's end, and its age at the drain's end are both below the limits. Read
-    before it went or not: retention deleted it."""
+    although its topic's retention kept it when it went: the bytes after it then, at most
+    `record_bytes_max` an offset, and its age then are both below the limits. Read before it went
+    or not: retention deleted it."""
     acked = with_tid(f.sends.filter((F.col("outcome") == "ok") & (F.col("offset") >= 0)))
     ends = with_tid(f.ends).select("tid", "partition", "start", "end", "t_start")
     gone = (acked.select(*VALUE, "tid", "partition", "offset", "t_invoke")
@@ -100,9 +100,9 @@ def retention_breach(f: Frames) -> Finding:
     limits = with_tid(f.events.filter(F.col("kind") == Event.TOPIC_CONFIG.value).select(
         "topic", *(F.get_json_object("detail", f"$.{n}").cast("long").alias(n)
                    for n in RETENTION_FIELDS))).drop("topic")
-    rows = gone.join(F.broadcast(limits), "tid")
-    after = (F.col("end") - F.col("offset") - 1) * F.col("record_bytes_max")
-    age_ms = (F.col("t_start") - F.col("t_invoke")) / 1e6
+    rows = retention.when_gone(f, gone, acked).join(F.broadcast(limits), "tid")
+    after = (F.col("end_then") - F.col("offset") - 1) * F.col("record_bytes_max")
+    age_ms = (F.col("t_gone") - F.col("t_invoke")) / 1e6
     within = (((F.col("bytes") < 0) | (after < F.col("bytes")))
               & ((F.col("ms") < 0) | (age_ms < F.col("ms") - CLOCK_MARGIN_MS)))
     return Finding(rows.filter(within).select(*VALUE), VALUE, f.sends_of, extent=f.send_extent)

@@ -33,6 +33,18 @@ MUTATIONS = [
              "retention-breach: a record the drain read before retention deleted it escapes",
              "tests/unit/test_retention.py::test_records_the_drain_read_before_retention_deleted_"
              "them_within_it_are_a_breach"),
+    Mutation("reports/retention.py",
+             'F.coalesce("t_moved", "t_start")',
+             'F.coalesce("t_start", "t_moved")',
+             "retention-breach: a deletion judged at the drain's end, not when the log start moved",
+             "tests/unit/test_retention.py::test_a_deletion_is_judged_by_the_bytes_after_a_record_"
+             "when_its_log_start_moved"),
+    Mutation("reports/retention.py",
+             'F.least(F.col("end"), F.coalesce(F.col("sent_after"), F.col("end")))',
+             'F.col("end")',
+             "retention-breach: the log's end when a record went taken as the drain's",
+             "tests/unit/test_retention.py::test_a_deletion_is_judged_by_the_bytes_after_a_record_"
+             "when_its_log_start_moved"),
     Mutation(C,
              "& F.lit(f.facts.replicas_dumped))",
              ")",

@@ -79,10 +79,11 @@ class TierSampler(Worker):
         except Exception as exc:  # noqa: BLE001 - any failure to sample is a finding, not a crash
             self.history.event("sampler", Event.SAMPLE_ERROR, detail=f"log starts: {exc}", t=t)
             return
+        seen = now_ns()  # each start below held by then: retention-breach judges by this time
         for (topic, p), start in sorted(starts.items()):
             if self._start.get((topic, p), 0) != start:
                 self.history.event("sampler", Event.LOG_START, topic=topic, partition=p,
-                                   offset=start, t=t)
+                                   offset=start, t=seen)
         self._start |= starts
 
     def _run(self) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from bench.pandas_checks import check
 from contracts.anomalies import ANOMALIES
 from reports.analysis import analyze
-from tests.histories import clean
+from tests.histories import History, clean
 
 NONE = dict.fromkeys(ANOMALIES, 0)
 RECORD = 100  # bytes of one record, at most
@@ -59,6 +59,33 @@ def test_records_deleted_past_retention_bytes_or_retention_ms_are_no_anomaly(spa
     assert counts(spark, tmp_path / "none",
                   deleted_below(2).retention(600_000, -1, RECORD)) == NONE | {
         "retention-breach": 2}
+
+
+def grown_past_a_deletion(deleted: int, before: int = 10, after: int = 10):
+    """Partition 0 takes `before` sends, then the sampler sees its log start at `deleted`, then
+    `after` more sends come; the drain reads from `deleted` to the end."""
+    h = History()
+    for seq in range(before):
+        h.send(0, seq, 0, seq)
+    h.event("sampler", "log-start", partition=0, offset=deleted)
+    for seq in range(before, before + after):
+        h.send(0, seq, 0, seq)
+    for offset in range(deleted, before + after):
+        h.read("drain", 0, offset, 0, offset, poll=1)
+        for broker in (1, 2, 3):
+            h.replica(broker, 0, offset, 0, offset)
+    return h.drain_end(0, before + after).drain_start(0, deleted).replicas_dumped()
+
+
+def test_a_deletion_is_judged_by_the_bytes_after_a_record_when_its_log_start_moved(
+        spark, tmp_path):
+    # when the sampler saw offsets 0 to 2 gone, no send after offset 9 had been made: 900, 800
+    # and 700 bytes followed them; by the run's end 1,700 and more did
+    assert counts(spark, tmp_path / "within",
+                  grown_past_a_deletion(3).retention(-1, 750, RECORD)) == NONE | {
+        "retention-breach": 1}
+    assert counts(spark, tmp_path / "past",
+                  grown_past_a_deletion(3).retention(-1, 700, RECORD)) == NONE
 
 
 def test_without_the_topics_retention_records_gone_below_the_log_start_are_lost(spark, tmp_path):
