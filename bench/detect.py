@@ -1,7 +1,8 @@
 """`make detect`: false-alarm rate of must-pass scenarios and hit rate of known-unsafe ones; writes
 DETECTION.md.
 
-DETECT_RUNS_PASS (default 20) and DETECT_RUNS_UNSAFE (default 10) set the runs per scenario;
+DETECT_RUNS_PASS (default 20) and DETECT_RUNS_UNSAFE (default 10, regressions and findings too) set
+the runs per scenario;
 DETECT_ONLY=a,b limits it to some scenarios, whose rows replace theirs in DETECTION.md (the other
 rows stay). DETECT_KAFKA=V runs them on Kafka V, in rows of their own (`name on V`), and
 DETECT_CLIENT=C with every role's client C (`name with C`).
@@ -37,7 +38,7 @@ MUST_PASS = ["acks-all-leader-kill", "idempotent-resets-failovers", "rolling-res
              "share-coordinator-and-leader-kill", "share-member-pause-and-cut",
              "txn-stale-requests", "upgrade-3.9-to-4.4",
              "upgrade-4.3-to-4.4", "rollback-4.4-to-4.3", "upgrade-txn-3.9-to-4.4",
-             "migrate-zk-to-kraft", "kip853-controller-swap"]
+             "migrate-zk-to-kraft", "kip853-controller-swap", "tiered-copy-race-control"]
 # Known Kafka bugs: run on the version that has each (a violation is a hit) and the one that fixed
 # it (must pass)
 REGRESSIONS = ["kip101-hw-truncation", "kip101-power-loss-divergence",
@@ -46,6 +47,8 @@ REGRESSIONS = ["kip101-hw-truncation", "kip101-power-loss-divergence",
 UNSAFE = ["acks1-leader-kill", "zombie-leader-acks1", "non-idempotent-retries",
           "unclean-election-true", "consumer-group-at-most-once", "txn-judged-uncommitted",
           "eos-copy-offsets-outside", "power-loss-all", "share-accept-before"]
+# Kafka bugs found here and not yet fixed (docs/findings): each expects the anomaly that shows it
+FINDINGS = ["tiered-copy-race"]
 ENV = ("DETECT_RUNS_PASS", "DETECT_RUNS_UNSAFE", "DETECT_ONLY", "DETECT_RESUME", "DETECT_KAFKA",
        "DETECT_CLIENT")
 OUT = Path(__file__).resolve().parents[1] / "DETECTION.md"
@@ -193,8 +196,9 @@ def main() -> None:
                                           "20")), int(os.environ.get("DETECT_RUNS_UNSAFE", "10"))
     only = [n for n in os.environ.get("DETECT_ONLY", "").split(",") if n]
     resume = os.environ.get("DETECT_RESUME") == "1"
-    if unknown := [n for n in only if n not in MUST_PASS + UNSAFE + REGRESSIONS]:
-        print("Expected scenarios of MUST_PASS, UNSAFE or REGRESSIONS (bench/detect.py) but got "
+    if unknown := [n for n in only if n not in MUST_PASS + UNSAFE + REGRESSIONS + FINDINGS]:
+        print("Expected scenarios of MUST_PASS, UNSAFE, REGRESSIONS or FINDINGS (bench/detect.py) "
+              "but got "
               f"DETECT_ONLY names {unknown}; add them there or fix the names", file=sys.stderr)
         sys.exit(2)
     ensure_engine()
@@ -206,7 +210,8 @@ def main() -> None:
         write(rows, errors, command, (time.monotonic() - started) / 60, done, traced)
 
     with signals.handled():  # SIGTERM ends detect, not only the run it cut short
-        for names, runs in ((MUST_PASS, n_pass), (UNSAFE, n_unsafe), (REGRESSIONS, n_unsafe)):
+        for names, runs in ((MUST_PASS, n_pass), (UNSAFE, n_unsafe), (REGRESSIONS, n_unsafe),
+                            (FINDINGS, n_unsafe)):
             for name in names:
                 if not only or name in only:
                     run_rows(name, runs, root, rows, errors, resume, save,

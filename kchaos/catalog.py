@@ -337,7 +337,8 @@ def suite_files(suite: str) -> list[Path]:
         raise UsageError(f"Expected one of {', '.join(map(repr, suites))} but got suite={suite!r}")
     names = suites[suite]
     if names == "all":
-        return [p for n, p in catalog().items() if n not in suites.get("regressions", [])]
+        return [p for n, p in catalog().items()
+                if n not in suites.get("regressions", []) + suites.get("findings", [])]
     missing = [n for n in names if n not in catalog()]
     if missing:
         raise UsageError(f"suites.yaml: suite {suite!r} names unknown scenarios {missing}")
