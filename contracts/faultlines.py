@@ -29,6 +29,9 @@ COORDINATORS = ("txn-coordinator", "group-coordinator", "share-coordinator")
 Link = Literal["clients", "replication", "controller", "remote-metadata"]
 # hold-requests: which way it holds a listener's traffic: what arrives, or what it answers
 Direction = Literal["request", "response"]
+# hold-requests: what befalls what it holds: let through `latency_ms` after it came, held until the
+# op ends, or dropped (and the rest of its connection) until the op ends
+Action = Literal["delay", "hold", "drop"]
 # zookeeper: the ZooKeeper node of a ZooKeeper-mode cluster, for the kinds that stop or freeze it
 ON_ZOOKEEPER = ("kill", "terminate", "pause")
 TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS,
@@ -88,6 +91,7 @@ class FaultSpec(BaseModel):
     # on (any: from the op's start)
     request: str = "any"
     direction: Direction = "request"  # hold-requests: hold what arrives, or what the targets answer
+    action: Action = "delay"  # hold-requests
     # mix: the kinds it picks among, one per op (and a target for each, from MIX_TARGETS)
     kinds: list[str] = []
     to: str | None = None  # upgrade: the Kafka release the brokers roll to

@@ -73,10 +73,11 @@ def latency(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
 
 
 def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-    """Delay by `latency_ms`, for the op's hold, the packets of the targets' listener on `link`: the
-    requests of the connections open when the op starts, or with `direction: response` every answer
-    the listener sends. With a `request`, each connection only from its first request of that kind
-    (or answer to one) on. The row says what was held, and the frames netdelay could name."""
+    """Delay by `latency_ms` (or hold until the op ends, or drop), for the op's hold, the packets of
+    the targets' listener on `link`: the requests of the connections open when the op starts, or
+    with `direction: response` every answer the listener sends. With a `request`, each connection
+    only from its first request of that kind (or answer to one) on. The row says what was held, and
+    the frames netdelay could name."""
     gate = REQUEST_GATES.get(spec.request)
     responses = spec.direction == "response"
     zookeeper = bool(ctx.cluster.zookeeper_ids())
@@ -84,7 +85,7 @@ def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
 
     def reading(t: int) -> netdelay.Reading:  # the clients' listener has a port per broker
         port = netdelay.port(spec.link, ctx.cluster.node(t).external_port or 0, zookeeper)
-        return netdelay.Reading(port, responses, gate)
+        return netdelay.Reading(port, responses, gate, spec.action)
 
     def rule(t: int) -> str | None:
         r = reading(t)
@@ -93,9 +94,15 @@ def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
             return netdelay.fragment(q, spec.latency_ms, 0, r.port, reading=r)
         held[t] = peers(ctx.cluster.node(t).sh("cat /proc/net/tcp /proc/net/tcp6")[1], r.port)
         return netdelay.fragment(q, spec.latency_ms, 0, r.port, held[t], r) if held[t] else None
-    before, after = held_for(ctx, spec, targets,
-                             lambda t: netdelay.queue(spec.latency_ms, 0, reading(t)), rule,
-                             "the hold rule")
+    try:
+        before, after = held_for(ctx, spec, targets,
+                                 lambda t: netdelay.queue(spec.latency_ms, 0, reading(t)), rule,
+                                 "the hold rule")
+    finally:  # held_for lifted the rules: what is held until the op ends goes now
+        if spec.action != "delay":
+            for t in targets:
+                ctx.cluster.node(t).sh_if_running(
+                    netdelay.heal(netdelay.queue(spec.latency_ms, 0, reading(t))))
     return _held_row(spec, gate is not None, held if not responses else None, before, after)
 
 
@@ -103,7 +110,8 @@ def _held_row(spec: FaultSpec, gated: bool, connections: dict[int, list[int]] | 
               before: dict[int, netdelay.Delayed], after: dict[int, netdelay.Delayed]) -> dict:
     """The op's row: per broker the packets held (let through, or still waiting to land
     `latency_ms` after they came), the connections and frames held, and the last frames whole."""
-    packets = {t: max(0, a.packets - before[t].packets) + a.waiting for t, a in after.items()}
+    packets = {t: max(0, a.packets - before[t].packets) + a.waiting
+               + max(0, a.dropped - before[t].dropped) for t, a in after.items()}
     if not any(packets.values()):
         raise NoEffect(f"hold-requests: no {spec.direction} on the {spec.link} listener of brokers "
                        f"{sorted(before)} was held" + (f" after a {spec.request} request" if gated
@@ -114,6 +122,8 @@ def _held_row(spec: FaultSpec, gated: bool, connections: dict[int, list[int]] | 
         frames = {API_NAMES.get(k, str(k)): n - was.get(k, 0) for k, n in a.matched
                   if n > was.get(k, 0)}
         rows[str(t)] = ({"packets": packets[t], "frames": frames}
+                        | ({"dropped": a.dropped - before[t].dropped} if spec.action == "drop"
+                           else {})
                         | ({"connections": len(connections.get(t, []))} if connections is not None
                            else {})
                         | ({"gated": max(0, a.gated - before[t].gated)} if gated else {}))
@@ -122,4 +132,5 @@ def _held_row(spec: FaultSpec, gated: bool, connections: dict[int, list[int]] | 
                       **{k: e.get(k) for k in EXAMPLE_FIELDS}}
                      for e in a.examples if e.get("n", 0) > done]
     return {"latency_ms": spec.latency_ms, "request": spec.request, "link": spec.link,
-            "direction": spec.direction, "held": rows, "examples": examples[:EXAMPLES]}
+            "direction": spec.direction, "action": spec.action, "held": rows,
+            "examples": examples[:EXAMPLES]}

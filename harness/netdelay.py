@@ -28,6 +28,7 @@ class Reading:
     port: int
     responses: bool = False
     gate: Gate | None = None
+    action: str = "delay"  # or hold (until `heal`), or drop (until `heal`)
 
 
 _queues: dict[tuple[int, int, Reading | None], int] = {}
@@ -43,6 +44,7 @@ class Delayed:
     errors: int
     waiting: int = 0  # packets it holds now, not yet let through
     gated: int = 0  # connections a request its gate names started holding
+    dropped: int = 0  # packets dropped, not delayed
     matched: tuple[tuple[int, int], ...] = ()  # frames held, as (API key, count)
     examples: tuple[dict, ...] = ()  # the first frames held: header, direction and time held
 
@@ -65,6 +67,7 @@ def reading_flags(reading: Reading | None) -> str:
         return ""
     gate = reading.gate
     return (f"-port {reading.port} " + ("-responses " if reading.responses else "")
+            + ("" if reading.action == "delay" else f"-{reading.action} ")
             + (f"-gate {gate.api_key} " if gate else "") + ("-commits " if gate and gate.commits
                                                             else ""))
 
@@ -78,6 +81,12 @@ def port(link: Link, client_port: int, zookeeper: bool) -> int:
     if link == "remote-metadata":
         return REMOTE_METADATA_PORT
     return ZK_PORT if zookeeper else CONTROLLER_PORT
+
+
+def heal(q: int) -> str:
+    """The shell command that ends the queue's hold: what it holds goes through now, and no
+    connection stays held or dropped."""
+    return f"kill -USR1 $(cat /run/netdelay-{q}.pid) 2>/dev/null; true"
 
 
 def stats_file(q: int) -> str:
@@ -123,6 +132,7 @@ def read(stats: dict | None, alias: str) -> Delayed:
     try:
         return Delayed(int(stats["packets"]), float(stats["held_mean_ms"]), int(stats["errors"]),
                        int(stats.get("waiting", 0)), int(stats.get("gated", 0)),
+                       int(stats.get("dropped", 0)),
                        tuple(sorted((int(k), int(n))
                                     for k, n in (stats.get("matched") or {}).items())),
                        tuple(stats.get("examples") or ()))

@@ -88,6 +88,15 @@ def test_a_response_hold_queues_what_the_listener_sends_and_what_it_is_asked_loo
     assert netdelay.port("remote-metadata", 40123, False) == 9094
 
 
+def test_a_hold_until_the_op_ends_or_a_drop_is_a_flag_and_a_queue_of_its_own_and_heals_by_signal():
+    hold = netdelay.Reading(9092, gate=REQUEST_GATES["WriteTxnMarkers"], action="hold")
+    drop = netdelay.Reading(9092, gate=REQUEST_GATES["WriteTxnMarkers"], action="drop")
+    assert "-port 9092 -hold -gate 27 -stats" in netdelay.fragment(9, 1, 0, 9092, [40000], hold)
+    assert "-port 9092 -drop -gate 27 -stats" in netdelay.fragment(10, 1, 0, 9092, [40000], drop)
+    assert netdelay.queue(1, 0, hold) != netdelay.queue(1, 0, drop)
+    assert netdelay.heal(9) == "kill -USR1 $(cat /run/netdelay-9.pid) 2>/dev/null; true"
+
+
 def test_held_frames_are_read_by_api_key_with_their_examples():
     held = netdelay.read({"packets": 5, "held_mean_ms": 2000.0, "errors": 0,
                           "matched": {"0": 4, "3": 1},

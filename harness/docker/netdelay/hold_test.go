@@ -136,3 +136,24 @@ func TestAnUngatedHoldTakesEveryPacketAndNamesWhatItCan(t *testing.T) {
 		t.Errorf("the held frames were not counted, or the last %d not kept: %+v", maxExamples, d.stats)
 	}
 }
+
+func TestAHealLetsEveryHeldPacketGoInOrderAndForgetsHeldConnections(t *testing.T) {
+	d := &delayer{hold: true, held: map[string]time.Time{"ac190003:40000": time.Now().Add(heldUntilHeal)},
+		wake: make(chan struct{}, 1)}
+	start := time.Now()
+	for id := uint32(1); id <= 3; id++ {
+		if release := d.enqueue(id, start, nil); release.Sub(start) < heldUntilHeal {
+			t.Fatalf("packet %d held only until %v", id, release.Sub(start))
+		}
+	}
+	healed := start.Add(time.Second)
+	d.healNow(healed)
+	for i, p := range d.waiting {
+		if p.id != uint32(i+1) || !p.release.Equal(healed) {
+			t.Errorf("after the heal packet %d goes at %v, not at the heal", p.id, p.release.Sub(start))
+		}
+	}
+	if len(d.held) != 0 {
+		t.Errorf("a connection is still held after the heal: %v", d.held)
+	}
+}

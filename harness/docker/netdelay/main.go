@@ -3,6 +3,8 @@
 // the segments of P's connections: with -gate K it lets a connection's packets pass until one starts a request of
 // API key K (with -commits, an EndTxn that commits), then holds that one and every later one of the connection;
 // with -responses it holds what the listener answers instead, gated by the API key of the request answered.
+// -hold keeps what it holds until SIGUSR1 (the op's end) rather than for -delay; -drop drops it, and the rest of its
+// connection until SIGUSR1.
 // It speaks nfnetlink_queue over netlink itself and rewrites a stats file (the fault's evidence, with the frames it
 // held) several times a second; the file appearing means the queue is bound.
 package main
@@ -14,7 +16,9 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mdlayher/netlink"
@@ -38,6 +42,8 @@ const (
 	copyRange       = 512 // enough for the IP and TCP headers, a Kafka request header and an EndTxn body
 	endTxnKey       = 26
 	nfAccept        = 1
+	nfDrop          = 0
+	heldUntilHeal   = 24 * time.Hour // -hold: a packet's release until SIGUSR1 comes
 	netlinkFilter   = 12
 	queueMaxlen     = 65536
 	socketBufferLen = 16 << 20
@@ -60,6 +66,7 @@ type Stats struct {
 	HeldMaxMs  float64 `json:"held_max_ms"`
 	Waiting    int     `json:"waiting"`
 	Gated      uint64  `json:"gated"` // connections held from a request of the gate's API key on
+	Dropped    uint64  `json:"dropped"`
 	// frames held, by API key, and the first of them whole
 	Matched   map[string]uint64 `json:"matched,omitempty"`
 	Examples  []match           `json:"examples,omitempty"`
@@ -79,6 +86,8 @@ type delayer struct {
 	responses bool
 	pending   map[string]map[int32]header
 	seen      uint64 // frames held so far
+	// -drop: a held packet is dropped, not delayed; -hold: it waits until SIGUSR1, not for the delay
+	drop, hold bool
 	// with the EndTxn gate: only a request that commits starts a hold
 	commits bool
 	// with a gate: each held connection (source address and port) and when its last held packet goes through; it is
@@ -102,10 +111,12 @@ func main() {
 	commits := flag.Bool("commits", false, "with -gate 26 (EndTxn): only from its first EndTxn that commits on")
 	port := flag.Int("port", 0, "the listener port whose requests (or responses) it reads and holds")
 	responses := flag.Bool("responses", false, "with -port: hold the listener's responses, not its requests")
+	hold := flag.Bool("hold", false, "hold packets until SIGUSR1, not for -delay")
+	drop := flag.Bool("drop", false, "drop the packets it would hold until SIGUSR1")
 	flag.Parse()
 	if *queue <= 0 || *queue > 65535 || *delayMs < 0 || *jitterMs < 0 || *statsPath == "" || *gate < -1 ||
 		(*commits && (*gate != endTxnKey || *responses)) || *port < 0 || *port > 65535 ||
-		(*responses && *port == 0) || (*gate >= 0 && *port == 0) {
+		(*responses && *port == 0) || (*gate >= 0 && *port == 0) || (*hold && *drop) {
 		fmt.Fprintln(os.Stderr, "usage: netdelay -queue N -delay MS [-jitter MS] [-port P [-responses]] "+
 			"[-gate API_KEY [-commits]] -stats FILE (a gate needs -port; -commits, a request hold)")
 		os.Exit(2)
@@ -116,12 +127,15 @@ func main() {
 	}
 	d := &delayer{conn: conn, queue: uint16(*queue), rng: rand.New(rand.NewSource(time.Now().UnixNano())),
 		delay: ms(*delayMs), jitter: ms(*jitterMs), gate: *gate, commits: *commits, port: *port, responses: *responses,
-		pending: map[string]map[int32]header{}, held: map[string]time.Time{}, wake: make(chan struct{}, 1),
+		pending: map[string]map[int32]header{}, drop: *drop, hold: *hold, held: map[string]time.Time{}, wake: make(chan struct{}, 1),
 		stats: Stats{Queue: *queue, DelayMs: *delayMs, JitterMs: *jitterMs}}
 	if err := d.bind(); err != nil {
 		fail("binding queue %d: %v", *queue, err)
 	}
 	go d.release()
+	heal := make(chan os.Signal, 1)
+	signal.Notify(heal, syscall.SIGUSR1)
+	go d.healOn(heal)
 	go d.report(*statsPath)
 	d.receive()
 }
@@ -182,7 +196,9 @@ func (d *delayer) receive() {
 			if !ok {
 				continue
 			}
-			if conn, m, ok := d.holds(payload, now); ok {
+			if conn, m, ok := d.holds(payload, now); ok && d.drop {
+				d.dropped(id, conn, m, now)
+			} else if ok {
 				release := d.enqueue(id, now, m)
 				if conn != "" {
 					d.mu.Lock()
@@ -218,9 +234,33 @@ func packetOf(data []byte) (uint32, []byte, bool) {
 
 // pass lets a packet through at once (a gated queue's packets before their connection's hold).
 func (d *delayer) pass(id uint32) {
-	verdict := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, nfAccept), id)
-	if _, err := d.conn.Send(d.message(msgVerdict, netlink.Request, []netlink.Attribute{{Type: attrVerdictHdr, Data: verdict}})); err != nil {
+	if err := d.verdict(id, nfAccept); err != nil {
 		d.noteError(err)
+	}
+}
+
+func (d *delayer) verdict(id uint32, v uint32) error {
+	verdict := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, v), id)
+	_, err := d.conn.Send(d.message(msgVerdict, netlink.Request, []netlink.Attribute{{Type: attrVerdictHdr, Data: verdict}}))
+	return err
+}
+
+// dropped drops a packet it holds (-drop), and every later one of its connection until the heal.
+func (d *delayer) dropped(id uint32, conn string, m *match, now time.Time) {
+	err := d.verdict(id, nfDrop)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		d.stats.Errors++
+		d.stats.LastError = err.Error()
+		return
+	}
+	d.stats.Dropped++
+	if conn != "" {
+		d.held[conn] = now.Add(heldUntilHeal)
+	}
+	if m != nil {
+		d.record(m, 0)
 	}
 }
 
@@ -228,6 +268,9 @@ func (d *delayer) pass(id uint32) {
 func (d *delayer) enqueue(id uint32, now time.Time, m *match) time.Time {
 	d.mu.Lock()
 	release := now.Add(d.delay)
+	if d.hold {
+		release = now.Add(heldUntilHeal)
+	}
 	if d.jitter > 0 {
 		release = release.Add(time.Duration((d.rng.Float64()*2 - 1) * float64(d.jitter)))
 	}
@@ -268,8 +311,7 @@ func (d *delayer) release() {
 }
 
 func (d *delayer) accept(p packet) {
-	verdict := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, nfAccept), p.id)
-	_, err := d.conn.Send(d.message(msgVerdict, netlink.Request, []netlink.Attribute{{Type: attrVerdictHdr, Data: verdict}}))
+	err := d.verdict(p.id, nfAccept)
 	held := float64(time.Since(p.arrived)) / float64(time.Millisecond)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -309,5 +351,26 @@ func (d *delayer) report(path string) {
 			_ = os.Rename(tmp, path)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// healOn ends each hold when a signal comes (the op's end): every waiting packet goes through now, in order, and no
+// connection stays held or dropped.
+func (d *delayer) healOn(heal <-chan os.Signal) {
+	for range heal {
+		d.healNow(time.Now())
+	}
+}
+
+func (d *delayer) healNow(now time.Time) {
+	d.mu.Lock()
+	for i := range d.waiting {
+		d.waiting[i].release = now
+	}
+	clear(d.held)
+	d.mu.Unlock()
+	select {
+	case d.wake <- struct{}{}:
+	default:
 	}
 }
