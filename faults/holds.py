@@ -15,7 +15,8 @@ from harness import netdelay
 
 ESTABLISHED = "01"  # /proc/net/tcp's state of an established connection
 EXAMPLES = 20  # frames an op's row shows whole
-EXAMPLE_FIELDS = ("api_version", "correlation_id", "client_id", "response", "held_ms")
+EXAMPLE_FIELDS = ("api_version", "correlation_id", "client_id", "topic", "partition", "response",
+                  "held_ms")
 
 
 def peers(tcp_table: str, port: int) -> list[int]:

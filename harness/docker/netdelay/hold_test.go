@@ -157,3 +157,72 @@ func TestAHealLetsEveryHeldPacketGoInOrderAndForgetsHeldConnections(t *testing.T
 		t.Errorf("a connection is still held after the heal: %v", d.held)
 	}
 }
+
+// produce builds the start of a Produce request as a client sends it: header, transactional id, acks, timeout, one
+// topic (by name, or by id from version 13) and its first partition.
+func produce(version uint16, txn *string, topic string, partition uint32) []byte {
+	flexible := version >= produceFlex
+	b := binary.BigEndian.AppendUint16(nil, produceKey)
+	b = binary.BigEndian.AppendUint16(b, version)
+	b = binary.BigEndian.AppendUint32(b, 9)
+	b = binary.BigEndian.AppendUint16(b, 4)
+	b = append(b, "prod"...)
+	str := func(s *string) {
+		switch {
+		case flexible && s == nil:
+			b = append(b, 0)
+		case flexible:
+			b = append(binary.AppendUvarint(b, uint64(len(*s)+1)), *s...)
+		case s == nil:
+			b = append(b, 0xff, 0xff)
+		default:
+			b = append(binary.BigEndian.AppendUint16(b, uint16(len(*s))), *s...)
+		}
+	}
+	if flexible {
+		b = append(b, 0) // the header's tagged fields
+	}
+	str(txn)
+	b = binary.BigEndian.AppendUint16(b, 0xffff) // acks=-1
+	b = binary.BigEndian.AppendUint32(b, 30000)
+	if flexible {
+		b = append(b, 2)
+	} else {
+		b = binary.BigEndian.AppendUint32(b, 1)
+	}
+	if version >= produceIDs {
+		b = append(b, []byte(topic)[:16]...)
+	} else {
+		str(&topic)
+	}
+	if flexible {
+		b = append(b, 2)
+	} else {
+		b = binary.BigEndian.AppendUint32(b, 1)
+	}
+	b = binary.BigEndian.AppendUint32(b, partition)
+	b = append(b, 0, 0, 0, 0)
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
+
+func TestAProduceRequestNamesItsFirstTopicAndPartitionInEveryVersion(t *testing.T) {
+	txn := "kchaos-txn-0"
+	for version := uint16(3); version <= 13; version++ {
+		for _, id := range []*string{nil, &txn} {
+			topic, want := "__remote_log_metadata", "__remote_log_metadata"
+			if version >= produceIDs {
+				topic, want = "0123456789abcdef", "30313233343536373839616263646566"
+			}
+			h, ok := requestHeader(produce(version, id, topic, 2))
+			if !ok || h.Topic != want || h.Partition == nil || *h.Partition != 2 {
+				t.Fatalf("Produce v%d (transactional id %v) read as %+v", version, id != nil, h)
+			}
+			whole := produce(version, id, topic, 2)
+			for n := requestFixed; n < len(whole)-4; n++ {
+				if h, ok := requestHeader(whole[:n]); ok && h.Partition != nil {
+					t.Fatalf("Produce v%d cut at %d bytes named partition %d", version, n, *h.Partition)
+				}
+			}
+		}
+	}
+}

@@ -13,6 +13,9 @@ const (
 	maxVersion   = 63        // a version above this is not the start of a request
 	maxClientID  = 200       // the bytes of a client id kept in a match
 	requestFixed = 14        // a request header's size, API key, version, correlation id and client id length
+	produceKey   = 0
+	produceFlex  = 9  // the first Produce version with flexible encodings
+	produceIDs   = 13 // the first Produce version that names a topic by its id
 )
 
 // header is a request's header (versions 1 and 2 read alike up to the client id), as a match records it.
@@ -21,6 +24,9 @@ type header struct {
 	Version int    `json:"api_version"`
 	Corr    int32  `json:"correlation_id"`
 	Client  string `json:"client_id"`
+	// a Produce request's first topic (its id, in hex, from version 13) and partition
+	Topic     string `json:"topic,omitempty"`
+	Partition *int32 `json:"partition,omitempty"`
 }
 
 // segment is one TCP packet seen from a listener: the client's end of the connection, whether the packet goes to
@@ -77,7 +83,106 @@ func requestHeader(data []byte) (header, bool) {
 	if n > 0 {
 		h.Client = string(data[requestFixed:min(len(data), requestFixed+min(n, maxClientID))])
 	}
+	if key == produceKey {
+		h.Topic, h.Partition = produceTarget(data, requestFixed+max(n, 0), int(version))
+	}
 	return h, true
+}
+
+// produceTarget reads a Produce request's first topic and partition, its body starting at p (after the client id):
+// the transactional id, acks, the timeout, then the topics. Nothing when the segment ends first.
+func produceTarget(data []byte, p, version int) (string, *int32) {
+	flexible := version >= produceFlex
+	if flexible {
+		p = skipTags(data, p) // the header's tagged fields, then -1 past data
+	}
+	if p = skipString(data, p, flexible, true); p < 0 {
+		return "", nil
+	}
+	if p += 2 + 4; p >= len(data) { // acks, timeout
+		return "", nil
+	}
+	if flexible { // the topics: a compact array, its length plus one
+		n, size := binary.Uvarint(data[p:])
+		if size <= 0 || n < 2 {
+			return "", nil
+		}
+		p += size
+	} else {
+		if p+4 > len(data) || int32(binary.BigEndian.Uint32(data[p:p+4])) < 1 {
+			return "", nil
+		}
+		p += 4
+	}
+	var topic string
+	if version >= produceIDs {
+		if p+16 > len(data) {
+			return "", nil
+		}
+		topic, p = fmt.Sprintf("%x", data[p:p+16]), p+16
+	} else {
+		end := skipString(data, p, flexible, false)
+		if end < 0 || end > len(data) {
+			return "", nil
+		}
+		topic = string(data[end-stringLength(data, p, flexible) : end])
+		p = end
+	}
+	if p >= len(data) {
+		return topic, nil
+	}
+	if flexible { // the partitions: a compact array
+		n, size := binary.Uvarint(data[p:])
+		if size <= 0 || n < 2 {
+			return topic, nil
+		}
+		p += size
+	} else {
+		p += 4
+	}
+	if p < 0 || p+4 > len(data) {
+		return topic, nil
+	}
+	partition := int32(binary.BigEndian.Uint32(data[p : p+4]))
+	return topic, &partition
+}
+
+// skipString is where a string starting at p ends (compact when flexible; nullable ones may be null); -1 if it
+// runs past data.
+func skipString(data []byte, p int, flexible, nullable bool) int {
+	if p < 0 || p >= len(data) {
+		return -1
+	}
+	n := stringLength(data, p, flexible)
+	if n < 0 && !nullable {
+		return -1
+	}
+	if flexible {
+		_, size := binary.Uvarint(data[p:])
+		p += size
+	} else {
+		p += 2
+	}
+	if end := p + max(n, 0); end <= len(data) {
+		return end
+	}
+	return -1
+}
+
+// stringLength is the length of the string starting at p: int16 sized, or a compact varint of length plus one;
+// -1 for null or unreadable.
+func stringLength(data []byte, p int, flexible bool) int {
+	if flexible {
+		n, size := binary.Uvarint(data[p:])
+		if size <= 0 || n > uint64(len(data)) {
+			return -1
+		}
+		return int(n) - 1
+	}
+	if p+2 > len(data) {
+		return -1
+	}
+	return int(int16(binary.BigEndian.Uint16(data[p : p+2])))
 }
 
 // responseCorrelation reads the correlation id of the response a segment starts with: its size, then the id.
