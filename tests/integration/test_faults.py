@@ -147,6 +147,25 @@ def test_latency_delays_a_produce_round_trip_by_the_configured_amount(
     assert held["packets"] > 0 and abs(held["held_mean_ms"] - delay_ms) <= 0.2 * delay_ms, fired
 
 
+def test_a_response_hold_delays_the_answers_to_one_api_and_names_each_frame_it_held(c, topic):
+    leader = c.metadata.leader(topic, 0)
+    plain = produce_round_trip_ms(c, topic, "1")
+    fired: dict = {}
+    t = Background(lambda: fired.update(fire(c, topic, "hold-requests", [leader],
+                                             direction="response", request="Produce",
+                                             latency_ms=300, **{"for": 12})))
+    wait_for("the hold rule", lambda: "KCHAOS-OUT" in c.firewall.rules(leader)
+             and "NFQUEUE" in c.firewall.rules(leader), 20)
+    slowed = produce_round_trip_ms(c, topic, "1", sends=10)
+    t.result(30)
+    assert abs(slowed - plain - 300) <= 60, (plain, slowed)
+    held = fired["held"][str(leader)]
+    assert held["frames"].get("Produce", 0) >= 10 and held["gated"] >= 1, fired
+    produced = [e for e in fired["examples"] if e["api"] == "Produce"]
+    assert produced and all(e["response"] and e["partition"] == 0 and e["topic"]
+                            and 250 <= e["held_ms"] <= 400 for e in produced), fired["examples"]
+
+
 @pytest.mark.slow  # make test-all: a zombie is an isolation, as test_partition_fault in CI
 def test_zombie_leader_is_replaced_while_it_still_accepts_connections(c, topic):
     old = c.metadata.leader(topic, 0)
