@@ -6,6 +6,7 @@ late, so the asker waits while the broker has already acted (the remote-retentio
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from contracts.faultlines import API_NAMES, REQUEST_GATES
@@ -15,6 +16,7 @@ from harness import netdelay
 
 ESTABLISHED = "01"  # /proc/net/tcp's state of an established connection
 EXAMPLES = 20  # frames an op's row shows whole
+STATS_S = 0.3  # netdelay rewrites its stats file several times a second
 EXAMPLE_FIELDS = ("api_version", "correlation_id", "client_id", "topic", "partition", "response",
                   "held_ms")
 
@@ -104,6 +106,10 @@ def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
             for t in targets:
                 ctx.cluster.node(t).sh_if_running(
                     netdelay.heal(netdelay.queue(spec.latency_ms, 0, reading(t))))
+    if spec.action == "hold":  # a held frame is counted as it goes through, after the heal
+        time.sleep(STATS_S)
+        after = {t: ctx.cluster.node(t).net_delay(netdelay.queue(spec.latency_ms, 0, reading(t)))
+                 for t in after if t not in ctx.cluster.stopped()}
     return _held_row(spec, gate is not None, held if not responses else None, before, after)
 
 

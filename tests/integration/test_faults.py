@@ -166,6 +166,33 @@ def test_a_response_hold_delays_the_answers_to_one_api_and_names_each_frame_it_h
                             and 250 <= e["held_ms"] <= 400 for e in produced), fired["examples"]
 
 
+@pytest.mark.parametrize(("action", "direction"), [("hold", "response"), ("drop", "request")])
+def test_a_hold_or_a_drop_until_the_op_ends_lets_a_produce_finish_only_after_it(
+        c, topic, action, direction):
+    leader = c.metadata.leader(topic, 0)
+    p = Producer({"bootstrap.servers": c.bootstrap_servers(), "acks": "1", "linger.ms": 0,
+                  "enable.idempotence": False})
+    p.produce(topic, b"warm-up")  # the connection a request hold takes is open before the op
+    assert p.flush(30) == 0
+    fired: dict = {}
+    t = Background(lambda: fired.update(fire(c, topic, "hold-requests", [leader],
+                                             direction=direction, request="Produce",
+                                             action=action, **{"for": 6})))
+    wait_for("the hold rule", lambda: "NFQUEUE" in c.firewall.rules(leader), 20)
+    t0 = time.monotonic()
+    p.produce(topic, b"held")
+    assert p.flush(30) == 0
+    took = time.monotonic() - t0
+    t.result(30)
+    held = fired["held"][str(leader)]
+    assert took >= 3 and held["packets"] > 0, (took, fired)
+    assert held["frames"].get("Produce", 0) >= 1, fired
+    assert action != "drop" or held["dropped"] > 0, fired
+    t0 = time.monotonic()
+    p.produce(topic, b"after")
+    assert p.flush(30) == 0 and time.monotonic() - t0 < 1  # nothing stays held past the op
+
+
 @pytest.mark.slow  # make test-all: a zombie is an isolation, as test_partition_fault in CI
 def test_zombie_leader_is_replaced_while_it_still_accepts_connections(c, topic):
     old = c.metadata.leader(topic, 0)

@@ -250,9 +250,7 @@ func (d *delayer) dropped(id uint32, conn string, m *match, now time.Time) {
 	err := d.verdict(id, nfDrop)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err != nil {
-		d.stats.Errors++
-		d.stats.LastError = err.Error()
+	if d.failedLocked(err) {
 		return
 	}
 	d.stats.Dropped++
@@ -315,9 +313,7 @@ func (d *delayer) accept(p packet) {
 	held := float64(time.Since(p.arrived)) / float64(time.Millisecond)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err != nil {
-		d.stats.Errors++
-		d.stats.LastError = err.Error()
+	if d.failedLocked(err) {
 		return
 	}
 	d.stats.Packets++
@@ -334,8 +330,16 @@ func (d *delayer) accept(p packet) {
 func (d *delayer) noteError(err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.stats.Errors++
-	d.stats.LastError = err.Error()
+	d.failedLocked(err)
+}
+
+// failedLocked counts an error, if there is one, with the lock held; it says whether there was.
+func (d *delayer) failedLocked(err error) bool {
+	if err != nil {
+		d.stats.Errors++
+		d.stats.LastError = err.Error()
+	}
+	return err != nil
 }
 
 // report rewrites the stats file (atomically) every 100 ms.
