@@ -90,26 +90,25 @@ def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         port = netdelay.port(spec.link, ctx.cluster.node(t).external_port or 0, zookeeper)
         return netdelay.Reading(port, responses, gate, spec.action)
 
+    def queue_of(t: int) -> int:
+        return netdelay.queue(spec.latency_ms, 0, reading(t))
+
     def rule(t: int) -> str | None:
-        r = reading(t)
-        q = netdelay.queue(spec.latency_ms, 0, r)
+        r, q = reading(t), queue_of(t)
         if responses:
             return netdelay.fragment(q, spec.latency_ms, 0, r.port, reading=r)
         held[t] = peers(ctx.cluster.node(t).sh("cat /proc/net/tcp /proc/net/tcp6")[1], r.port)
         return netdelay.fragment(q, spec.latency_ms, 0, r.port, held[t], r) if held[t] else None
     try:
-        before, after = held_for(ctx, spec, targets,
-                                 lambda t: netdelay.queue(spec.latency_ms, 0, reading(t)), rule,
-                                 "the hold rule")
+        before, after = held_for(ctx, spec, targets, queue_of, rule, "the hold rule")
     finally:  # held_for lifted the rules: what is held until the op ends goes now
         if spec.action != "delay":
             for t in targets:
-                ctx.cluster.node(t).sh_if_running(
-                    netdelay.heal(netdelay.queue(spec.latency_ms, 0, reading(t))))
+                ctx.cluster.node(t).sh_if_running(netdelay.heal(queue_of(t)))
     if spec.action == "hold":  # a held frame is counted as it goes through, after the heal
         time.sleep(STATS_S)
-        after = {t: ctx.cluster.node(t).net_delay(netdelay.queue(spec.latency_ms, 0, reading(t)))
-                 for t in after if t not in ctx.cluster.stopped()}
+        after = {t: ctx.cluster.node(t).net_delay(queue_of(t)) for t in after
+                 if t not in ctx.cluster.stopped()}
     return _held_row(spec, gate is not None, held if not responses else None, before, after)
 
 

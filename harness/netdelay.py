@@ -11,7 +11,7 @@ from pathlib import Path
 
 from contracts.describe import progress
 from contracts.errors import ClusterError
-from contracts.faultlines import Gate, Link
+from contracts.faultlines import Action, Gate, Link
 from harness import gobuild
 from harness.broker_config import CONTROLLER_PORT, INTERNAL_PORT, REMOTE_METADATA_PORT, ZK_PORT
 from harness.netrules import CHAIN, CHAIN_OUT
@@ -28,7 +28,7 @@ class Reading:
     port: int
     responses: bool = False
     gate: Gate | None = None
-    action: str = "delay"  # or hold (until `heal`), or drop (until `heal`)
+    action: Action = "delay"  # or hold (until `heal`), or drop (until `heal`)
 
 
 _queues: dict[tuple[int, int, Reading | None], int] = {}
@@ -46,7 +46,7 @@ class Delayed:
     gated: int = 0  # connections a request its gate names started holding
     dropped: int = 0  # packets dropped, not delayed
     matched: tuple[tuple[int, int], ...] = ()  # frames held, as (API key, count)
-    examples: tuple[dict, ...] = ()  # the first frames held: header, direction and time held
+    examples: tuple[dict, ...] = ()  # the last frames held: number, header, direction, time held
 
 
 def binary(say=progress) -> Path:
