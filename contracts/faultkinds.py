@@ -77,7 +77,7 @@ FAULT_KINDS = _kinds(
     FaultKind("latency", net_delay=True, params=frozenset({"latency_ms", "jitter_ms", "link"})),
     FaultKind("hold-requests", default_target="txn-coordinator", net_delay=True,
               params=frozenset({"latency_ms", "request", "link", "direction",
-                                "action"})),
+                                "action", "error", "client_id"})),
     FaultKind("bandwidth", params=frozenset({"kbit"})),
     FaultKind("tcp-reset"),
     FaultKind("block-clients"),

@@ -3,6 +3,7 @@ a kind and a target per op from the seed."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -30,8 +31,20 @@ Link = Literal["clients", "replication", "controller", "remote-metadata"]
 # hold-requests: which way it holds a listener's traffic: what arrives, or what it answers
 Direction = Literal["request", "response"]
 # hold-requests: what befalls what it holds: let through `latency_ms` after it came, held until the
-# op ends, or dropped (and the rest of its connection) until the op ends
-Action = Literal["delay", "hold", "drop"]
+# op ends, dropped (and the rest of its connection) until the op ends, sent on as a TCP reset (so
+# both ends drop the connection), or (answers only) let through at once with every error code set
+# to `error`, though the broker did the work
+Action = Literal["delay", "hold", "drop", "reset", "error"]
+# hold-requests with action error: the Kafka error codes it can answer with (Kafka's Errors)
+ERROR_CODES = {"UNKNOWN_SERVER_ERROR": -1, "UNKNOWN_TOPIC_OR_PARTITION": 3,
+               "LEADER_NOT_AVAILABLE": 5, "NOT_LEADER_OR_FOLLOWER": 6, "REQUEST_TIMED_OUT": 7,
+               "NETWORK_EXCEPTION": 13, "COORDINATOR_LOAD_IN_PROGRESS": 14,
+               "COORDINATOR_NOT_AVAILABLE": 15, "NOT_COORDINATOR": 16, "NOT_ENOUGH_REPLICAS": 19,
+               "NOT_ENOUGH_REPLICAS_AFTER_APPEND": 20, "REBALANCE_IN_PROGRESS": 27,
+               "OUT_OF_ORDER_SEQUENCE_NUMBER": 45, "INVALID_PRODUCER_EPOCH": 47,
+               "CONCURRENT_TRANSACTIONS": 51, "KAFKA_STORAGE_ERROR": 56, "FENCED_LEADER_EPOCH": 74,
+               "UNKNOWN_LEADER_EPOCH": 75, "TRANSACTION_ABORTABLE": 120}
+CLIENT_ID_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
 # zookeeper: the ZooKeeper node of a ZooKeeper-mode cluster, for the kinds that stop or freeze it
 ON_ZOOKEEPER = ("kill", "terminate", "pause")
 TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COORDINATORS,
@@ -92,6 +105,9 @@ class FaultSpec(BaseModel):
     request: str = "any"
     direction: Direction = "request"  # hold-requests: hold what arrives, or what the targets answer
     action: Action = "delay"  # hold-requests
+    error: str | None = None  # hold-requests with action error: a name of ERROR_CODES
+    # hold-requests with a request: only that request from clients whose id starts with this
+    client_id: str | None = None
     # mix: the kinds it picks among, one per op (and a target for each, from MIX_TARGETS)
     kinds: list[str] = []
     to: str | None = None  # upgrade: the Kafka release the brokers roll to
@@ -134,10 +150,39 @@ class FaultSpec(BaseModel):
         if self.direction == "response" and self.request == "EndTxn(commit)":
             raise ValueError("request: EndTxn(commit) reads the request's body; with direction: "
                              "response use request: EndTxn")
+        if problem := self._selection_problem():
+            raise ValueError(problem)
         if self.to is None and "to" in getattr(FAULT_KINDS.get(self.fault), "params", ()):
             raise ValueError(f"fault: {self.fault} needs to: VERSION, the Kafka release the "
                              "brokers roll to")
         return self
+
+    def _selection_problem(self) -> str | None:
+        """Why a hold's error answer or client selection cannot work as written, or None."""
+        if (self.action == "error") != (self.error is not None):
+            return ("action: error needs error: NAME, the Kafka error code it answers with; only "
+                    "that action takes error")
+        if self.action == "error" and (self.direction != "response" or self.request == "any"):
+            return ("action: error rewrites answers to one kind of request; set direction: "
+                    "response and a request, like request: Produce")
+        if self.client_id is not None and self.request == "any":
+            return "client_id selects among one kind of request; set a request, like Produce"
+        return None
+
+    @field_validator("error")
+    @classmethod
+    def _error(cls, v: str | None) -> str | None:
+        if v is not None and v not in ERROR_CODES:
+            raise ValueError(f"Expected one of {one_of(list(ERROR_CODES))}")
+        return v
+
+    @field_validator("client_id")
+    @classmethod
+    def _client_id(cls, v: str | None) -> str | None:
+        if v is not None and not CLIENT_ID_RE.fullmatch(v):
+            raise ValueError("Expected a client id prefix of 1 to 64 letters, digits, '.', '_' or "
+                             "'-', like kchaos-producer")
+        return v
 
     @field_validator("request")
     @classmethod

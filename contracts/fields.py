@@ -28,7 +28,7 @@ def seconds(value: Any) -> float:
 
 # read by some fault kinds only
 FAULT_PARAMS = ("probability", "kbit", "torn", "latency_ms", "jitter_ms", "link", "to", "rollback",
-                "disrupt", "request", "direction", "action")
+                "disrupt", "request", "direction", "action", "error", "client_id")
 
 
 def one_of(names: tuple[str, ...] | list[str]) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from contracts.faultlines import API_NAMES, REQUEST_GATES
+from contracts.faultlines import API_NAMES, ERROR_CODES, REQUEST_GATES
 from contracts.scenario import FaultSpec
 from faults.ops import Ctx, NoEffect, expect_rules
 from harness import netdelay
@@ -18,7 +18,7 @@ ESTABLISHED = "01"  # /proc/net/tcp's state of an established connection
 EXAMPLES = 20  # frames an op's row shows whole
 STATS_S = 0.3  # netdelay rewrites its stats file several times a second
 EXAMPLE_FIELDS = ("api_version", "correlation_id", "client_id", "topic", "partition", "response",
-                  "held_ms")
+                  "held_ms", "codes")
 
 
 def peers(tcp_table: str, port: int) -> list[int]:
@@ -76,11 +76,11 @@ def latency(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
 
 
 def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
-    """Delay by `latency_ms` (or hold until the op ends, or drop), for the op's hold, the packets of
+    """Delay by `latency_ms` (or hold, drop or reset until the op ends), the packets of
     the targets' listener on `link`: the requests of the connections open when the op starts, or
     with `direction: response` every answer the listener sends. With a `request`, each connection
-    only from its first request of that kind (or answer to one) on. The row says what was held, and
-    the frames netdelay could name."""
+    only from its first request of that kind (or answer to one) on; with action error, each answer
+    to one goes at once with its error codes set. The row says what was held, and the frames."""
     gate = REQUEST_GATES.get(spec.request)
     responses = spec.direction == "response"
     zookeeper = bool(ctx.cluster.zookeeper_ids())
@@ -88,7 +88,8 @@ def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
 
     def reading(t: int) -> netdelay.Reading:  # the clients' listener has a port per broker
         port = netdelay.port(spec.link, ctx.cluster.node(t).external_port or 0, zookeeper)
-        return netdelay.Reading(port, responses, gate, spec.action)
+        return netdelay.Reading(port, responses, gate, spec.action,
+                                ERROR_CODES.get(spec.error or "", 0), spec.client_id)
 
     def queue_of(t: int) -> int:
         return netdelay.queue(spec.latency_ms, 0, reading(t))
@@ -102,14 +103,15 @@ def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     try:
         before, after = held_for(ctx, spec, targets, queue_of, rule, "the hold rule")
     finally:  # held_for lifted the rules: what is held until the op ends goes now
-        if spec.action != "delay":
+        if spec.action in ("hold", "drop", "reset"):
             for t in targets:
                 ctx.cluster.node(t).sh_if_running(netdelay.heal(queue_of(t)))
     if spec.action == "hold":  # a held frame is counted as it goes through, after the heal
         time.sleep(STATS_S)
         after = {t: ctx.cluster.node(t).net_delay(queue_of(t)) for t in after
                  if t not in ctx.cluster.stopped()}
-    return _held_row(spec, gate is not None, held if not responses else None, before, after)
+    return _held_row(spec, gate is not None and spec.action != "error",
+                     held if not responses else None, before, after)
 
 
 def _held_row(spec: FaultSpec, gated: bool, connections: dict[int, list[int]] | None,
@@ -117,7 +119,10 @@ def _held_row(spec: FaultSpec, gated: bool, connections: dict[int, list[int]] | 
     """The op's row: per broker the packets held (let through, or still waiting to land
     `latency_ms` after they came), the connections and frames held, and the last frames whole."""
     packets = {t: max(0, a.packets - before[t].packets) + a.waiting
-               + max(0, a.dropped - before[t].dropped) for t, a in after.items()}
+               + sum(max(0, n - was) for n, was in ((a.dropped, before[t].dropped),
+                                                      (a.answered, before[t].answered),
+                                                      (a.reset, before[t].reset)))
+               for t, a in after.items()}
     if not any(packets.values()):
         raise NoEffect(f"hold-requests: no {spec.direction} on the {spec.link} listener of brokers "
                        f"{sorted(before)} was held" + (f" after a {spec.request} request" if gated
@@ -130,6 +135,10 @@ def _held_row(spec: FaultSpec, gated: bool, connections: dict[int, list[int]] | 
         rows[str(t)] = ({"packets": packets[t], "frames": frames}
                         | ({"dropped": a.dropped - before[t].dropped} if spec.action == "drop"
                            else {})
+                        | ({"answered": a.answered - before[t].answered}
+                           if spec.action == "error" else {})
+                        | ({"reset": a.reset - before[t].reset} if spec.action == "reset"
+                           else {})
                         | ({"connections": len(connections.get(t, []))} if connections is not None
                            else {})
                         | ({"gated": max(0, a.gated - before[t].gated)} if gated else {}))
@@ -139,4 +148,5 @@ def _held_row(spec: FaultSpec, gated: bool, connections: dict[int, list[int]] | 
                      for e in a.examples if e.get("n", 0) > done]
     return {"latency_ms": spec.latency_ms, "request": spec.request, "link": spec.link,
             "direction": spec.direction, "action": spec.action, "held": rows,
-            "examples": examples[:EXAMPLES]}
+            "examples": examples[:EXAMPLES]} | ({"error": spec.error} if spec.error else {}) | (
+                {"client_id": spec.client_id} if spec.client_id else {})

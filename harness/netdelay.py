@@ -15,8 +15,12 @@ from contracts.faultlines import Action, Gate, Link
 from harness import gobuild
 from harness.broker_config import CONTROLLER_PORT, INTERNAL_PORT, REMOTE_METADATA_PORT, ZK_PORT
 from harness.netrules import CHAIN, CHAIN_OUT
+from harness.releases import HOME, RELEASE_FILE
 
 IN_CONTAINER = "/opt/kchaos/netdelay"
+# the running release's kafka-clients jar, whose response schemas an error answer is written by
+CLIENTS_JAR = (f'"$(ls "$(cat {HOME}/{RELEASE_FILE} 2>/dev/null || echo {HOME}/libs)"/'
+               'kafka-clients-*.jar | head -1)"')
 _lock = threading.Lock()
 
 
@@ -28,7 +32,9 @@ class Reading:
     port: int
     responses: bool = False
     gate: Gate | None = None
-    action: Action = "delay"  # or hold (until `heal`), or drop (until `heal`)
+    action: Action = "delay"  # or hold, drop or reset (each until `heal`), or error
+    error: int = 0  # action error: the code the answers to the gate's request get
+    client: str | None = None  # the prefix of the client ids whose requests the gate takes
 
 
 _queues: dict[tuple[int, int, Reading | None], int] = {}
@@ -45,6 +51,8 @@ class Delayed:
     waiting: int = 0  # packets it holds now, not yet let through
     gated: int = 0  # connections a request its gate names started holding
     dropped: int = 0  # packets dropped, not delayed
+    answered: int = 0  # answers let through with their error codes set
+    reset: int = 0  # packets sent on as TCP resets
     matched: tuple[tuple[int, int], ...] = ()  # frames held, as (API key, count)
     examples: tuple[dict, ...] = ()  # the last frames held: number, header, direction, time held
 
@@ -65,11 +73,13 @@ def reading_flags(reading: Reading | None) -> str:
     """netdelay's flags for what it reads (none: it holds every packet, unread)."""
     if reading is None:
         return ""
-    gate = reading.gate
+    gate, action = reading.gate, reading.action
     return (f"-port {reading.port} " + ("-responses " if reading.responses else "")
-            + ("" if reading.action == "delay" else f"-{reading.action} ")
+            + ("" if action in ("delay", "error") else f"-{action} ")
             + (f"-gate {gate.api_key} " if gate else "") + ("-commits " if gate and gate.commits
-                                                            else ""))
+                                                            else "")
+            + (f"-client {reading.client} " if reading.client else "")
+            + (f"-error {reading.error} -schemas {CLIENTS_JAR} " if action == "error" else ""))
 
 
 def port(link: Link, client_port: int, zookeeper: bool) -> int:
@@ -132,7 +142,8 @@ def read(stats: dict | None, alias: str) -> Delayed:
     try:
         return Delayed(int(stats["packets"]), float(stats["held_mean_ms"]), int(stats["errors"]),
                        int(stats.get("waiting", 0)), int(stats.get("gated", 0)),
-                       int(stats.get("dropped", 0)),
+                       int(stats.get("dropped", 0)), int(stats.get("answered", 0)),
+                       int(stats.get("reset", 0)),
                        tuple(sorted((int(k), int(n))
                                     for k, n in (stats.get("matched") or {}).items())),
                        tuple(stats.get("examples") or ()))

@@ -166,24 +166,37 @@ def test_a_response_hold_delays_the_answers_to_one_api_and_names_each_frame_it_h
                             and 250 <= e["held_ms"] <= 400 for e in produced), fired["examples"]
 
 
+def warm_producer(c, topic: str) -> Producer:
+    """A producer whose connection to the leader is open before an op: a request hold takes it."""
+    p = Producer({"bootstrap.servers": c.bootstrap_servers(), "acks": "1", "linger.ms": 0,
+                  "enable.idempotence": False})
+    p.produce(topic, b"warm-up")
+    assert p.flush(30) == 0
+    return p
+
+
+def produce_during(c, topic: str, leader: int, p: Producer, **spec) -> tuple[float, dict]:
+    """How long one produce took while a hold of the leader's Produce frames was in force, and the
+    op's row."""
+    fired: dict = {}
+    t = Background(lambda: fired.update(fire(c, topic, "hold-requests", [leader],
+                                             request="Produce", **spec)))
+    wait_for("the hold rule", lambda: "NFQUEUE" in c.firewall.rules(leader), 20)
+    t0 = time.monotonic()
+    p.produce(topic, b"during")
+    assert p.flush(30) == 0
+    took = time.monotonic() - t0
+    t.result(30)
+    return took, fired
+
+
 @pytest.mark.parametrize(("action", "direction"), [("hold", "response"), ("drop", "request")])
 def test_a_hold_or_a_drop_until_the_op_ends_lets_a_produce_finish_only_after_it(
         c, topic, action, direction):
     leader = c.metadata.leader(topic, 0)
-    p = Producer({"bootstrap.servers": c.bootstrap_servers(), "acks": "1", "linger.ms": 0,
-                  "enable.idempotence": False})
-    p.produce(topic, b"warm-up")  # the connection a request hold takes is open before the op
-    assert p.flush(30) == 0
-    fired: dict = {}
-    t = Background(lambda: fired.update(fire(c, topic, "hold-requests", [leader],
-                                             direction=direction, request="Produce",
-                                             action=action, **{"for": 6})))
-    wait_for("the hold rule", lambda: "NFQUEUE" in c.firewall.rules(leader), 20)
-    t0 = time.monotonic()
-    p.produce(topic, b"held")
-    assert p.flush(30) == 0
-    took = time.monotonic() - t0
-    t.result(30)
+    p = warm_producer(c, topic)
+    took, fired = produce_during(c, topic, leader, p, direction=direction, action=action,
+                                 **{"for": 6})
     held = fired["held"][str(leader)]
     assert took >= 3 and held["packets"] > 0, (took, fired)
     assert held["frames"].get("Produce", 0) >= 1, fired
@@ -191,6 +204,50 @@ def test_a_hold_or_a_drop_until_the_op_ends_lets_a_produce_finish_only_after_it(
     t0 = time.monotonic()
     p.produce(topic, b"after")
     assert p.flush(30) == 0 and time.monotonic() - t0 < 1  # nothing stays held past the op
+
+
+def test_a_reset_ends_a_held_connection_and_the_producer_s_next_one_passes(c, topic):
+    leader = c.metadata.leader(topic, 0)
+    took, fired = produce_during(c, topic, leader, warm_producer(c, topic), action="reset",
+                                 **{"for": 8})
+    row = fired["held"][str(leader)]
+    assert row["reset"] >= 1 and row["frames"].get("Produce", 0) >= 1, fired
+    assert took < 6, (took, fired)  # a held connection, not a new one, would wait out the 8 s op
+
+
+@pytest.mark.parametrize(("idempotence", "copies"), [(False, "several"), (True, "one")])
+def test_an_error_answer_to_a_produce_the_broker_appended_duplicates_it_unless_idempotent(
+        c, topic, idempotence, copies):
+    leader = c.metadata.leader(topic, 0)
+    p = Producer({"bootstrap.servers": c.bootstrap_servers(), "acks": "all", "linger.ms": 0,
+                  "retry.backoff.ms": 200, "enable.idempotence": idempotence,
+                  "client.id": "kchaos-answered"})
+    fired: dict = {}
+    t = Background(lambda: fired.update(fire(c, topic, "hold-requests", [leader],
+                                             direction="response", request="Produce",
+                                             action="error", error="NOT_LEADER_OR_FOLLOWER",
+                                             client_id="kchaos-answered", **{"for": 4})))
+    wait_for("the answer rule", lambda: "NFQUEUE" in c.firewall.rules(leader), 20)
+    value = uuid.uuid4().hex.encode()
+    p.produce(topic, value)
+    assert p.flush(30) == 0
+    t.result(30)
+    row = fired["held"][str(leader)]
+    assert row["answered"] >= 2 and row["frames"]["Produce"] == row["answered"], fired
+    assert all(e["codes"] >= 1 and e["client_id"] == "kchaos-answered" and e["response"]
+               for e in fired["examples"]), fired["examples"]
+    cons = Consumer({"bootstrap.servers": c.bootstrap_servers(), "group.id": uuid.uuid4().hex,
+                     "enable.auto.commit": False})
+    cons.assign([TopicPartition(topic, 0, 0)])
+    end = cons.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)[1]
+    found, seen, deadline = 0, 0, time.monotonic() + TIMEOUT
+    while seen < end and time.monotonic() < deadline:
+        for m in cons.consume(500, timeout=1):
+            if not m.error():
+                seen, found = m.offset() + 1, found + (m.value() == value)
+    cons.close()
+    # each attempt was appended; only the idempotent producer's retries were recognised as one
+    assert (found == 1) if copies == "one" else (found >= 2), (found, fired["held"])
 
 
 @pytest.mark.slow  # make test-all: a zombie is an isolation, as test_partition_fault in CI

@@ -9,9 +9,11 @@ import subprocess
 import pytest
 
 from contracts.errors import ClusterError
-from contracts.faultlines import REQUEST_GATES
+from contracts.faultlines import REQUEST_GATES, Gate
+from contracts.versions import DEFAULT_VERSION
 from faults.holds import peers
 from harness import gobuild, netdelay
+from harness.jars import fetch_jars
 
 
 @pytest.mark.parametrize(("link", "zookeeper", "port"),
@@ -88,12 +90,13 @@ def test_a_response_hold_queues_what_the_listener_sends_and_what_it_is_asked_loo
     assert netdelay.port("remote-metadata", 40123, False) == 9094
 
 
-def test_a_hold_until_the_op_ends_or_a_drop_is_a_flag_and_a_queue_of_its_own_and_heals_by_signal():
-    hold = netdelay.Reading(9092, gate=REQUEST_GATES["WriteTxnMarkers"], action="hold")
-    drop = netdelay.Reading(9092, gate=REQUEST_GATES["WriteTxnMarkers"], action="drop")
+def test_a_hold_until_the_op_ends_a_drop_or_a_reset_is_a_flag_and_a_queue_and_heals_by_signal():
+    hold, drop, reset = (netdelay.Reading(9092, gate=REQUEST_GATES["WriteTxnMarkers"], action=a)
+                         for a in ("hold", "drop", "reset"))
     assert "-port 9092 -hold -gate 27 -stats" in netdelay.fragment(9, 1, 0, 9092, [40000], hold)
     assert "-port 9092 -drop -gate 27 -stats" in netdelay.fragment(10, 1, 0, 9092, [40000], drop)
-    assert netdelay.queue(1, 0, hold) != netdelay.queue(1, 0, drop)
+    assert "-port 9092 -reset -gate 27 -stats" in netdelay.fragment(12, 1, 0, 9092, [4000], reset)
+    assert len({netdelay.queue(1, 0, r) for r in (hold, drop, reset)}) == 3
     assert netdelay.heal(9) == "kill -USR1 $(cat /run/netdelay-9.pid) 2>/dev/null; true"
 
 
@@ -105,8 +108,19 @@ def test_held_frames_are_read_by_api_key_with_their_examples():
 
 
 def test_netdelay_reads_an_end_txn_s_committed_field_in_each_encoding():
-    # harness/docker/netdelay/*_test.go build EndTxn requests of versions 0 to 5, cut and whole, and
-    # request and response headers of every API key and version netdelay reads
-    done = subprocess.run(["go", "test", "."], cwd=gobuild.SOURCES / "netdelay",
-                          capture_output=True, text=True, env=os.environ | {"CGO_ENABLED": "0"})
+    # harness/docker/netdelay/*_test.go build EndTxn requests of versions 0 to 5, cut and whole,
+    # request and response headers of every API key and version netdelay reads, and walk every
+    # response schema of the default release's kafka-clients jar at every version
+    jar = fetch_jars(DEFAULT_VERSION) / f"kafka-clients-{DEFAULT_VERSION}.jar"
+    done = subprocess.run(["go", "test", "-count=1", "."], cwd=gobuild.SOURCES / "netdelay",
+                          capture_output=True, text=True,
+                          env=os.environ | {"CGO_ENABLED": "0", "KCHAOS_CLIENTS_JAR": str(jar)})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_an_error_answer_names_its_code_and_the_running_release_s_clients_jar():
+    error = netdelay.Reading(9092, True, Gate(0), "error", 6, "kchaos-")
+    script = netdelay.fragment(11, 100, 0, 9092, reading=error)
+    assert "-port 9092 -responses -gate 0 -client kchaos- -error 6 -schemas " in script
+    assert '/opt/kafka/release 2>/dev/null || echo /opt/kafka/libs)"/kafka-clients-*.jar' in script
+    assert "-hold" not in script and "-drop" not in script

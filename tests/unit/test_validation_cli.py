@@ -91,6 +91,20 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
     ("faults: [{fault: hold-requests, direction: response, request: EndTxn(commit)}]",
      "request: EndTxn(commit) reads the request's body; with direction: response use request: "
      "EndTxn"),
+    ("faults: [{fault: hold-requests, direction: response, request: Produce, action: error, "
+     "error: NOT_LEADER}]", "but got faults.0.error='NOT_LEADER' (did you mean "
+                             "'NOT_LEADER_OR_FOLLOWER'?)"),
+    ("faults: [{fault: hold-requests, direction: response, request: Produce, action: error}]",
+     "action: error needs error: NAME, the Kafka error code it answers with; only that action "
+     "takes error"),
+    ("faults: [{fault: hold-requests, request: Produce, action: error, error: "
+     "NOT_LEADER_OR_FOLLOWER}]", "action: error rewrites answers to one kind of request; set "
+                                 "direction: response and a request, like request: Produce"),
+    ("faults: [{fault: hold-requests, client_id: 'kchaos producer'}]",
+     "Expected a client id prefix of 1 to 64 letters, digits, '.', '_' or '-', like "
+     "kchaos-producer"),
+    ("faults: [{fault: hold-requests, client_id: rlmm}]", "client_id selects among one kind of "
+                                                          "request; set a request, like Produce"),
     ("faults: [{fault: kill, request: EndTxn}]", "faults.0.request='EndTxn' is not read by a "
                                                  "'kill' fault (only 'hold-requests' reads it); "
                                                  "remove it"),

@@ -4,6 +4,7 @@ package main
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,6 +20,7 @@ type match struct {
 	header
 	Response bool    `json:"response"`
 	HeldMs   float64 `json:"held_ms"`
+	Codes    int     `json:"codes,omitempty"` // -error: the ErrorCode fields it set
 }
 
 // holds says whether a packet waits, of which gated connection it is ("" when no connection hold applies), and
@@ -47,11 +49,16 @@ func (d *delayer) holds(packet []byte, now time.Time) (string, *match, bool) {
 		return s.client, m, true
 	}
 	delete(d.held, s.client)
-	if m != nil && m.APIKey == d.gate && (!d.commits || endTxnCommits(s.data)) {
+	if m != nil && d.selects(m) && (!d.commits || endTxnCommits(s.data)) {
 		d.stats.Gated++
 		return s.client, m, true
 	}
 	return "", nil, false
+}
+
+// selects says whether a frame is one the gate takes: of its API key, from a client it names.
+func (d *delayer) selects(m *match) bool {
+	return m.APIKey == d.gate && strings.HasPrefix(m.Client, d.client)
 }
 
 // frame names the frame a segment of the held direction starts: a request by its header, a response by the

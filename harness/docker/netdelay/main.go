@@ -4,7 +4,9 @@
 // API key K (with -commits, an EndTxn that commits), then holds that one and every later one of the connection;
 // with -responses it holds what the listener answers instead, gated by the API key of the request answered.
 // -hold keeps what it holds until SIGUSR1 (the op's end) rather than for -delay; -drop drops it, and the rest of its
-// connection until SIGUSR1.
+// connection until SIGUSR1; -reset sends each as a TCP reset in its place, so both ends drop the connection;
+// -error lets each answer to a gated request through at once with its error codes set.
+// -client narrows the gate to the requests of clients whose id starts with it.
 // It speaks nfnetlink_queue over netlink itself and rewrites a stats file (the fault's evidence, with the frames it
 // held) several times a second; the file appearing means the queue is bound.
 package main
@@ -40,6 +42,7 @@ const (
 	copyMeta        = 1
 	copyPacket      = 2
 	copyRange       = 512 // enough for the IP and TCP headers, a Kafka request header and an EndTxn body
+	copyWhole       = 65535
 	endTxnKey       = 26
 	nfAccept        = 1
 	nfDrop          = 0
@@ -67,6 +70,8 @@ type Stats struct {
 	Waiting    int     `json:"waiting"`
 	Gated      uint64  `json:"gated"` // connections held from a request of the gate's API key on
 	Dropped    uint64  `json:"dropped"`
+	Reset      uint64  `json:"reset"`    // packets sent on as a TCP reset
+	Answered   uint64  `json:"answered"` // responses let through with their error codes set
 	// frames held, by API key, and the first of them whole
 	Matched   map[string]uint64 `json:"matched,omitempty"`
 	Examples  []match           `json:"examples,omitempty"`
@@ -86,10 +91,15 @@ type delayer struct {
 	responses bool
 	pending   map[string]map[int32]header
 	seen      uint64 // frames held so far
-	// -drop: a held packet is dropped, not delayed; -hold: it waits until SIGUSR1, not for the delay
-	drop, hold bool
+	// -drop: a held packet is dropped, not delayed; -reset: it goes as a TCP reset; -hold: it waits until SIGUSR1,
+	// not for the delay
+	drop, reset, hold bool
 	// with the EndTxn gate: only a request that commits starts a hold
 	commits bool
+	client  string // the prefix of the client ids whose requests the gate takes ("": every client)
+	// -error: the code each ErrorCode of an answer to a gated request is set to, and the response schemas by API key
+	errorCode int16
+	schemas   map[int]*schema
 	// with a gate: each held connection (source address and port) and when its last held packet goes through; it is
 	// held until then, so a connection's hold ends once what it held has landed
 	held map[string]time.Time
@@ -113,13 +123,28 @@ func main() {
 	responses := flag.Bool("responses", false, "with -port: hold the listener's responses, not its requests")
 	hold := flag.Bool("hold", false, "hold packets until SIGUSR1, not for -delay")
 	drop := flag.Bool("drop", false, "drop the packets it would hold until SIGUSR1")
+	reset := flag.Bool("reset", false, "send the packets it would hold as TCP resets until SIGUSR1")
+	client := flag.String("client", "", "with -gate: only requests from client ids starting with this")
+	errorCode := flag.Int("error", 0, "with -responses and -gate: set the answers' error codes to this one")
+	jar := flag.String("schemas", "", "with -error: the kafka-clients jar whose response schemas it reads")
 	flag.Parse()
+	answering := *errorCode != 0
 	if *queue <= 0 || *queue > 65535 || *delayMs < 0 || *jitterMs < 0 || *statsPath == "" || *gate < -1 ||
 		(*commits && (*gate != endTxnKey || *responses)) || *port < 0 || *port > 65535 ||
-		(*responses && *port == 0) || (*gate >= 0 && *port == 0) || (*hold && *drop) {
+		(*responses && *port == 0) || (*gate >= 0 && *port == 0) || count(*hold, *drop, *reset) > 1 ||
+		(*client != "" && *gate < 0) || *errorCode < -32768 || *errorCode > 32767 ||
+		(answering && (!*responses || *gate < 0 || *hold || *drop || *reset || *jar == "")) {
 		fmt.Fprintln(os.Stderr, "usage: netdelay -queue N -delay MS [-jitter MS] [-port P [-responses]] "+
-			"[-gate API_KEY [-commits]] -stats FILE (a gate needs -port; -commits, a request hold)")
+			"[-gate API_KEY [-commits] [-client PREFIX]] [-error CODE -schemas JAR] -stats FILE (a gate needs "+
+			"-port; -commits, a request hold; -error, a gated hold of responses)")
 		os.Exit(2)
+	}
+	var schemas map[int]*schema
+	if answering {
+		var err error
+		if schemas, err = loadSchemas(*jar); err != nil {
+			fail("reading the response schemas: %v", err)
+		}
 	}
 	conn, err := netlink.Dial(netlinkFilter, nil)
 	if err != nil {
@@ -127,7 +152,8 @@ func main() {
 	}
 	d := &delayer{conn: conn, queue: uint16(*queue), rng: rand.New(rand.NewSource(time.Now().UnixNano())),
 		delay: ms(*delayMs), jitter: ms(*jitterMs), gate: *gate, commits: *commits, port: *port, responses: *responses,
-		pending: map[string]map[int32]header{}, drop: *drop, hold: *hold, held: map[string]time.Time{}, wake: make(chan struct{}, 1),
+		pending: map[string]map[int32]header{}, drop: *drop, reset: *reset, hold: *hold, held: map[string]time.Time{}, wake: make(chan struct{}, 1),
+		client: *client, errorCode: int16(*errorCode), schemas: schemas,
 		stats: Stats{Queue: *queue, DelayMs: *delayMs, JitterMs: *jitterMs}}
 	if err := d.bind(); err != nil {
 		fail("binding queue %d: %v", *queue, err)
@@ -138,6 +164,16 @@ func main() {
 	go d.healOn(heal)
 	go d.report(*statsPath)
 	d.receive()
+}
+
+func count(flags ...bool) int {
+	n := 0
+	for _, f := range flags {
+		if f {
+			n++
+		}
+	}
+	return n
 }
 
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
@@ -154,7 +190,9 @@ func (d *delayer) bind() error {
 	}
 	maxlen := binary.BigEndian.AppendUint32(nil, queueMaxlen)
 	params := []byte{0, 0, 0, 0, copyMeta}
-	if d.port > 0 {
+	if d.schemas != nil {
+		params = append(binary.BigEndian.AppendUint32(nil, copyWhole), copyPacket)
+	} else if d.port > 0 {
 		params = append(binary.BigEndian.AppendUint32(nil, copyRange), copyPacket)
 	}
 	for _, attrs := range [][]netlink.Attribute{
@@ -196,8 +234,14 @@ func (d *delayer) receive() {
 			if !ok {
 				continue
 			}
-			if conn, m, ok := d.holds(payload, now); ok && d.drop {
-				d.dropped(id, conn, m, now)
+			if d.schemas != nil {
+				if m := d.answers(payload); m != nil {
+					d.answer(id, payload, m)
+				} else {
+					d.pass(id)
+				}
+			} else if conn, m, ok := d.holds(payload, now); ok && (d.drop || d.reset) {
+				d.dropped(id, payload, conn, m, now)
 			} else if ok {
 				release := d.enqueue(id, now, m)
 				if conn != "" {
@@ -245,15 +289,26 @@ func (d *delayer) verdict(id uint32, v uint32) error {
 	return err
 }
 
-// dropped drops a packet it holds (-drop), and every later one of its connection until the heal.
-func (d *delayer) dropped(id uint32, conn string, m *match, now time.Time) {
-	err := d.verdict(id, nfDrop)
+// dropped drops a packet it holds (-drop), or sends it on as a TCP reset (-reset), and every later one of its
+// connection until the heal.
+func (d *delayer) dropped(id uint32, packet []byte, conn string, m *match, now time.Time) {
+	var err error
+	rst, ok := resetOf(packet)
+	if d.reset && ok {
+		err = d.replace(id, rst)
+	} else {
+		err = d.verdict(id, nfDrop)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.failedLocked(err) {
 		return
 	}
-	d.stats.Dropped++
+	if d.reset && ok {
+		d.stats.Reset++
+	} else {
+		d.stats.Dropped++
+	}
 	if conn != "" {
 		d.held[conn] = now.Add(heldUntilHeal)
 	}
