@@ -53,8 +53,8 @@ TARGETS = (*COUNTED, "leader", "followers", "controller", "isr", "non-isr", *COO
 
 @dataclass(frozen=True)
 class Gate:
-    """The Kafka request whose arrival on a connection starts its hold: an API key, and for EndTxn
-    whether only one that commits does."""
+    """The request whose arrival on a connection starts its hold: a Kafka API key (for EndTxn,
+    whether only one that commits does), or a ZooKeeper opcode."""
 
     api_key: int
     commits: bool = False
@@ -71,9 +71,17 @@ API_KEYS = {"Produce": 0, "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCo
             "InitializeShareGroupState": 83, "ReadShareGroupState": 84, "WriteShareGroupState": 85,
             "DeleteShareGroupState": 86, "ReadShareGroupStateSummary": 87}
 API_NAMES = {key: name for name, key in API_KEYS.items()}
+# hold-requests on a ZooKeeper-mode node's own ZooKeeper connection (link: controller): the requests
+# a `request` can name, by opcode (ZooKeeper's ZooDefs.OpCode)
+ZK_OPS = {"ZooKeeper.create": 1, "ZooKeeper.delete": 2, "ZooKeeper.exists": 3,
+          "ZooKeeper.getData": 4, "ZooKeeper.setData": 5, "ZooKeeper.getChildren": 8,
+          "ZooKeeper.ping": 11, "ZooKeeper.check": 13, "ZooKeeper.multi": 14,
+          "ZooKeeper.create2": 15}
+ZK_NAMES = {key: name for name, key in ZK_OPS.items()}
 # a stale COMMIT is what can end a later transaction
 REQUEST_GATES = {name: Gate(key) for name, key in API_KEYS.items()} | {
-    "EndTxn(commit)": Gate(API_KEYS["EndTxn"], commits=True)}
+    "EndTxn(commit)": Gate(API_KEYS["EndTxn"], commits=True)} | {
+    name: Gate(key) for name, key in ZK_OPS.items()}
 # a line whose every op is a kind and a target drawn from the seed (Jepsen's combined nemesis)
 MIX = "mix"
 # The targets a mix draws for a kind aimed at brokers: with two replicas or more, never every
@@ -167,6 +175,12 @@ class FaultSpec(BaseModel):
                     "response and a request, like request: Produce")
         if self.client_id is not None and self.request == "any":
             return "client_id selects among one kind of request; set a request, like Produce"
+        if self.request in ZK_OPS and (self.link, self.direction) != ("controller", "response"):
+            return (f"request: {self.request} is ZooKeeper's: it holds the answers on a node's own "
+                    "ZooKeeper connection; set link: controller and direction: response")
+        if self.request in ZK_OPS and (self.action == "error" or self.client_id is not None):
+            return (f"request: {self.request} is ZooKeeper's, which has no Kafka error codes or "
+                    "client ids; use action delay, hold, drop or reset, without client_id")
         return None
 
     @field_validator("error")
@@ -240,6 +254,7 @@ def lines_problem(faults: list[FaultSpec], version: str, metadata: str,
                 f"kafka.version={version!r} runs KRaft: use a ZooKeeper-mode version "
                 "(kafka.metadata: zookeeper)")
     if problem := (_zookeeper_target_problem(faults, version, metadata)
+                   or _zookeeper_link_problem(faults, version, metadata)
                    or _quorum_problem(faults, version, metadata, brokers)):
         return problem
     moves = [i for i, f in enumerate(faults)
@@ -275,6 +290,23 @@ def _zookeeper_target_problem(faults: list[FaultSpec], version: str, metadata: s
         if f.fault not in ON_ZOOKEEPER:
             return (f"faults.{i}.fault={f.fault!r} cannot aim at ZooKeeper: use "
                     f"{one_of(ON_ZOOKEEPER)}, or aim it at brokers")
+    return None
+
+
+def _zookeeper_link_problem(faults: list[FaultSpec], version: str, metadata: str) -> str | None:
+    """Why a hold of ZooKeeper's frames cannot run, or None: in ZooKeeper mode a node's controller
+    link is its own ZooKeeper connection, whose answers a hold takes by ZooKeeper opcode."""
+    for i, f in enumerate(faults):
+        if f.fault != "hold-requests":
+            continue
+        if f.request in ZK_OPS and metadata != "zookeeper":
+            return (f"faults.{i}.request={f.request!r} holds ZooKeeper's answers, but "
+                    f"kafka.version={version!r} runs KRaft; use a ZooKeeper-mode cluster")
+        if (metadata == "zookeeper" and f.link == "controller"
+                and (f.direction != "response" or f.request not in ("any", *ZK_OPS))):
+            return (f"faults.{i}: in ZooKeeper mode link: controller is the node's own ZooKeeper "
+                    "connection; set direction: response and a ZooKeeper request, like "
+                    "request: ZooKeeper.multi")
     return None
 
 

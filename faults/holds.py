@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from contracts.faultlines import API_NAMES, ERROR_CODES, REQUEST_GATES
+from contracts.faultlines import API_NAMES, ERROR_CODES, REQUEST_GATES, ZK_NAMES
 from contracts.scenario import FaultSpec
 from faults.ops import Ctx, NoEffect, expect_rules
 from harness import netdelay
@@ -84,12 +84,14 @@ def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     gate = REQUEST_GATES.get(spec.request)
     responses = spec.direction == "response"
     zookeeper = bool(ctx.cluster.zookeeper_ids())
+    on_zookeeper = zookeeper and spec.link == "controller"  # the node's own ZooKeeper connection
     held: dict[int, list[int]] = {}
 
     def reading(t: int) -> netdelay.Reading:  # the clients' listener has a port per broker
         port = netdelay.port(spec.link, ctx.cluster.node(t).external_port or 0, zookeeper)
         return netdelay.Reading(port, responses, gate, spec.action,
-                                ERROR_CODES.get(spec.error or "", 0), spec.client_id)
+                                ERROR_CODES.get(spec.error or "", 0), spec.client_id,
+                                zookeeper=on_zookeeper)
 
     def queue_of(t: int) -> int:
         return netdelay.queue(spec.latency_ms, 0, reading(t))
@@ -111,13 +113,16 @@ def hold_requests(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
         after = {t: ctx.cluster.node(t).net_delay(queue_of(t)) for t in after
                  if t not in ctx.cluster.stopped()}
     return _held_row(spec, gate is not None and spec.action != "error",
-                     held if not responses else None, before, after)
+                     held if not responses else None, before, after,
+                     ZK_NAMES if on_zookeeper else API_NAMES)
 
 
 def _held_row(spec: FaultSpec, gated: bool, connections: dict[int, list[int]] | None,
-              before: dict[int, netdelay.Delayed], after: dict[int, netdelay.Delayed]) -> dict:
+              before: dict[int, netdelay.Delayed], after: dict[int, netdelay.Delayed],
+              names: dict[int, str]) -> dict:
     """The op's row: per broker the packets held (let through, or still waiting to land
-    `latency_ms` after they came), the connections and frames held, and the last frames whole."""
+    `latency_ms` after they came), the connections and frames held (named by `names`), and the
+    last frames whole."""
     packets = {t: max(0, a.packets - before[t].packets) + a.waiting
                + sum(max(0, n - was) for n, was in ((a.dropped, before[t].dropped),
                                                       (a.answered, before[t].answered),
@@ -130,7 +135,7 @@ def _held_row(spec: FaultSpec, gated: bool, connections: dict[int, list[int]] | 
     rows, examples = {}, []
     for t, a in after.items():
         was = dict(before[t].matched)
-        frames = {API_NAMES.get(k, str(k)): n - was.get(k, 0) for k, n in a.matched
+        frames = {names.get(k, str(k)): n - was.get(k, 0) for k, n in a.matched
                   if n > was.get(k, 0)}
         rows[str(t)] = ({"packets": packets[t], "frames": frames}
                         | ({"dropped": a.dropped - before[t].dropped} if spec.action == "drop"
@@ -143,7 +148,7 @@ def _held_row(spec: FaultSpec, gated: bool, connections: dict[int, list[int]] | 
                            else {})
                         | ({"gated": max(0, a.gated - before[t].gated)} if gated else {}))
         done = sum(n for _, n in before[t].matched)
-        examples += [{"broker": t, "api": API_NAMES.get(e.get("api_key"), e.get("api_key")),
+        examples += [{"broker": t, "api": names.get(e.get("api_key"), e.get("api_key")),
                       **{k: e.get(k) for k in EXAMPLE_FIELDS}}
                      for e in a.examples if e.get("n", 0) > done]
     return {"latency_ms": spec.latency_ms, "request": spec.request, "link": spec.link,

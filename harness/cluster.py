@@ -164,10 +164,10 @@ class Cluster:
         what it made."""
         self._engine_calls.submit(call).result()
 
-    def _node(self, node_id: int, role: str) -> KafkaNode:
+    def _node(self, node_id: int, role: str, cluster_id: str | None = None) -> KafkaNode:
         assert self.network is not None
         return KafkaNode(self.image, node_id, role).on(
-            self.network, labels.labels(self.spec.run_id, "node"), self.cluster_id)
+            self.network, labels.labels(self.spec.run_id, "node"), cluster_id or self.cluster_id)
 
     def wait_ready(self, timeout_s: float = 120.0) -> None:
         """Every broker registered and a metadata request answered; on timeout name the missing
@@ -245,9 +245,9 @@ class Cluster:
     def add_controller(self, node_id: int, cluster_id: str, properties: dict[str, str]) -> None:
         """Start a dedicated KRaft controller, formatted into cluster `cluster_id` (a migration's
         quorum); `wait_started` is the caller's."""
-        assert self.network is not None
-        node = KafkaNode(self.image, node_id, "controller").on(
-            self.network, labels.labels(self.spec.run_id, "node"), cluster_id)
+        node = self._node(node_id, "controller", cluster_id)
+        if self.spec.net_delay:
+            node.with_net_delay(netdelay.binary())
         self.controllers.append(node.with_properties(properties))
         self._in_engine(node.launch)
 

@@ -35,6 +35,8 @@ class Reading:
     action: Action = "delay"  # or hold, drop or reset (each until `heal`), or error
     error: int = 0  # action error: the code the answers to the gate's request get
     client: str | None = None  # the prefix of the client ids whose requests the gate takes
+    # the node's own ZooKeeper connection: the port is the far end's, and the frames ZooKeeper's
+    zookeeper: bool = False
 
 
 _queues: dict[tuple[int, int, Reading | None], int] = {}
@@ -79,6 +81,7 @@ def reading_flags(reading: Reading | None) -> str:
             + (f"-gate {gate.api_key} " if gate else "") + ("-commits " if gate and gate.commits
                                                             else "")
             + (f"-client {reading.client} " if reading.client else "")
+            + ("-zookeeper " if reading.zookeeper else "")
             + (f"-error {reading.error} -schemas {CLIENTS_JAR} " if action == "error" else ""))
 
 
@@ -114,8 +117,10 @@ def fragment(q: int, delay_ms: int, jitter_ms: int, port: int, peers: list[int] 
     pid, stats, log = f"/run/netdelay-{q}.pid", stats_file(q), f"/run/netdelay-{q}.log"
     start = (f"rm -f {stats}; {IN_CONTAINER} -queue {q} -delay {delay_ms} -jitter {jitter_ms} "
              f"{reading_flags(reading)}-stats {stats} >{log} 2>&1 < /dev/null & echo $! > {pid}")
-    rules = ([f"iptables -A {CHAIN_OUT} -p tcp --sport {port} -j NFQUEUE --queue-num {q}",
-              f"iptables -A {CHAIN} -p tcp --dport {port} -j NFQUEUE --queue-num {q}"]
+    ours, theirs = ("--dport", "--sport") if reading and reading.zookeeper else ("--sport",
+                                                                                "--dport")
+    rules = ([f"iptables -A {CHAIN_OUT} -p tcp {ours} {port} -j NFQUEUE --queue-num {q}",
+              f"iptables -A {CHAIN} -p tcp {theirs} {port} -j NFQUEUE --queue-num {q}"]
              if reading and reading.responses else
              [f"iptables -A {CHAIN} -p tcp ! -i lo {match} -j NFQUEUE --queue-num {q}"
               for match in _matches(port, peers)])

@@ -124,3 +124,11 @@ def test_an_error_answer_names_its_code_and_the_running_release_s_clients_jar():
     assert "-port 9092 -responses -gate 0 -client kchaos- -error 6 -schemas " in script
     assert '/opt/kafka/release 2>/dev/null || echo /opt/kafka/libs)"/kafka-clients-*.jar' in script
     assert "-hold" not in script and "-drop" not in script
+
+
+def test_a_hold_of_a_node_s_own_zookeeper_connection_reads_zookeeper_frames_the_other_way_round():
+    zk = netdelay.Reading(2181, True, REQUEST_GATES["ZooKeeper.multi"], "drop", zookeeper=True)
+    script = netdelay.fragment(13, 1, 0, 2181, reading=zk)
+    assert "-port 2181 -responses -drop -gate 14 -zookeeper -stats" in script
+    assert "iptables -A KCHAOS-OUT -p tcp --dport 2181 -j NFQUEUE" in script  # its requests leave
+    assert "iptables -A KCHAOS -p tcp --sport 2181 -j NFQUEUE" in script  # ZooKeeper's answers

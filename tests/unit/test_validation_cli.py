@@ -105,6 +105,16 @@ def kchaos(argv: list[str], capsys, monkeypatch) -> tuple[int, list[str]]:
      "kchaos-producer"),
     ("faults: [{fault: hold-requests, client_id: rlmm}]", "client_id selects among one kind of "
                                                           "request; set a request, like Produce"),
+    ("faults: [{fault: hold-requests, link: controller, direction: response, request: "
+     "ZooKeeper.multi}]", "faults.0.request='ZooKeeper.multi' holds ZooKeeper's answers, but "
+                          "kafka.version='4.4.0' runs KRaft; use a ZooKeeper-mode cluster"),
+    ("faults: [{fault: hold-requests, request: ZooKeeper.multi}]",
+     "request: ZooKeeper.multi is ZooKeeper's: it holds the answers on a node's own ZooKeeper "
+     "connection; set link: controller and direction: response"),
+    ("kafka: {version: 3.9.2, metadata: zookeeper}\nfaults: [{fault: hold-requests, link: "
+     "controller, direction: response, request: Produce}]",
+     "faults.0: in ZooKeeper mode link: controller is the node's own ZooKeeper connection; set "
+     "direction: response and a ZooKeeper request, like request: ZooKeeper.multi"),
     ("faults: [{fault: kill, request: EndTxn}]", "faults.0.request='EndTxn' is not read by a "
                                                  "'kill' fault (only 'hold-requests' reads it); "
                                                  "remove it"),

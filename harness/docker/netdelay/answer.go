@@ -26,7 +26,7 @@ func (d *delayer) answers(packet []byte) *match {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if s.toServer {
-		if h, ok := requestHeader(s.data); ok {
+		if h, ok := d.request(s.data); ok {
 			d.note(s.client, h)
 		}
 		return nil

@@ -36,7 +36,7 @@ func (d *delayer) holds(packet []byte, now time.Time) (string, *match, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if s.toServer && d.responses { // a request on a hold of responses: noted so its response can be named
-		if h, ok := requestHeader(s.data); ok {
+		if h, ok := d.request(s.data); ok {
 			d.note(s.client, h)
 		}
 		return "", nil, false
@@ -65,7 +65,7 @@ func (d *delayer) selects(m *match) bool {
 // request of its correlation id on that connection.
 func (d *delayer) frame(s segment) *match {
 	if s.toServer {
-		if h, ok := requestHeader(s.data); ok {
+		if h, ok := d.request(s.data); ok {
 			return &match{header: h}
 		}
 		return nil

@@ -6,7 +6,8 @@
 // -hold keeps what it holds until SIGUSR1 (the op's end) rather than for -delay; -drop drops it, and the rest of its
 // connection until SIGUSR1; -reset sends each as a TCP reset in its place, so both ends drop the connection;
 // -error lets each answer to a gated request through at once with its error codes set.
-// -client narrows the gate to the requests of clients whose id starts with it.
+// -client narrows the gate to the requests of clients whose id starts with it. With -zookeeper the frames are
+// ZooKeeper's, and a gate is an opcode.
 // It speaks nfnetlink_queue over netlink itself and rewrites a stats file (the fault's evidence, with the frames it
 // held) several times a second; the file appearing means the queue is bound.
 package main
@@ -95,8 +96,9 @@ type delayer struct {
 	// not for the delay
 	drop, reset, hold bool
 	// with the EndTxn gate: only a request that commits starts a hold
-	commits bool
-	client  string // the prefix of the client ids whose requests the gate takes ("": every client)
+	commits   bool
+	zookeeper bool   // the frames are ZooKeeper's: a gate is an opcode, a correlation id an xid
+	client    string // the prefix of the client ids whose requests the gate takes ("": every client)
 	// -error: the code each ErrorCode of an answer to a gated request is set to, and the response schemas by API key
 	errorCode int16
 	schemas   map[int]*schema
@@ -127,16 +129,18 @@ func main() {
 	client := flag.String("client", "", "with -gate: only requests from client ids starting with this")
 	errorCode := flag.Int("error", 0, "with -responses and -gate: set the answers' error codes to this one")
 	jar := flag.String("schemas", "", "with -error: the kafka-clients jar whose response schemas it reads")
+	zookeeper := flag.Bool("zookeeper", false, "with -port: the frames are ZooKeeper's, a gate an opcode")
 	flag.Parse()
 	answering := *errorCode != 0
 	if *queue <= 0 || *queue > 65535 || *delayMs < 0 || *jitterMs < 0 || *statsPath == "" || *gate < -1 ||
 		(*commits && (*gate != endTxnKey || *responses)) || *port < 0 || *port > 65535 ||
 		(*responses && *port == 0) || (*gate >= 0 && *port == 0) || count(*hold, *drop, *reset) > 1 ||
 		(*client != "" && *gate < 0) || *errorCode < -32768 || *errorCode > 32767 ||
-		(answering && (!*responses || *gate < 0 || *hold || *drop || *reset || *jar == "")) {
+		(answering && (!*responses || *gate < 0 || *hold || *drop || *reset || *jar == "")) ||
+		(*zookeeper && (*port == 0 || *commits || *client != "" || answering)) {
 		fmt.Fprintln(os.Stderr, "usage: netdelay -queue N -delay MS [-jitter MS] [-port P [-responses]] "+
-			"[-gate API_KEY [-commits] [-client PREFIX]] [-error CODE -schemas JAR] -stats FILE (a gate needs "+
-			"-port; -commits, a request hold; -error, a gated hold of responses)")
+			"[-gate API_KEY [-commits] [-client PREFIX]] [-error CODE -schemas JAR] [-zookeeper] -stats FILE "+
+			"(a gate needs -port; -commits, a request hold; -error, a gated hold of responses)")
 		os.Exit(2)
 	}
 	var schemas map[int]*schema
@@ -153,7 +157,7 @@ func main() {
 	d := &delayer{conn: conn, queue: uint16(*queue), rng: rand.New(rand.NewSource(time.Now().UnixNano())),
 		delay: ms(*delayMs), jitter: ms(*jitterMs), gate: *gate, commits: *commits, port: *port, responses: *responses,
 		pending: map[string]map[int32]header{}, drop: *drop, reset: *reset, hold: *hold, held: map[string]time.Time{}, wake: make(chan struct{}, 1),
-		client: *client, errorCode: int16(*errorCode), schemas: schemas,
+		zookeeper: *zookeeper, client: *client, errorCode: int16(*errorCode), schemas: schemas,
 		stats: Stats{Queue: *queue, DelayMs: *delayMs, JitterMs: *jitterMs}}
 	if err := d.bind(); err != nil {
 		fail("binding queue %d: %v", *queue, err)
