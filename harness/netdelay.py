@@ -18,6 +18,8 @@ from harness.netrules import CHAIN, CHAIN_OUT
 from harness.releases import HOME, RELEASE_FILE
 
 IN_CONTAINER = "/opt/kchaos/netdelay"
+# action reset: the mark netdelay gives a packet for the chain's REJECT rule to answer with a reset
+RESET_MARK = 0x4B43
 # the running release's kafka-clients jar, whose response schemas an error answer is written by
 CLIENTS_JAR = (f'"$(ls "$(cat {HOME}/{RELEASE_FILE} 2>/dev/null || echo {HOME}/libs)"/'
                'kafka-clients-*.jar | head -1)"')
@@ -78,6 +80,7 @@ def reading_flags(reading: Reading | None) -> str:
     gate, action = reading.gate, reading.action
     return (f"-port {reading.port} " + ("-responses " if reading.responses else "")
             + ("" if action in ("delay", "error") else f"-{action} ")
+            + (f"-mark {RESET_MARK} " if action == "reset" else "")
             + (f"-gate {gate.api_key} " if gate else "") + ("-commits " if gate and gate.commits
                                                             else "")
             + (f"-client {reading.client} " if reading.client else "")
@@ -117,18 +120,26 @@ def fragment(q: int, delay_ms: int, jitter_ms: int, port: int, peers: list[int] 
     pid, stats, log = f"/run/netdelay-{q}.pid", stats_file(q), f"/run/netdelay-{q}.log"
     start = (f"rm -f {stats}; {IN_CONTAINER} -queue {q} -delay {delay_ms} -jitter {jitter_ms} "
              f"{reading_flags(reading)}-stats {stats} >{log} 2>&1 < /dev/null & echo $! > {pid}")
-    ours, theirs = ("--dport", "--sport") if reading and reading.zookeeper else ("--sport",
-                                                                                "--dport")
-    rules = ([f"iptables -A {CHAIN_OUT} -p tcp {ours} {port} -j NFQUEUE --queue-num {q}",
-              f"iptables -A {CHAIN} -p tcp {theirs} {port} -j NFQUEUE --queue-num {q}"]
-             if reading and reading.responses else
-             [f"iptables -A {CHAIN} -p tcp ! -i lo {match} -j NFQUEUE --queue-num {q}"
-              for match in _matches(port, peers)])
+    rules = _rules(q, port, peers, reading)
     return (f"[ -x {IN_CONTAINER} ] || {{ echo 'netdelay is not mounted in this container'; exit "
             "1; "
             f"}}; [ \"$(cat /proc/$(cat {pid} 2>/dev/null)/comm 2>/dev/null)\" = netdelay ] || {{ "
             f"{start}; }}; i=0; while [ ! -s {stats} ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); "
             f"done; [ -s {stats} ] || {{ cat {log}; exit 1; }}; " + "; ".join(rules))
+
+
+def _rules(q: int, port: int, peers: list[int] | None, reading: Reading | None) -> list[str]:
+    """The iptables rules that send a link's packets to queue `q`: what arrives for a listener's
+    port (from `peers`), or for a hold of answers both ways, turned round when the port is the
+    far end's (ZooKeeper's); a reset first has marked packets answered with one."""
+    refused = [f"iptables -A {c} -p tcp -m mark --mark {RESET_MARK} -j REJECT --reject-with "
+               "tcp-reset" for c in (CHAIN, CHAIN_OUT) if reading and reading.action == "reset"]
+    if reading is None or not reading.responses:
+        return refused + [f"iptables -A {CHAIN} -p tcp ! -i lo {match} -j NFQUEUE --queue-num {q}"
+                          for match in _matches(port, peers)]
+    ours, theirs = ("--dport", "--sport") if reading.zookeeper else ("--sport", "--dport")
+    return refused + [f"iptables -A {CHAIN_OUT} -p tcp {ours} {port} -j NFQUEUE --queue-num {q}",
+                      f"iptables -A {CHAIN} -p tcp {theirs} {port} -j NFQUEUE --queue-num {q}"]
 
 
 def _matches(port: int, peers: list[int] | None) -> list[str]:

@@ -95,7 +95,10 @@ def test_a_hold_until_the_op_ends_a_drop_or_a_reset_is_a_flag_and_a_queue_and_he
                          for a in ("hold", "drop", "reset"))
     assert "-port 9092 -hold -gate 27 -stats" in netdelay.fragment(9, 1, 0, 9092, [40000], hold)
     assert "-port 9092 -drop -gate 27 -stats" in netdelay.fragment(10, 1, 0, 9092, [40000], drop)
-    assert "-port 9092 -reset -gate 27 -stats" in netdelay.fragment(12, 1, 0, 9092, [4000], reset)
+    script = netdelay.fragment(12, 1, 0, 9092, [4000], reset)
+    assert f"-port 9092 -reset -mark {netdelay.RESET_MARK} -gate 27 -stats" in script
+    assert script.index(f"--mark {netdelay.RESET_MARK} -j REJECT --reject-with tcp-reset") < \
+        script.index("-j NFQUEUE")  # a marked retransmission is answered before it is queued
     assert len({netdelay.queue(1, 0, r) for r in (hold, drop, reset)}) == 3
     assert netdelay.heal(9) == "kill -USR1 $(cat /run/netdelay-9.pid) 2>/dev/null; true"
 

@@ -71,6 +71,14 @@ func (d *delayer) replace(id uint32, packet []byte) error {
 	return err
 }
 
+// refuse hands a packet back to its hook marked, for the chain's REJECT rule to answer with a reset.
+func (d *delayer) refuse(id uint32) error {
+	verdict := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, nfRepeat), id)
+	_, err := d.conn.Send(d.message(msgVerdict, netlink.Request, []netlink.Attribute{
+		{Type: attrVerdictHdr, Data: verdict}, {Type: attrMark, Data: binary.BigEndian.AppendUint32(nil, d.mark)}}))
+	return err
+}
+
 // resetOf turns an IPv4 or IPv6 TCP packet into a reset at its sequence number: its headers alone, flags RST and
 // ACK, lengths and checksums set anew. False if it is not one.
 func resetOf(p []byte) ([]byte, bool) {

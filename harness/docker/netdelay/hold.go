@@ -43,7 +43,7 @@ func (d *delayer) holds(packet []byte, now time.Time) (string, *match, bool) {
 	}
 	m := d.frame(s)
 	if d.gate < 0 {
-		return "", m, true
+		return s.client, m, true
 	}
 	if until, held := d.held[s.client]; held && now.Before(until) {
 		return s.client, m, true

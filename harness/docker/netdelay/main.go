@@ -4,7 +4,8 @@
 // API key K (with -commits, an EndTxn that commits), then holds that one and every later one of the connection;
 // with -responses it holds what the listener answers instead, gated by the API key of the request answered.
 // -hold keeps what it holds until SIGUSR1 (the op's end) rather than for -delay; -drop drops it, and the rest of its
-// connection until SIGUSR1; -reset sends each as a TCP reset in its place, so both ends drop the connection;
+// connection until SIGUSR1; -reset sends the first as a TCP reset in its place and has the rest answered with
+// one, so both ends drop the connection;
 // -error lets each answer to a gated request through at once with its error codes set.
 // -client narrows the gate to the requests of clients whose id starts with it. With -zookeeper the frames are
 // ZooKeeper's, and a gate is an opcode.
@@ -47,6 +48,8 @@ const (
 	endTxnKey       = 26
 	nfAccept        = 1
 	nfDrop          = 0
+	nfRepeat        = 4              // the packet goes through the hook's rules again
+	attrMark        = 3              // NFQA_MARK: the mark a verdict sets
 	heldUntilHeal   = 24 * time.Hour // -hold: a packet's release until SIGUSR1 comes
 	netlinkFilter   = 12
 	queueMaxlen     = 65536
@@ -71,7 +74,7 @@ type Stats struct {
 	Waiting    int     `json:"waiting"`
 	Gated      uint64  `json:"gated"` // connections held from a request of the gate's API key on
 	Dropped    uint64  `json:"dropped"`
-	Reset      uint64  `json:"reset"`    // packets sent on as a TCP reset
+	Reset      uint64  `json:"reset"`    // packets sent on as a TCP reset, or answered with one
 	Answered   uint64  `json:"answered"` // responses let through with their error codes set
 	// frames held, by API key, and the first of them whole
 	Matched   map[string]uint64 `json:"matched,omitempty"`
@@ -95,6 +98,7 @@ type delayer struct {
 	// -drop: a held packet is dropped, not delayed; -reset: it goes as a TCP reset; -hold: it waits until SIGUSR1,
 	// not for the delay
 	drop, reset, hold bool
+	mark              uint32 // -reset: the mark that has the chain's REJECT rule answer a packet with a reset
 	// with the EndTxn gate: only a request that commits starts a hold
 	commits   bool
 	zookeeper bool   // the frames are ZooKeeper's: a gate is an opcode, a correlation id an xid
@@ -126,6 +130,7 @@ func main() {
 	hold := flag.Bool("hold", false, "hold packets until SIGUSR1, not for -delay")
 	drop := flag.Bool("drop", false, "drop the packets it would hold until SIGUSR1")
 	reset := flag.Bool("reset", false, "send the packets it would hold as TCP resets until SIGUSR1")
+	mark := flag.Uint("mark", 0, "with -reset: the mark the chain's REJECT rule answers with a reset")
 	client := flag.String("client", "", "with -gate: only requests from client ids starting with this")
 	errorCode := flag.Int("error", 0, "with -responses and -gate: set the answers' error codes to this one")
 	jar := flag.String("schemas", "", "with -error: the kafka-clients jar whose response schemas it reads")
@@ -135,12 +140,13 @@ func main() {
 	if *queue <= 0 || *queue > 65535 || *delayMs < 0 || *jitterMs < 0 || *statsPath == "" || *gate < -1 ||
 		(*commits && (*gate != endTxnKey || *responses)) || *port < 0 || *port > 65535 ||
 		(*responses && *port == 0) || (*gate >= 0 && *port == 0) || count(*hold, *drop, *reset) > 1 ||
+		(*reset != (*mark > 0)) || *mark > 0xffffffff ||
 		(*client != "" && *gate < 0) || *errorCode < -32768 || *errorCode > 32767 ||
 		(answering && (!*responses || *gate < 0 || *hold || *drop || *reset || *jar == "")) ||
 		(*zookeeper && (*port == 0 || *commits || *client != "" || answering)) {
 		fmt.Fprintln(os.Stderr, "usage: netdelay -queue N -delay MS [-jitter MS] [-port P [-responses]] "+
-			"[-gate API_KEY [-commits] [-client PREFIX]] [-error CODE -schemas JAR] [-zookeeper] -stats FILE "+
-			"(a gate needs -port; -commits, a request hold; -error, a gated hold of responses)")
+			"[-gate API_KEY [-commits] [-client PREFIX]] [-error CODE -schemas JAR] [-zookeeper] [-reset -mark M] "+
+			"-stats FILE (a gate needs -port; -commits, a request hold; -error, a gated hold of responses)")
 		os.Exit(2)
 	}
 	var schemas map[int]*schema
@@ -157,7 +163,7 @@ func main() {
 	d := &delayer{conn: conn, queue: uint16(*queue), rng: rand.New(rand.NewSource(time.Now().UnixNano())),
 		delay: ms(*delayMs), jitter: ms(*jitterMs), gate: *gate, commits: *commits, port: *port, responses: *responses,
 		pending: map[string]map[int32]header{}, drop: *drop, reset: *reset, hold: *hold, held: map[string]time.Time{}, wake: make(chan struct{}, 1),
-		zookeeper: *zookeeper, client: *client, errorCode: int16(*errorCode), schemas: schemas,
+		zookeeper: *zookeeper, mark: uint32(*mark), client: *client, errorCode: int16(*errorCode), schemas: schemas,
 		stats: Stats{Queue: *queue, DelayMs: *delayMs, JitterMs: *jitterMs}}
 	if err := d.bind(); err != nil {
 		fail("binding queue %d: %v", *queue, err)
@@ -293,14 +299,21 @@ func (d *delayer) verdict(id uint32, v uint32) error {
 	return err
 }
 
-// dropped drops a packet it holds (-drop), or sends it on as a TCP reset (-reset), and every later one of its
-// connection until the heal.
+// dropped drops a packet it holds (-drop), and every later one of its connection until the heal. With -reset the
+// first goes on as a TCP reset, reaching the far end, and each later one (a retransmission) is handed back marked
+// for the chain's REJECT rule, which resets the near end.
 func (d *delayer) dropped(id uint32, packet []byte, conn string, m *match, now time.Time) {
-	var err error
+	d.mu.Lock()
+	_, again := d.held[conn]
+	d.mu.Unlock()
 	rst, ok := resetOf(packet)
-	if d.reset && ok {
+	var err error
+	switch {
+	case d.reset && ok && !again:
 		err = d.replace(id, rst)
-	} else {
+	case d.reset:
+		err = d.refuse(id)
+	default:
 		err = d.verdict(id, nfDrop)
 	}
 	d.mu.Lock()
@@ -308,7 +321,7 @@ func (d *delayer) dropped(id uint32, packet []byte, conn string, m *match, now t
 	if d.failedLocked(err) {
 		return
 	}
-	if d.reset && ok {
+	if d.reset {
 		d.stats.Reset++
 	} else {
 		d.stats.Dropped++
