@@ -119,6 +119,13 @@ class HistoryBuilder:
                                       "producer": producer, "seq": seq, "checksum_ok": True,
                                       "producer_id": pid, "producer_epoch": epoch})
 
+    def isr(self, partition: int, brokers: list[int], leader: int | None = None) -> HistoryBuilder:
+        """One sample of a partition's ISR (and leader: the first of them unless given), as the
+        metadata sampler takes it; the last sample is the ISR the run ended with."""
+        return self._add("metadata", {"t": self.t, "topic": self.topic, "partition": partition,
+                                      "leader": brokers[0] if leader is None else leader,
+                                      "isr": ",".join(map(str, brokers)), "controller": -1})
+
     def event(self, source: str, kind: str, partition: int = NO_PARTITION, offset: int = NO_OFFSET,
               detail: str = "", topic: str | None = None) -> HistoryBuilder:
         """One `events` row (kinds: contracts.history.Event), about the builder's topic unless

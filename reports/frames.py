@@ -23,6 +23,7 @@ from contracts.payload import COPY_BASE
 from contracts.results import LATE_S, Facts, partition_name
 from contracts.scenario import copy_input
 from reports.history_io import load_all, sends_in
+from reports.judged_replicas import judged
 from reports.share_frames import ShareFrames, share_frames
 from reports.spark import side_by_side
 
@@ -293,7 +294,9 @@ class Frames:
     obs: DataFrame  # every sighting (only the suspect values' when prefiltered)
     values: DataFrame  # one row per suspect value with its flags
     places: DataFrame  # positions holding more than one value
-    replicas: DataFrame  # replica records below the drain's end, with their batch's producer epoch
+    # replica records below the drain's end on brokers in the last ISR (judged_replicas), with
+    # their batch's producer epoch
+    replicas: DataFrame
     # the drain's end per partition, and the log start when it ended (`start` at `t_start`, or null)
     ends: DataFrame
     facts: Facts
@@ -380,12 +383,7 @@ def build(spark: SparkSession, history: Path, readers: Readers | None = None,
             "partition", "offset", (F.col("producer") - COPY_BASE).alias("in_partition"),
             F.col("seq").alias("in_offset"))
         ours = ours.filter(~out)
-    # Replica records count only below the high watermark the drain saw: above it a follower may
-    # still truncate.
-    rep = (replicas.filter(F.col("producer") >= 0)
-           .join(F.broadcast(ends.select("topic", "partition", "end")),
-                                                        ["topic", "partition"], "left")
-           .filter(F.col("end").isNull() | (F.col("offset") < F.col("end"))))
+    rep = judged(replicas, ends, t["metadata"])
     obs = _observations(sends, ours, rep)
     suspect = SUSPECT + (" OR NOT live" if facts.group_commits != "none" else "")
     if prefilter is not False:

@@ -59,10 +59,15 @@ class Oracle:
         intact = [r for r in self.reads if r["producer"] >= 0 and r["checksum_ok"]]
         self.copies = [r for r in intact if r["topic"] == named.copy_topic]
         self.ours = [r for r in intact if r["topic"] != named.copy_topic]
-        # a replica's record counts below the drain's end offset of its partition only
+        # a replica's record counts below the drain's end offset of its partition, on a broker in
+        # its last sampled ISR, only
+        isr = {(m["topic"], m["partition"]): m["isr"] for m in sorted(rows.get("metadata", []),
+                                                                      key=lambda m: m["t"])}
         self.replicas = [r for r in rows.get("replicas", []) if r["producer"] >= 0
                          and r["offset"]
-                         < self.end.get((r["topic"], r["partition"]), r["offset"] + 1)]
+                         < self.end.get((r["topic"], r["partition"]), r["offset"] + 1)
+                         and str(r["broker"]) in (isr.get((r["topic"], r["partition"])) or
+                                                  str(r["broker"])).split(",")]
         self.sent = {_value(s): s for s in self.sends}
         self.final = {_value(r) for r in self.ours if r["phase"] == "final"}
         self.live = {_value(r) for r in self.ours if r["phase"] == "live"}

@@ -297,6 +297,20 @@ def test_replica_divergence_below_the_high_watermark(spark, tmp_path):
     assert a.counts()["duplicate"] == 1  # (1, 4) now also sits at partition 1 offset 2
 
 
+def test_a_replica_left_out_of_the_last_isr_is_not_judged(spark, tmp_path):
+    # broker 3 kept a zombie leader's tail at partition 1 offset 2 and never rejoined (a wedged
+    # migration): Kafka would truncate it as it caught up, so it is not a divergence
+    def bent(isr_at_end: list[int]):
+        h = clean()
+        for r in h.rows["replicas"]:
+            if r["broker"] == 3 and r["partition"] == 1 and r["offset"] == 2:
+                r["producer"], r["seq"] = 9, 0  # a value no producer's ack or read holds
+        return h.isr(1, [1, 2, 3]).isr(0, [1, 2, 3]).isr(1, isr_at_end)
+    assert run(spark, tmp_path / "out", bent([1, 2])).counts() == only()
+    a = run(spark, tmp_path / "in", bent([2, 1, 3]))
+    assert a.counts() == only(replica_divergence=1, inconsistent_offset=1)
+
+
 def test_metadata_a_migration_read_before_and_not_after_is_lost(spark, tmp_path):
     kept = ["topic chaos: partitions=3", "user kchaos-witness: SCRAM_SHA_256 iterations=8192"]
     before = [*kept, "topic chaos: min.insync.replicas=2", "topic chaos: replicas[0]=1,2,3"]
