@@ -89,8 +89,9 @@ WEDGED = 10
 
 def migrate(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
     """KIP-866's migration, as Kafka 3.9's docs order it: a dedicated quorum in migration mode; each
-    broker in turn rolled into dual writes; the metadata copied; each broker rolled into KRaft mode;
-    each controller rolled out of migration mode. Other lines' ops go on throughout."""
+    broker in turn rolled into dual writes; the metadata copied, and the cluster left in dual-write
+    mode for the op's `for` (an operator's validation); each broker rolled into KRaft mode; each
+    controller rolled out of migration mode. Other lines' ops go on throughout."""
     began, m, brokers = time.monotonic(), ctx.cluster.migration, ctx.cluster.node_ids()
     before = m.inventory(plant=True)
     done: dict[str, object] = {"controllers": m.start_quorum()}
@@ -109,6 +110,7 @@ def migrate(ctx: Ctx, spec: FaultSpec, targets: list[int]) -> dict:
                 except ClusterError as exc:
                     raise Stalled(f"migrate: {exc}") from exc
                 done["copied_at_s"] = round(time.monotonic() - began, 1)
+                ctx.hold(spec.for_)
             elif phase == "kraft":
                 m.brokers_on_kraft()
     except NoEffect as exc:  # Stalled too

@@ -64,7 +64,7 @@ class Cluster:
         self.controllers: list[KafkaNode] = []  # a dedicated KRaft quorum (a migration's)
         self.migration = migration.Migration(self)
         self.quorum = quorum.Quorum(spec, lambda: self.nodes) if spec.dynamic_quorum else None
-        self.firewall = Firewall(lambda: self.nodes, lambda: self.zookeeper)
+        self.firewall = Firewall(lambda: [*self.nodes, *self.controllers], lambda: self.zookeeper)
         self.metadata = Metadata(spec, lambda: self.nodes, self.firewall, self.voters,
                                  self.zookeeper_session)
         self._signals = contextlib.ExitStack()  # the signal policy while the cluster is up

@@ -1,4 +1,5 @@
-"""The cluster's network rules: which broker drops whom (a grudge) and each broker's link faults."""
+"""The cluster's network rules: which node drops whom (a grudge) and each node's link faults (brokers,
+and a migration's controllers)."""
 
 from __future__ import annotations
 

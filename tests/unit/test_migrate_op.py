@@ -4,6 +4,7 @@ each node held from other lines only while it changes, and each phase's settings
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -43,9 +44,11 @@ class MigratingCluster:
 
     def step(self, node_id: int, phase: str) -> None:
         self.steps.append((phase, node_id, dict(self.nemesis_held())))
+        self.stepped_at = time.monotonic()
 
     def copied(self) -> bool:
         self.steps.append(("copied",))
+        self.copied_at = time.monotonic()
         return self.copies
 
     def conflicts(self) -> dict[int, int]:
@@ -59,11 +62,11 @@ class MigratingCluster:
         return ["topic chaos: partitions=3"]
 
 
-def _fire(tmp_path, cluster_of, before=None) -> tuple[dict, MigratingCluster]:
+def _fire(tmp_path, cluster_of, before=None, dwell: float = 0) -> tuple[dict, MigratingCluster]:
     history = HistoryWriter(tmp_path)
     nemesis = None
     cluster = cluster_of(lambda: nemesis.held)
-    faults = [fault_spec(fault="migrate", **{"for": 0}), fault_spec(fault="kill")]
+    faults = [fault_spec(fault="migrate", **{"for": dwell}), fault_spec(fault="kill")]
     op = plan.PlannedOp(1.0, 0, "migrate", 0.0)
     nemesis = schedule.Nemesis(cluster, "chaos", faults, [op], 1, history)
     nemesis.t0_ns = 0
@@ -200,3 +203,10 @@ def test_the_wedges_reproduction_is_the_migration_as_the_finding_ran_it():
     kept = short.model_copy(update={"faults": [short.faults[0], ours.faults[1], *short.faults[2:]]})
     same = {"topic", "producer", "consumer", "faults"}
     assert kept.model_dump(include=same) == ours.model_dump(include=same)
+
+
+def test_the_op_s_for_keeps_the_cluster_in_dual_write_mode_after_the_copy(tmp_path):
+    row, cluster = _fire(tmp_path, MigratingCluster, dwell=0.5)
+    kinds = [s[0] for s in cluster.steps]
+    assert row["outcome"] == "fired" and kinds.index("copied") < kinds.index("kraft"), kinds
+    assert cluster.stepped_at - cluster.copied_at >= 0.5  # the last step came after the dwell
