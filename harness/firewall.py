@@ -1,5 +1,5 @@
-"""The cluster's network rules: which node drops whom (a grudge) and each node's link faults (brokers,
-and a migration's controllers)."""
+"""The cluster's network rules: which node drops whom (a grudge) and each node's link faults (the
+brokers', and a migration's controllers')."""
 
 from __future__ import annotations
 
