@@ -297,8 +297,8 @@ def _zookeeper_link_problem(faults: list[FaultSpec], version: str, metadata: str
     """Why a hold of ZooKeeper's frames cannot run, or None: in ZooKeeper mode a node's controller
     link is its own ZooKeeper connection, whose answers a hold takes by ZooKeeper opcode."""
     for i, f in enumerate(faults):
-        if f.fault != "hold-requests":
-            continue
+        if not any("request" in FAULT_KINDS[k].params for k in f.fired_kinds()):
+            continue  # only a kind that selects requests holds frames by kind
         if f.request in ZK_OPS and metadata != "zookeeper":
             return (f"faults.{i}.request={f.request!r} holds ZooKeeper's answers, but "
                     f"kafka.version={version!r} runs KRaft; use a ZooKeeper-mode cluster")
