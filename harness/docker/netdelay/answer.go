@@ -65,18 +65,12 @@ func (d *delayer) answer(id uint32, packet []byte, m *match) {
 
 // replace accepts a packet with other bytes in its place (shorter ones cut it).
 func (d *delayer) replace(id uint32, packet []byte) error {
-	verdict := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, nfAccept), id)
-	_, err := d.conn.Send(d.message(msgVerdict, netlink.Request, []netlink.Attribute{
-		{Type: attrVerdictHdr, Data: verdict}, {Type: attrVerdictPayload, Data: packet}}))
-	return err
+	return d.verdict(id, nfAccept, netlink.Attribute{Type: attrVerdictPayload, Data: packet})
 }
 
 // refuse hands a packet back to its hook marked, for the chain's REJECT rule to answer with a reset.
 func (d *delayer) refuse(id uint32) error {
-	verdict := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, nfRepeat), id)
-	_, err := d.conn.Send(d.message(msgVerdict, netlink.Request, []netlink.Attribute{
-		{Type: attrVerdictHdr, Data: verdict}, {Type: attrMark, Data: binary.BigEndian.AppendUint32(nil, d.mark)}}))
-	return err
+	return d.verdict(id, nfRepeat, netlink.Attribute{Type: attrMark, Data: binary.BigEndian.AppendUint32(nil, d.mark)})
 }
 
 // resetOf turns an IPv4 or IPv6 TCP packet into a reset at its sequence number: its headers alone, flags RST and

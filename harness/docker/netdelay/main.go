@@ -293,9 +293,11 @@ func (d *delayer) pass(id uint32) {
 	}
 }
 
-func (d *delayer) verdict(id uint32, v uint32) error {
+// verdict sends packet `id`'s verdict, with the attributes that change it (a replacement packet, a mark).
+func (d *delayer) verdict(id uint32, v uint32, with ...netlink.Attribute) error {
 	verdict := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, v), id)
-	_, err := d.conn.Send(d.message(msgVerdict, netlink.Request, []netlink.Attribute{{Type: attrVerdictHdr, Data: verdict}}))
+	attrs := append([]netlink.Attribute{{Type: attrVerdictHdr, Data: verdict}}, with...)
+	_, err := d.conn.Send(d.message(msgVerdict, netlink.Request, attrs))
 	return err
 }
 
