@@ -25,10 +25,7 @@ func (d *delayer) answers(packet []byte) *match {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if s.toServer {
-		if h, ok := d.request(s.data); ok {
-			d.note(s.client, h)
-		}
+	if d.noted(s) {
 		return nil
 	}
 	m := d.frame(s)

@@ -35,10 +35,7 @@ func (d *delayer) holds(packet []byte, now time.Time) (string, *match, bool) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if s.toServer && d.responses { // a request on a hold of responses: noted so its response can be named
-		if h, ok := d.request(s.data); ok {
-			d.note(s.client, h)
-		}
+	if d.noted(s) {
 		return "", nil, false
 	}
 	m := d.frame(s)
@@ -80,6 +77,17 @@ func (d *delayer) frame(s segment) *match {
 	}
 	delete(d.pending[s.client], corr)
 	return &match{header: h, Response: true}
+}
+
+// noted notes a request on a hold of responses, so that its answer can be named; it says whether `s` was one.
+func (d *delayer) noted(s segment) bool {
+	if !s.toServer || !d.responses {
+		return false
+	}
+	if h, ok := d.request(s.data); ok {
+		d.note(s.client, h)
+	}
+	return true
 }
 
 // note keeps a request's header until its response comes.
